@@ -1,0 +1,179 @@
+// The syntax tree of one .avf file, as written: the parser's output. It keeps
+// every source range for diagnostics and knows nothing of ANTLR. Long operator
+// chains are stored flat (BinaryExpr holds all operands of one precedence
+// level), so no phase recurses deeper than the bracket nesting, which the
+// lexer bounds.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <llvm/Support/Casting.h>
+#include <llvm/Support/SMLoc.h>
+
+#include "units/quantity.h"
+
+namespace avf::ast {
+
+enum class DeclKind : uint8_t {
+#define DECL_KIND(Name, Keyword) Name,
+#include "ast/decl_kinds.def"
+#undef DECL_KIND
+};
+inline constexpr size_t kDeclKindCount = 0
+#define DECL_KIND(Name, Keyword) +1
+#include "ast/decl_kinds.def"
+#undef DECL_KIND
+    ;
+
+auto KeywordOf(DeclKind kind) -> std::string_view;
+auto DeclKindFromKeyword(std::string_view keyword) -> std::optional<DeclKind>;
+
+struct Name {
+  std::string text;
+  llvm::SMRange range;
+};
+
+class Expr {
+ public:
+  enum class Kind : uint8_t { Number, String, Bool, Auto, Name, Member, List, Binary, Unary, Record, Call, Error };
+  Expr(Kind kind, llvm::SMRange range) : kind_(kind), range_(range) {}
+  virtual ~Expr() = default;
+  auto kind() const -> Kind { return kind_; }
+  auto range() const -> llvm::SMRange { return range_; }
+  void set_range(llvm::SMRange range) { range_ = range; }
+
+ private:
+  Kind kind_;
+  llvm::SMRange range_;
+};
+using ExprPtr = std::unique_ptr<Expr>;
+
+template <Expr::Kind K>
+class ExprOf : public Expr {
+ public:
+  explicit ExprOf(llvm::SMRange range) : Expr(K, range) {}
+  static auto classof(const Expr* e) -> bool { return e->kind() == K; }
+};
+
+// `80GiB`: the literal's text and its value. `valid` is false when the lexer
+// already reported the literal (unknown unit, too large).
+struct NumberExpr : ExprOf<Expr::Kind::Number> {
+  using ExprOf::ExprOf;
+  std::string text;
+  units::Quantity value;
+  bool valid = true;
+};
+
+struct StringExpr : ExprOf<Expr::Kind::String> {
+  using ExprOf::ExprOf;
+  std::string value;  // escapes decoded
+};
+
+struct BoolExpr : ExprOf<Expr::Kind::Bool> {
+  using ExprOf::ExprOf;
+  bool value = false;
+};
+
+struct AutoExpr : ExprOf<Expr::Kind::Auto> {
+  using ExprOf::ExprOf;
+};
+
+// A bare name: a declaration, or an enum value where the field expects one.
+struct NameExpr : ExprOf<Expr::Kind::Name> {
+  using ExprOf::ExprOf;
+  Name name;
+};
+
+// base.a.b
+struct MemberExpr : ExprOf<Expr::Kind::Member> {
+  using ExprOf::ExprOf;
+  ExprPtr base;
+  std::vector<Name> members;
+};
+
+struct ListExpr : ExprOf<Expr::Kind::List> {
+  using ExprOf::ExprOf;
+  std::vector<ExprPtr> elements;
+};
+
+enum class BinaryOp : uint8_t { Add, Subtract, Multiply, Divide };
+auto Spelling(BinaryOp op) -> std::string_view;
+
+// first op₁ operand₁ op₂ operand₂ …, all of one precedence level, evaluated
+// left to right.
+struct BinaryExpr : ExprOf<Expr::Kind::Binary> {
+  using ExprOf::ExprOf;
+  struct Step {
+    BinaryOp op;
+    llvm::SMRange op_range;
+    ExprPtr operand;
+  };
+  ExprPtr first;
+  std::vector<Step> rest;
+};
+
+// -x, - -x: the signs in source order, then the operand.
+struct UnaryExpr : ExprOf<Expr::Kind::Unary> {
+  using ExprOf::ExprOf;
+  std::vector<llvm::SMRange> negations;  // `+` signs are dropped
+  ExprPtr operand;
+};
+
+struct Field;
+struct Body {
+  std::vector<Field> fields;
+  llvm::SMRange range;  // from `{` to `}`
+};
+
+// TYPE { FIELD* }: a built-in record (fat_tree { ... }) or a declaration
+// instanced inline with overrides (llama2_7b { seq_len = 4096 }).
+struct RecordExpr : ExprOf<Expr::Kind::Record> {
+  using ExprOf::ExprOf;
+  Name type;
+  std::unique_ptr<Body> body;
+};
+
+// NAME(EXPR, ...): a built-in function such as secret("name").
+struct CallExpr : ExprOf<Expr::Kind::Call> {
+  using ExprOf::ExprOf;
+  Name callee;
+  std::vector<ExprPtr> args;
+};
+
+// Stands where the parser recovered from a syntax error.
+struct ErrorExpr : ExprOf<Expr::Kind::Error> {
+  using ExprOf::ExprOf;
+};
+
+// NAME = EXPR, or NAME { FIELD* } (then `record` is set, `value` null).
+struct Field {
+  Name name;
+  ExprPtr value;
+  std::unique_ptr<Body> record;
+  llvm::SMRange range;
+};
+
+struct Decl {
+  std::optional<DeclKind> kind;  // empty when the keyword is unknown (reported)
+  Name keyword;
+  Name name;
+  std::optional<Name> base;
+  Body body;
+  llvm::SMRange range;
+};
+
+struct Import {
+  std::string path;
+  llvm::SMRange range;  // the string literal
+};
+
+struct File {
+  unsigned buffer_id = 0;
+  std::vector<Import> imports;
+  std::vector<Decl> decls;
+};
+
+}  // namespace avf::ast

@@ -1,0 +1,118 @@
+// Diagnostics: the registry ids, one Diagnostic record, and the engine that
+// every phase reports into. Rendering lives in render_text/render_json, and
+// --verify-diagnostics in verify.h.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <llvm/Support/SMLoc.h>
+
+namespace avf::diag {
+
+enum class DiagId : uint16_t {
+#define DIAG(Name, Code, Kind, Format) Name,
+#include "diag/diagnostic_kinds.def"
+#undef DIAG
+};
+
+// IoError renders like Error but makes the exit status 2 (spec §7).
+enum class Kind : uint8_t { Error, Warning, IoError };
+enum class Severity : uint8_t { Error, Warning, Note };
+
+struct DiagInfo {
+  std::string_view name;
+  std::string_view code;
+  Kind kind;
+  std::string_view format;
+};
+
+auto Info(DiagId id) -> const DiagInfo&;
+auto AllDiagInfos() -> std::vector<DiagInfo>;
+
+// A note or help line. Notes carry their own location ("declared here");
+// a note without a location and every help line print under the primary.
+struct SubDiagnostic {
+  llvm::SMLoc loc;
+  llvm::SMRange range;
+  std::string message;
+};
+
+// Replace `range` with `replacement`; an empty range inserts at its start.
+struct FixIt {
+  llvm::SMRange range;
+  std::string replacement;
+};
+
+struct Diagnostic {
+  DiagId id;
+  Severity severity;
+  llvm::SMLoc loc;
+  std::vector<llvm::SMRange> ranges;
+  std::string message;
+  std::vector<SubDiagnostic> notes;
+  std::vector<std::string> help;
+  std::vector<FixIt> fixits;
+};
+
+class DiagnosticEngine;
+
+// Attaches ranges, notes, help and fix-its to the diagnostic just reported.
+class DiagnosticBuilder {
+ public:
+  DiagnosticBuilder(DiagnosticEngine* engine, size_t index) : engine_(engine), index_(index) {}
+  auto Range(llvm::SMRange range) -> DiagnosticBuilder&;
+  auto Note(llvm::SMRange range, std::string message) -> DiagnosticBuilder&;
+  auto Note(std::string message) -> DiagnosticBuilder&;
+  auto Help(std::string message) -> DiagnosticBuilder&;
+  auto Fix(llvm::SMRange range, std::string replacement) -> DiagnosticBuilder&;
+
+ private:
+  auto Get() -> Diagnostic*;
+  DiagnosticEngine* engine_;
+  size_t index_;  // SIZE_MAX once the engine stopped storing diagnostics
+};
+
+// Collects diagnostics from every phase; errors accumulate and nothing throws.
+class DiagnosticEngine {
+ public:
+  static constexpr size_t kDefaultErrorLimit = 50;
+
+  template <typename... Args>
+  auto Report(DiagId id, llvm::SMRange range, Args&&... args) -> DiagnosticBuilder {
+    const DiagInfo& info = Info(id);
+    std::string message = fmt::vformat(info.format, fmt::make_format_args(args...));
+    return Add(id, range, std::move(message));
+  }
+
+  auto diagnostics() const -> const std::vector<Diagnostic>& { return diagnostics_; }
+  auto error_count() const -> size_t { return error_count_; }
+  auto warning_count() const -> size_t { return warning_count_; }
+  auto has_errors() const -> bool { return error_count_ > 0; }
+  auto has_io_errors() const -> bool { return io_error_; }
+  // True once the error limit is reached: phases stop early instead of
+  // producing thousands of cascading errors on garbage input.
+  auto limit_reached() const -> bool { return error_limit_ != 0 && error_count_ >= error_limit_; }
+  void set_error_limit(size_t limit) { error_limit_ = limit; }
+  auto suppressed_count() const -> size_t { return suppressed_; }
+
+ private:
+  friend class DiagnosticBuilder;
+  auto Add(DiagId id, llvm::SMRange range, std::string message) -> DiagnosticBuilder;
+
+  std::vector<Diagnostic> diagnostics_;
+  size_t error_count_ = 0;
+  size_t warning_count_ = 0;
+  size_t suppressed_ = 0;
+  size_t error_limit_ = kDefaultErrorLimit;
+  bool io_error_ = false;
+};
+
+// Backtick-quoted, for messages: Quote("x") == "`x`".
+auto Quote(std::string_view text) -> std::string;
+
+}  // namespace avf::diag

@@ -1,0 +1,81 @@
+// aviflowc: runs the phases in order and renders their diagnostics.
+//   source -> lex -> parse -> imports -> sema   (check, --dump)
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/InitLLVM.h>
+#include <llvm/Support/Process.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include "ast/dump.h"
+#include "diag/render.h"
+#include "diag/verify.h"
+#include "driver/options.h"
+#include "imports/imports.h"
+#include "lex/lex.h"
+#include "sema/dump.h"
+#include "sema/sema.h"
+
+namespace avf::driver {
+
+namespace {
+
+auto UseColor(ColorMode mode) -> bool {
+  switch (mode) {
+    case ColorMode::Always: return true;
+    case ColorMode::Never: return false;
+    case ColorMode::Auto: return llvm::sys::Process::StandardErrHasColors();
+  }
+  return false;
+}
+
+// Prints the diagnostics (or verifies them) and returns the exit status.
+auto Finish(const Options& o, const source::SourceSet& sources, const diag::DiagnosticEngine& diags) -> int {
+  if (o.verify_diagnostics) return diag::VerifyDiagnostics(sources.mgr(), diags, llvm::errs()) ? 0 : 1;
+  if (o.format == DiagnosticsFormat::Json) {
+    diag::RenderJson(sources.mgr(), diags, llvm::errs());
+  } else {
+    bool color = UseColor(o.color);
+    if (color) llvm::errs().enable_colors(true);
+    diag::RenderText(sources.mgr(), diags, llvm::errs(), color);
+  }
+  if (diags.has_io_errors()) return 2;
+  return diags.has_errors() ? 1 : 0;
+}
+
+auto Run(const Options& o, const char* argv0) -> int {
+  source::SourceSet sources;
+  diag::DiagnosticEngine diags;
+  diags.set_error_limit(o.verify_diagnostics ? 0 : o.error_limit);
+  imports::SearchPaths paths;
+  paths.include_dirs = o.include_dirs;
+  paths.stdlib_dirs = imports::DefaultStdlibDirs(
+      llvm::sys::fs::getMainExecutable(argv0, reinterpret_cast<void*>(&Run)));
+  imports::ModuleSet modules = imports::LoadModules(o.input, paths, sources, diags);
+  if (!modules.main_loaded) return Finish(o, sources, diags);
+  const imports::Module& main = modules.modules.front();
+  llvm::raw_ostream& out = llvm::outs();
+  if (o.dump == Dump::Tokens) lex::DumpTokens(sources, main.tokens, out);
+  if (o.dump == Dump::Ast) ast::DumpAst(sources.mgr(), main.ast, out);
+  if (main.ast.decls.empty() && main.ast.imports.empty() && !diags.has_errors()) {
+    diags.Report(diag::DiagId::EmptyFile, {}, o.input);
+  }
+  if (!diags.has_errors()) {
+    sema::Program program = sema::Analyze(modules, diags);
+    if (o.dump == Dump::Sema) sema::DumpProgram(sources.mgr(), program, main.buffer_id, out);
+  }
+  out.flush();
+  return Finish(o, sources, diags);
+}
+
+}  // namespace
+
+}  // namespace avf::driver
+
+auto main(int argc, char** argv) -> int {
+  llvm::InitLLVM init(argc, argv);
+  avf::driver::ParsedCommandLine parsed = avf::driver::ParseCommandLine(argc, argv);
+  if (!parsed.options) {
+    (parsed.exit_code == 0 ? llvm::outs() : llvm::errs()) << parsed.message;
+    return parsed.exit_code;
+  }
+  return avf::driver::Run(*parsed.options, argv[0]);
+}

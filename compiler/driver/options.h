@@ -1,0 +1,36 @@
+// The command line (spec §7), parsed with CLI11. Parsing never exits: the
+// result says whether to run, or to stop with a message and status.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace avf::driver {
+
+enum class Command { Check, Compile };
+enum class Dump { None, Tokens, Ast, Sema };
+enum class ColorMode { Auto, Always, Never };
+enum class DiagnosticsFormat { Text, Json };
+
+struct Options {
+  Command command = Command::Compile;
+  std::string input;
+  std::vector<std::string> include_dirs;
+  Dump dump = Dump::None;
+  ColorMode color = ColorMode::Auto;
+  DiagnosticsFormat format = DiagnosticsFormat::Text;
+  bool verify_diagnostics = false;
+  size_t error_limit = 50;
+};
+
+// Either options to run with, or text to print and the exit status.
+struct ParsedCommandLine {
+  std::optional<Options> options;
+  std::string message;  // --help / --version text, or a usage error
+  int exit_code = 0;
+};
+
+auto ParseCommandLine(int argc, const char* const* argv) -> ParsedCommandLine;
+
+}  // namespace avf::driver

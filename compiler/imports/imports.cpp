@@ -1,0 +1,171 @@
+#include "imports/imports.h"
+
+#include <map>
+
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/Path.h>
+
+#include "lex/lex.h"
+#include "parse/parse.h"
+
+namespace avf::imports {
+
+namespace {
+
+namespace fs = llvm::sys::fs;
+namespace path = llvm::sys::path;
+
+auto Normalized(llvm::StringRef p) -> std::string {
+  llvm::SmallString<256> out(p);
+  path::remove_dots(out, /*remove_dot_dot=*/true);
+  return std::string(out.str());
+}
+
+auto WithExtension(llvm::StringRef p) -> std::string {
+  return path::extension(p) == ".avf" ? p.str() : (p + ".avf").str();
+}
+
+auto IsRelative(llvm::StringRef text) -> bool {
+  return text.startswith("./") || text.startswith("../") || path::is_absolute(text);
+}
+
+// Identity of a file, so that two spellings of one path load once.
+auto Identity(const std::string& p) -> std::string {
+  llvm::SmallString<256> real;
+  if (fs::real_path(p, real)) return Normalized(p);
+  return std::string(real.str());
+}
+
+class Loader {
+ public:
+  Loader(const SearchPaths& paths, source::SourceSet& sources, diag::DiagnosticEngine& diags)
+      : paths_(paths), sources_(sources), diags_(diags) {}
+
+  void LoadMain(const std::string& main_path) {
+    auto id = sources_.LoadFile(main_path, diags_);
+    if (!id) return;
+    set_.main_loaded = true;
+    Visit(main_path, *id, /*is_main=*/true);
+  }
+
+  auto Take() -> ModuleSet { return std::move(set_); }
+
+ private:
+  // Parses one file, then its imports depth-first; `stack_` holds the files
+  // being visited, for cycle detection.
+  void Visit(const std::string& shown_path, unsigned buffer_id, bool is_main) {
+    std::string identity = Identity(shown_path);
+    loaded_[identity] = set_.modules.size();
+    lex::TokenizedBuffer tokens = lex::Lex(sources_, buffer_id, diags_);
+    ast::File file = parse::Parse(tokens, diags_);
+    size_t index = set_.modules.size();
+    set_.modules.push_back({shown_path, buffer_id, std::move(tokens), std::move(file), is_main});
+    stack_.push_back(identity);
+    std::vector<ast::Import> imports = set_.modules[index].ast.imports;
+    std::map<std::string, llvm::SMRange> seen_here;
+    for (const ast::Import& imp : imports) {
+      if (diags_.limit_reached()) break;
+      Import(imp, shown_path, seen_here);
+    }
+    stack_.pop_back();
+  }
+
+  void Import(const ast::Import& imp, const std::string& importer,
+              std::map<std::string, llvm::SMRange>& seen_here) {
+    if (imp.path.empty()) {
+      diags_.Report(diag::DiagId::EmptyImportPath, imp.range).Help("write `import \"std/hardware\"`");
+      return;
+    }
+    std::vector<std::string> candidates = Candidates(imp.path, importer, paths_);
+    auto found = std::find_if(candidates.begin(), candidates.end(), [](const std::string& c) {
+      return fs::exists(c);
+    });
+    if (found == candidates.end()) {
+      ReportNotFound(imp, candidates);
+      return;
+    }
+    std::string identity = Identity(*found);
+    if (auto [it, fresh] = seen_here.emplace(identity, imp.range); !fresh) {
+      diags_.Report(diag::DiagId::DuplicateImport, imp.range, imp.path)
+          .Note(it->second, "first imported here")
+          .Fix(imp.range, "");
+      return;
+    }
+    if (auto cycle = std::find(stack_.begin(), stack_.end(), identity); cycle != stack_.end()) {
+      ReportCycle(imp, cycle);
+      return;
+    }
+    if (loaded_.count(identity)) return;
+    auto id = sources_.LoadFile(*found, diags_, imp.range);
+    if (!id) return;
+    Visit(*found, *id, /*is_main=*/false);
+  }
+
+  void ReportNotFound(const ast::Import& imp, const std::vector<std::string>& candidates) {
+    auto b = diags_.Report(diag::DiagId::ImportNotFound, imp.range, imp.path);
+    for (const std::string& c : candidates) b.Note(fmt::format("looked for `{}`", c));
+    if (candidates.empty() || (!IsRelative(imp.path) && !llvm::StringRef(imp.path).startswith("std/"))) {
+      b.Help("use `std/NAME` for the standard library, `./file.avf` for a file beside this one, or add `-I DIR`");
+    }
+  }
+
+  void ReportCycle(const ast::Import& imp, std::vector<std::string>::iterator cycle_start) {
+    std::string chain;
+    for (auto it = cycle_start; it != stack_.end(); ++it) {
+      chain += path::filename(*it).str() + " -> ";
+    }
+    chain += path::filename(*cycle_start).str();
+    diags_.Report(diag::DiagId::ImportCycle, imp.range, chain)
+        .Help("move the shared declarations into a file that both import");
+  }
+
+  const SearchPaths& paths_;
+  source::SourceSet& sources_;
+  diag::DiagnosticEngine& diags_;
+  ModuleSet set_;
+  std::map<std::string, size_t> loaded_;
+  std::vector<std::string> stack_;
+};
+
+}  // namespace
+
+auto Candidates(const std::string& text, const std::string& importer, const SearchPaths& paths)
+    -> std::vector<std::string> {
+  std::string file = WithExtension(text);
+  if (IsRelative(text)) {
+    if (path::is_absolute(text)) return {Normalized(file)};
+    llvm::SmallString<256> joined(path::parent_path(importer));
+    path::append(joined, file);
+    return {Normalized(joined)};
+  }
+  std::vector<std::string> out;
+  for (const std::string& dir : paths.include_dirs) {
+    llvm::SmallString<256> joined(dir);
+    path::append(joined, file);
+    out.push_back(Normalized(joined));
+  }
+  llvm::StringRef rest(file);
+  if (rest.consume_front("std/")) {
+    for (const std::string& dir : paths.stdlib_dirs) {
+      llvm::SmallString<256> joined(dir);
+      path::append(joined, rest);
+      out.push_back(Normalized(joined));
+    }
+  }
+  return out;
+}
+
+auto DefaultStdlibDirs(const std::string& exe_path) -> std::vector<std::string> {
+  llvm::SmallString<256> prefix(path::parent_path(path::parent_path(exe_path)));
+  path::append(prefix, "share", "aviflowc", "stdlib");
+  return {Normalized(prefix)};
+}
+
+auto LoadModules(const std::string& main_path, const SearchPaths& paths, source::SourceSet& sources,
+                 diag::DiagnosticEngine& diags) -> ModuleSet {
+  Loader loader(paths, sources, diags);
+  loader.LoadMain(main_path);
+  return loader.Take();
+}
+
+}  // namespace avf::imports

@@ -1,0 +1,45 @@
+// Phase 3: the file named on the command line -> every module it imports,
+// each lexed and parsed. Import cycles and missing files are diagnosed here.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ast/ast.h"
+#include "diag/diagnostic.h"
+#include "lex/tokenized_buffer.h"
+#include "source/source_set.h"
+
+namespace avf::imports {
+
+struct SearchPaths {
+  std::vector<std::string> include_dirs;  // -I, in command-line order
+  std::vector<std::string> stdlib_dirs;   // where `std/NAME` resolves
+};
+
+struct Module {
+  std::string path;  // as shown in diagnostics
+  unsigned buffer_id = 0;
+  lex::TokenizedBuffer tokens;
+  ast::File ast;
+  bool is_main = false;
+};
+
+// Modules in load order: the main file first, then imports depth-first.
+struct ModuleSet {
+  std::vector<Module> modules;
+  bool main_loaded = false;
+};
+
+auto LoadModules(const std::string& main_path, const SearchPaths& paths, source::SourceSet& sources,
+                 diag::DiagnosticEngine& diags) -> ModuleSet;
+
+// Where `import "text"` in `importer` would be looked for, in order.
+auto Candidates(const std::string& text, const std::string& importer, const SearchPaths& paths)
+    -> std::vector<std::string>;
+
+// The stdlib folders for an executable at `exe_path`: installed
+// (<prefix>/share/aviflowc/stdlib beside <prefix>/bin) and in the build tree.
+auto DefaultStdlibDirs(const std::string& exe_path) -> std::vector<std::string>;
+
+}  // namespace avf::imports

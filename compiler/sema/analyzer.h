@@ -1,0 +1,95 @@
+// Internal to sema: the state shared by declaration collection (sema.cpp),
+// expression evaluation (eval.cpp) and the cross-field rules (rules.cpp).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "diag/diagnostic.h"
+#include "imports/imports.h"
+#include "sema/value.h"
+
+namespace avf::sema {
+
+// A declaration being analyzed. Inline instances have no ast::Decl.
+struct DeclState {
+  const ast::Body* body = nullptr;
+  ast::DeclKind kind{};
+  std::string name;
+  llvm::SMRange name_range;
+  std::optional<ast::Name> base_name;
+  std::optional<DeclId> base;
+  unsigned buffer_id = 0;
+  bool is_inline = false;
+  bool is_main = false;
+};
+
+// A dotted field path inside a declaration: {"parallel", "tensor"}.
+using FieldPath = std::vector<std::string>;
+auto JoinPath(const FieldPath& path) -> std::string;
+
+class Analyzer {
+ public:
+  Analyzer(const imports::ModuleSet& modules, diag::DiagnosticEngine& diags);
+  auto Run() -> Program;
+
+  // Evaluates one field of a declaration, following inheritance and
+  // defaults; nullopt when the field is neither written nor defaulted.
+  // `use` locates the reference that asked, for cycle errors.
+  auto EvalField(DeclId decl, const FieldPath& path, llvm::SMRange use) -> std::optional<FieldValue>;
+  auto Lookup(std::string_view name) const -> std::optional<DeclId>;
+  // Names of declarations of `kind` (all kinds if nullopt), for "did you mean".
+  auto NamesOfKind(std::optional<ast::DeclKind> kind) const -> std::vector<std::string>;
+  // `base { overrides }` written in `owner.path`: a new declaration.
+  auto AddInline(const ast::RecordExpr& expr, DeclId base, DeclId owner, const FieldPath& path) -> DeclId;
+  auto decl(DeclId id) const -> const DeclState& { return decls_[id]; }
+  auto program() const -> const Program& { return program_; }
+  auto diags() -> diag::DiagnosticEngine& { return diags_; }
+  void CheckBody(const ast::Body& body, const RecordSchema& schema, const std::string& where);
+
+ private:
+  enum class EvalState : uint8_t { InProgress, Done };
+  struct Memo {
+    EvalState state;
+    std::optional<FieldValue> value;
+  };
+  struct Site {
+    const ast::Field* field;
+    DeclId decl;
+  };
+
+  void Collect();
+  void ResolveBases();
+  void CheckBaseChain(DeclId id);
+  auto FindSite(DeclId decl, const FieldPath& path) const -> std::optional<Site>;
+  auto SchemaAt(ast::DeclKind kind, const FieldPath& path) const -> const FieldSchema*;
+  auto Compute(DeclId decl, const FieldPath& path, const FieldSchema& schema) -> std::optional<FieldValue>;
+  auto ComputeWritten(DeclId decl, const FieldPath& path, const FieldSchema& schema, const Site& site)
+      -> std::optional<FieldValue>;
+  auto BuildRecord(DeclId decl, const FieldPath& prefix, const RecordSchema& schema, llvm::SMRange where)
+      -> RecordValue;
+  auto DefaultFor(DeclId decl, const FieldPath& path, const FieldSchema& schema) -> std::optional<FieldValue>;
+  void ReportMissing(DeclId decl, const FieldPath& path, llvm::SMRange where);
+
+  const imports::ModuleSet& modules_;
+  diag::DiagnosticEngine& diags_;
+  std::vector<DeclState> decls_;
+  std::map<std::string, DeclId, std::less<>> by_name_;
+  std::map<std::pair<DeclId, std::string>, Memo> memo_;
+  Program program_;
+};
+
+// Evaluates `expr` as the value of a field with schema `field`, reporting
+// type, unit and reference errors (eval.cpp).
+auto EvaluateField(Analyzer& analyzer, const ast::Expr& expr, const FieldSchema& field, DeclId owner,
+                   const FieldPath& path) -> Value;
+
+// Rules that relate several fields of one declaration (rules.cpp).
+void CheckRules(Analyzer& analyzer, const Program& program);
+
+// The closest of `candidates` to `word`, or "" when none is close.
+auto ClosestMatch(std::string_view word, const std::vector<std::string>& candidates) -> std::string;
+
+}  // namespace avf::sema

@@ -1,0 +1,433 @@
+// Expression evaluation: literals, names, member access, arithmetic with
+// units, lists, built-in records, inline instances and secret(). Each result
+// is then checked against the field's schema (type, dimension, integer-ness,
+// range, reference kind).
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "sema/analyzer.h"
+
+namespace avf::sema {
+
+namespace {
+
+using diag::DiagId;
+
+auto SourceText(llvm::SMRange r) -> std::string {
+  if (!r.isValid()) return "";
+  return std::string(r.Start.getPointer(), r.End.getPointer());
+}
+
+auto MakeQuantity(const units::Quantity& q, llvm::SMRange range) -> Value {
+  Value v;
+  v.kind = Value::Kind::Quantity;
+  v.quantity = q;
+  v.range = range;
+  return v;
+}
+
+class Evaluator {
+ public:
+  Evaluator(Analyzer& analyzer, DeclId owner, const FieldPath& path)
+      : a_(analyzer), diags_(analyzer.diags()), owner_(owner), path_(path), field_name_(JoinPath(path)) {}
+
+  // Evaluates with the field's schema in view (enum names, inline instances,
+  // auto), then checks the result against it.
+  auto Field(const ast::Expr& e, const FieldSchema& schema) -> Value {
+    Value v = Eval(e, &schema);
+    return Check(std::move(v), schema, e.range());
+  }
+
+ private:
+  auto Eval(const ast::Expr& e, const FieldSchema* expected) -> Value;
+  auto EvalName(const ast::NameExpr& e, const FieldSchema* expected) -> Value;
+  auto EvalMember(const ast::MemberExpr& e) -> Value;
+  auto EvalBinary(const ast::BinaryExpr& e) -> Value;
+  auto EvalUnary(const ast::UnaryExpr& e) -> Value;
+  auto EvalList(const ast::ListExpr& e, const FieldSchema* expected) -> Value;
+  auto EvalRecord(const ast::RecordExpr& e, const FieldSchema* expected) -> Value;
+  auto EvalCall(const ast::CallExpr& e) -> Value;
+  auto Apply(const Value& lhs, const ast::BinaryExpr::Step& step, llvm::SMRange whole) -> Value;
+  auto Check(Value v, const FieldSchema& schema, llvm::SMRange range) -> Value;
+  auto CheckQuantity(Value v, const FieldSchema& schema, llvm::SMRange range) -> Value;
+  auto CheckRef(Value v, const FieldSchema& schema, llvm::SMRange range) -> Value;
+  auto Mismatch(const Value& v, const FieldSchema& schema, llvm::SMRange range) -> Value;
+  void ReportUnknownName(const ast::Name& name, const FieldSchema* expected);
+
+  Analyzer& a_;
+  diag::DiagnosticEngine& diags_;
+  DeclId owner_;
+  const FieldPath& path_;
+  std::string field_name_;
+};
+
+auto Evaluator::Eval(const ast::Expr& e, const FieldSchema* expected) -> Value {
+  switch (e.kind()) {
+    case ast::Expr::Kind::Number: {
+      const auto& n = llvm::cast<ast::NumberExpr>(e);
+      return n.valid ? MakeQuantity(n.value, e.range()) : Value::Error();
+    }
+    case ast::Expr::Kind::String: {
+      Value v;
+      v.kind = Value::Kind::String;
+      v.text = llvm::cast<ast::StringExpr>(e).value;
+      v.range = e.range();
+      return v;
+    }
+    case ast::Expr::Kind::Bool: {
+      Value v;
+      v.kind = Value::Kind::Bool;
+      v.boolean = llvm::cast<ast::BoolExpr>(e).value;
+      v.range = e.range();
+      return v;
+    }
+    case ast::Expr::Kind::Auto: {
+      Value v;
+      v.kind = Value::Kind::Auto;
+      v.range = e.range();
+      return v;
+    }
+    case ast::Expr::Kind::Name: return EvalName(llvm::cast<ast::NameExpr>(e), expected);
+    case ast::Expr::Kind::Member: return EvalMember(llvm::cast<ast::MemberExpr>(e));
+    case ast::Expr::Kind::List: return EvalList(llvm::cast<ast::ListExpr>(e), expected);
+    case ast::Expr::Kind::Binary: return EvalBinary(llvm::cast<ast::BinaryExpr>(e));
+    case ast::Expr::Kind::Unary: return EvalUnary(llvm::cast<ast::UnaryExpr>(e));
+    case ast::Expr::Kind::Record: return EvalRecord(llvm::cast<ast::RecordExpr>(e), expected);
+    case ast::Expr::Kind::Call: return EvalCall(llvm::cast<ast::CallExpr>(e));
+    case ast::Expr::Kind::Error: return Value::Error();
+  }
+  return Value::Error();
+}
+
+// An enum value where the field takes one, else a declaration.
+auto Evaluator::EvalName(const ast::NameExpr& e, const FieldSchema* expected) -> Value {
+  const std::string& name = e.name.text;
+  if (expected && expected->type == FieldType::Enum) {
+    const auto& values = expected->enum_values;
+    if (std::find(values.begin(), values.end(), name) != values.end()) {
+      Value v;
+      v.kind = Value::Kind::Enum;
+      v.text = name;
+      v.range = e.range();
+      return v;
+    }
+    if (!a_.Lookup(name)) {
+      std::vector<std::string> options(values.begin(), values.end());
+      auto b = diags_.Report(DiagId::UnknownEnumValue, e.name.range, name, field_name_,
+                             fmt::format("`{}`", fmt::join(values, "`, `")));
+      if (std::string near = ClosestMatch(name, options); !near.empty()) {
+        b.Help(fmt::format("did you mean `{}`?", near)).Fix(e.name.range, near);
+      }
+      return Value::Error();
+    }
+  }
+  std::optional<DeclId> id = a_.Lookup(name);
+  if (!id) {
+    ReportUnknownName(e.name, expected);
+    return Value::Error();
+  }
+  Value v;
+  v.kind = Value::Kind::Ref;
+  v.decl = *id;
+  v.range = e.range();
+  return v;
+}
+
+void Evaluator::ReportUnknownName(const ast::Name& name, const FieldSchema* expected) {
+  std::optional<ast::DeclKind> kind;
+  if (expected && expected->type == FieldType::Ref) kind = expected->ref_kind;
+  if (expected && expected->type == FieldType::Location) kind = ast::DeclKind::Storage;
+  auto b = diags_.Report(DiagId::UnknownName, name.range, name.text);
+  std::string near = ClosestMatch(name.text, a_.NamesOfKind(kind));
+  if (near.empty() && kind) near = ClosestMatch(name.text, a_.NamesOfKind(std::nullopt));
+  if (!near.empty()) {
+    b.Help(fmt::format("did you mean `{}`?", near)).Fix(name.range, near);
+  } else if (kind && (*kind == ast::DeclKind::Gpu || *kind == ast::DeclKind::Node ||
+                      *kind == ast::DeclKind::Fabric || *kind == ast::DeclKind::Model)) {
+    b.Help("hardware and models of the standard library need `import \"std/hardware\"` or `import \"std/models\"`");
+  }
+}
+
+// decl.field.subfield, or record.field
+auto Evaluator::EvalMember(const ast::MemberExpr& e) -> Value {
+  Value current = Eval(*e.base, nullptr);
+  FieldPath path;
+  for (const ast::Name& member : e.members) {
+    if (current.is_error()) return current;
+    if (current.kind == Value::Kind::Ref) {
+      DeclId decl = current.decl;
+      const DeclState& d = a_.decl(decl);
+      std::string owner = fmt::format("{} `{}`", ast::KeywordOf(d.kind), d.name);
+      if (!SchemaOf(d.kind).Find(member.text)) {
+        auto b = diags_.Report(DiagId::UnknownMember, member.range, owner, member.text);
+        std::vector<std::string> names;
+        for (std::string_view n : SchemaOf(d.kind).FieldNames()) names.emplace_back(n);
+        if (std::string near = ClosestMatch(member.text, names); !near.empty()) {
+          b.Help(fmt::format("did you mean `{}`?", near)).Fix(member.range, near);
+        }
+        return Value::Error();
+      }
+      std::optional<FieldValue> fv = a_.EvalField(decl, {member.text}, member.range);
+      if (!fv) {
+        diags_.Report(DiagId::MemberNotSet, member.range, owner, member.text).Note(d.name_range, "declared here");
+        return Value::Error();
+      }
+      current = fv->value;
+      continue;
+    }
+    if (current.kind == Value::Kind::Record) {
+      const FieldValue* fv = current.record->Find(member.text);
+      if (!fv) {
+        std::string owner = fmt::format("the `{}` record", current.record->schema->name);
+        bool known = current.record->schema->Find(member.text) != nullptr;
+        diags_.Report(known ? DiagId::MemberNotSet : DiagId::UnknownMember, member.range, owner, member.text);
+        return Value::Error();
+      }
+      current = fv->value;
+      continue;
+    }
+    diags_.Report(DiagId::UnknownMember, member.range, DescribeValue(current, a_.program()), member.text);
+    return Value::Error();
+  }
+  current.range = e.range();
+  return current;
+}
+
+auto Evaluator::EvalBinary(const ast::BinaryExpr& e) -> Value {
+  Value acc = Eval(*e.first, nullptr);
+  llvm::SMRange whole{e.first->range().Start, e.first->range().End};
+  for (const ast::BinaryExpr::Step& step : e.rest) {
+    whole.End = step.operand->range().End;
+    acc = Apply(acc, step, whole);
+  }
+  acc.range = e.range();
+  return acc;
+}
+
+auto Evaluator::Apply(const Value& lhs, const ast::BinaryExpr::Step& step, llvm::SMRange whole) -> Value {
+  Value rhs = Eval(*step.operand, nullptr);
+  if (lhs.is_error() || rhs.is_error()) return Value::Error();
+  // STORAGE / "path" and LOCATION / "more/path"
+  if (step.op == ast::BinaryOp::Divide && rhs.kind == Value::Kind::String &&
+      ((lhs.kind == Value::Kind::Ref && a_.decl(lhs.decl).kind == ast::DeclKind::Storage) ||
+       lhs.kind == Value::Kind::Location)) {
+    Value v;
+    v.kind = Value::Kind::Location;
+    v.decl = lhs.decl;
+    std::string tail = llvm::StringRef(rhs.text).trim('/').str();
+    v.text = lhs.kind == Value::Kind::Location && !lhs.text.empty() ? lhs.text + "/" + tail : tail;
+    return v;
+  }
+  if (lhs.kind != Value::Kind::Quantity || rhs.kind != Value::Kind::Quantity) {
+    diags_.Report(DiagId::InvalidOperands, step.op_range, ast::Spelling(step.op),
+                  DescribeValue(lhs, a_.program()), DescribeValue(rhs, a_.program()))
+        .Range(lhs.range)
+        .Range(rhs.range);
+    return Value::Error();
+  }
+  units::ArithmeticResult r;
+  switch (step.op) {
+    case ast::BinaryOp::Add: r = units::Add(lhs.quantity, rhs.quantity); break;
+    case ast::BinaryOp::Subtract: r = units::Subtract(lhs.quantity, rhs.quantity); break;
+    case ast::BinaryOp::Multiply: r = units::Multiply(lhs.quantity, rhs.quantity); break;
+    case ast::BinaryOp::Divide: r = units::Divide(lhs.quantity, rhs.quantity); break;
+  }
+  switch (r.error) {
+    case units::ArithmeticError::kNone: return MakeQuantity(r.value, whole);
+    case units::ArithmeticError::kDimensionMismatch: {
+      std::string verb = step.op == ast::BinaryOp::Add ? "add" : "subtract";
+      diags_.Report(DiagId::DimensionMismatch, step.op_range, verb, DescribeValue(lhs, a_.program()),
+                    DescribeValue(rhs, a_.program()))
+          .Range(lhs.range)
+          .Range(rhs.range)
+          .Help("`+` and `-` need the same dimension on both sides; `*` and `/` combine dimensions");
+      break;
+    }
+    case units::ArithmeticError::kOverflow:
+      diags_.Report(DiagId::ArithmeticOverflow, step.op_range, SourceText(whole)).Range(whole);
+      break;
+    case units::ArithmeticError::kDivisionByZero:
+      diags_.Report(DiagId::DivisionByZero, step.op_range).Range(rhs.range);
+      break;
+    case units::ArithmeticError::kNotFinite:
+      diags_.Report(DiagId::NotFinite, step.op_range, SourceText(whole)).Range(whole);
+      break;
+  }
+  return Value::Error();
+}
+
+auto Evaluator::EvalUnary(const ast::UnaryExpr& e) -> Value {
+  Value v = Eval(*e.operand, nullptr);
+  if (v.is_error()) return v;
+  if (v.kind != Value::Kind::Quantity) {
+    diags_.Report(DiagId::InvalidOperands, e.negations.front(), "-", "nothing", DescribeValue(v, a_.program()));
+    return Value::Error();
+  }
+  for (size_t i = 0; i < e.negations.size(); ++i) {
+    units::ArithmeticResult r = units::Negate(v.quantity);
+    if (r.error != units::ArithmeticError::kNone) {
+      diags_.Report(DiagId::ArithmeticOverflow, e.negations[i], SourceText(e.range()));
+      return Value::Error();
+    }
+    v.quantity = r.value;
+  }
+  v.range = e.range();
+  return v;
+}
+
+auto Evaluator::EvalList(const ast::ListExpr& e, const FieldSchema* expected) -> Value {
+  const FieldSchema* element = expected && expected->type == FieldType::List ? expected->element.get() : nullptr;
+  Value v;
+  v.kind = Value::Kind::List;
+  v.range = e.range();
+  for (const ast::ExprPtr& item : e.elements) {
+    Value value = element ? Field(*item, *element) : Eval(*item, nullptr);
+    v.list.push_back(std::move(value));
+  }
+  return v;
+}
+
+// A declaration instanced inline with overrides; built-in records are
+// handled by sema.cpp where the field is a record.
+auto Evaluator::EvalRecord(const ast::RecordExpr& e, const FieldSchema* expected) -> Value {
+  std::optional<DeclId> base = a_.Lookup(e.type.text);
+  if (!base) {
+    ReportUnknownName(e.type, expected);
+    return Value::Error();
+  }
+  if (!expected || expected->type != FieldType::Ref || a_.decl(*base).kind != expected->ref_kind) {
+    Value ref;
+    ref.kind = Value::Kind::Ref;
+    ref.decl = *base;
+    ref.range = e.range();
+    return ref;  // Check() reports the kind mismatch
+  }
+  Value v;
+  v.kind = Value::Kind::Ref;
+  v.decl = a_.AddInline(e, *base, owner_, path_);
+  v.range = e.range();
+  return v;
+}
+
+auto Evaluator::EvalCall(const ast::CallExpr& e) -> Value {
+  if (e.callee.text != "secret") {
+    auto b = diags_.Report(DiagId::UnknownFunction, e.callee.range, e.callee.text);
+    if (ClosestMatch(e.callee.text, {"secret"}) == "secret") b.Fix(e.callee.range, "secret");
+    b.Help("the built-in function is `secret(\"NAME\")`");
+    return Value::Error();
+  }
+  const auto* arg = e.args.size() == 1 ? llvm::dyn_cast<ast::StringExpr>(e.args[0].get()) : nullptr;
+  if (!arg || arg->value.empty()) {
+    diags_.Report(DiagId::BadCallArguments, e.range(), "secret", "one non-empty string: the name of a Kubernetes Secret");
+    return Value::Error();
+  }
+  Value v;
+  v.kind = Value::Kind::Secret;
+  v.text = arg->value;
+  v.range = e.range();
+  return v;
+}
+
+auto Evaluator::Mismatch(const Value& v, const FieldSchema& schema, llvm::SMRange range) -> Value {
+  auto b = diags_.Report(DiagId::TypeMismatch, range, field_name_, DescribeType(schema), DescribeValue(v, a_.program()));
+  if (schema.type == FieldType::Location && v.kind == Value::Kind::String) {
+    b.Help("name the storage tier: `STORAGE / \"path\"`");
+  }
+  return Value::Error();
+}
+
+auto Evaluator::Check(Value v, const FieldSchema& schema, llvm::SMRange range) -> Value {
+  if (v.is_error()) return v;
+  if (v.kind == Value::Kind::Auto) {
+    if (schema.allow_auto) return v;
+    diags_.Report(DiagId::AutoNotAllowed, range, field_name_);
+    return Value::Error();
+  }
+  switch (schema.type) {
+    case FieldType::Quantity: return CheckQuantity(std::move(v), schema, range);
+    case FieldType::CountOrDuration: {
+      if (v.kind == Value::Kind::Quantity && v.quantity.dimension() == units::kTime) {
+        FieldSchema time = schema;
+        time.dim = units::kTime;
+        time.min = 0;
+        time.min_exclusive = true;
+        return CheckQuantity(std::move(v), time, range);
+      }
+      FieldSchema count = schema;
+      count.integer = true;
+      count.min = 1;
+      return CheckQuantity(std::move(v), count, range);
+    }
+    case FieldType::String:
+      if (v.kind != Value::Kind::String) return Mismatch(v, schema, range);
+      if (v.text.empty()) {
+        diags_.Report(DiagId::EmptyString, range, field_name_);
+        return Value::Error();
+      }
+      return v;
+    case FieldType::Bool: return v.kind == Value::Kind::Bool ? v : Mismatch(v, schema, range);
+    case FieldType::Enum: return v.kind == Value::Kind::Enum ? v : Mismatch(v, schema, range);
+    case FieldType::Ref: return CheckRef(std::move(v), schema, range);
+    case FieldType::Location: return v.kind == Value::Kind::Location ? v : Mismatch(v, schema, range);
+    case FieldType::Secret:
+      if (v.kind == Value::Kind::Secret) return v;
+      if (v.kind == Value::Kind::String) {
+        diags_.Report(DiagId::LiteralCredentials, range)
+            .Help("store the credentials in a Kubernetes Secret and write `credentials = secret(\"NAME\")`");
+        return Value::Error();
+      }
+      return Mismatch(v, schema, range);
+    case FieldType::List: {
+      if (v.kind != Value::Kind::List) return Mismatch(v, schema, range);
+      if (v.list.size() < schema.min_items || v.list.size() > schema.max_items) {
+        std::string want = schema.min_items == schema.max_items
+                               ? fmt::format("exactly {} values", schema.min_items)
+                               : fmt::format("at most {} values", schema.max_items);
+        diags_.Report(DiagId::ListLength, range, field_name_, want, v.list.size());
+        return Value::Error();
+      }
+      return v;
+    }
+    case FieldType::Record: return Mismatch(v, schema, range);
+  }
+  return v;
+}
+
+auto Evaluator::CheckQuantity(Value v, const FieldSchema& schema, llvm::SMRange range) -> Value {
+  if (v.kind != Value::Kind::Quantity || v.quantity.dimension() != schema.dim) return Mismatch(v, schema, range);
+  const units::Quantity& q = v.quantity;
+  if (schema.integer && !q.is_integer()) {
+    diags_.Report(DiagId::NotInteger, range, field_name_, q.DisplayText());
+    return Value::Error();
+  }
+  double x = q.real();
+  bool below = schema.min && (schema.min_exclusive ? x <= *schema.min : x < *schema.min);
+  bool above = schema.max && x > *schema.max;
+  if (below || above) {
+    diags_.Report(DiagId::OutOfRange, range, field_name_, DescribeRange(schema), q.DisplayText());
+    return Value::Error();
+  }
+  return v;
+}
+
+auto Evaluator::CheckRef(Value v, const FieldSchema& schema, llvm::SMRange range) -> Value {
+  if (v.kind != Value::Kind::Ref) return Mismatch(v, schema, range);
+  const DeclState& target = a_.decl(v.decl);
+  if (target.kind != schema.ref_kind) {
+    diags_.Report(DiagId::WrongRefKind, range, field_name_, ast::KeywordOf(schema.ref_kind), target.name,
+                  ast::KeywordOf(target.kind))
+        .Note(target.name_range, fmt::format("`{}` is declared here", target.name));
+    return Value::Error();
+  }
+  return v;
+}
+
+}  // namespace
+
+auto EvaluateField(Analyzer& analyzer, const ast::Expr& expr, const FieldSchema& field, DeclId owner,
+                   const FieldPath& path) -> Value {
+  return Evaluator(analyzer, owner, path).Field(expr, field);
+}
+
+}  // namespace avf::sema

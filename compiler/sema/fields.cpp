@@ -1,0 +1,168 @@
+// Field evaluation with inheritance, defaults and cycle detection.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "sema/analyzer.h"
+
+namespace avf::sema {
+
+namespace {
+
+// The body a field opens, for walking a dotted path: `parallel { ... }` or
+// `topology = fat_tree { ... }`.
+auto InnerBody(const ast::Field& field) -> const ast::Body* {
+  if (field.record) return field.record.get();
+  if (auto* r = llvm::dyn_cast_or_null<ast::RecordExpr>(field.value.get())) return r->body.get();
+  return nullptr;
+}
+
+auto FindIn(const ast::Body& body, std::string_view name) -> const ast::Field* {
+  for (const ast::Field& f : body.fields) {
+    if (f.name.text == name) return &f;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+auto Analyzer::SchemaAt(ast::DeclKind kind, const FieldPath& path) const -> const FieldSchema* {
+  const RecordSchema* record = &SchemaOf(kind);
+  const FieldSchema* field = nullptr;
+  for (const std::string& segment : path) {
+    if (!record) return nullptr;
+    field = record->Find(segment);
+    if (!field) return nullptr;
+    record = field->type == FieldType::Record ? field->record : nullptr;
+  }
+  return field;
+}
+
+auto Analyzer::FindSite(DeclId decl, const FieldPath& path) const -> std::optional<Site> {
+  for (std::optional<DeclId> d = decl; d; d = decls_[*d].base) {
+    const ast::Body* body = decls_[*d].body;
+    const ast::Field* field = nullptr;
+    for (size_t i = 0; body && i < path.size(); ++i) {
+      field = FindIn(*body, path[i]);
+      if (!field) break;
+      body = i + 1 < path.size() ? InnerBody(*field) : nullptr;
+    }
+    if (field && field->name.text == path.back()) return Site{field, *d};
+  }
+  return std::nullopt;
+}
+
+auto Analyzer::EvalField(DeclId decl, const FieldPath& path, llvm::SMRange use) -> std::optional<FieldValue> {
+  const FieldSchema* schema = SchemaAt(decls_[decl].kind, path);
+  if (!schema) return std::nullopt;
+  auto key = std::make_pair(decl, JoinPath(path));
+  if (auto it = memo_.find(key); it != memo_.end()) {
+    if (it->second.state == EvalState::Done) return it->second.value;
+    diags_.Report(diag::DiagId::FieldCycle, use, decls_[decl].name + "." + key.second);
+    FieldValue broken{path.back(), Value::Error(), Origin::Written, decl};
+    return broken;
+  }
+  memo_[key] = {EvalState::InProgress, std::nullopt};
+  std::optional<FieldValue> value = Compute(decl, path, *schema);
+  memo_[key] = {EvalState::Done, value};
+  return value;
+}
+
+auto Analyzer::Compute(DeclId decl, const FieldPath& path, const FieldSchema& schema)
+    -> std::optional<FieldValue> {
+  std::optional<Site> site = FindSite(decl, path);
+  if (schema.type == FieldType::Record) {
+    // An optional record that is not written is absent if it has required
+    // fields (topology), else it holds its defaults (parallel, optimizer).
+    bool has_required = std::any_of(schema.record->fields.begin(), schema.record->fields.end(),
+                                    [](const FieldSchema& f) { return f.required; });
+    if (!site && has_required) return std::nullopt;
+    llvm::SMRange where = site ? site->field->name.range : decls_[decl].name_range;
+    FieldValue fv{path.back(), Value{}, site ? Origin::Written : Origin::Defaulted, decl};
+    fv.value.kind = Value::Kind::Record;
+    fv.value.range = site ? site->field->range : llvm::SMRange();
+    fv.value.record = std::make_shared<RecordValue>(BuildRecord(decl, path, *schema.record, where));
+    return fv;
+  }
+  if (!site) return DefaultFor(decl, path, schema);
+  if (site->decl != decl) {
+    // Evaluated once, in the declaration that wrote it.
+    std::optional<FieldValue> inherited = EvalField(site->decl, path, site->field->range);
+    if (inherited && inherited->origin == Origin::Written) inherited->origin = Origin::Inherited;
+    return inherited;
+  }
+  return ComputeWritten(decl, path, schema, *site);
+}
+
+auto Analyzer::ComputeWritten(DeclId decl, const FieldPath& path, const FieldSchema& schema, const Site& site)
+    -> std::optional<FieldValue> {
+  if (!site.field->value) return FieldValue{path.back(), Value::Error(), Origin::Written, decl};
+  Value v = EvaluateField(*this, *site.field->value, schema, decl, path);
+  return FieldValue{path.back(), std::move(v), Origin::Written, decl};
+}
+
+auto Analyzer::DefaultFor(DeclId decl, const FieldPath& path, const FieldSchema& schema)
+    -> std::optional<FieldValue> {
+  if (!schema.default_value) return std::nullopt;
+  const DefaultValue& d = *schema.default_value;
+  FieldValue fv{path.back(), Value{}, Origin::Defaulted, decl};
+  switch (d.kind) {
+    case DefaultValue::Kind::Integer:
+      fv.value.kind = Value::Kind::Quantity;
+      fv.value.quantity = units::Quantity::Integer(d.integer, schema.dim);
+      break;
+    case DefaultValue::Kind::Real:
+      fv.value.kind = Value::Kind::Quantity;
+      fv.value.quantity = units::Quantity::Real(d.real, schema.dim);
+      break;
+    case DefaultValue::Kind::Enum:
+      fv.value.kind = Value::Kind::Enum;
+      fv.value.text = std::string(d.text);
+      break;
+    case DefaultValue::Kind::Bool:
+      fv.value.kind = Value::Kind::Bool;
+      fv.value.boolean = d.boolean;
+      break;
+    case DefaultValue::Kind::Auto: fv.value.kind = Value::Kind::Auto; break;
+    case DefaultValue::Kind::SameAs: {
+      FieldPath sibling = path;
+      sibling.back() = std::string(d.text);
+      std::optional<FieldValue> same = EvalField(decl, sibling, decls_[decl].name_range);
+      if (!same) return std::nullopt;
+      fv.value = same->value;
+      break;
+    }
+  }
+  return fv;
+}
+
+auto Analyzer::BuildRecord(DeclId decl, const FieldPath& prefix, const RecordSchema& schema,
+                           llvm::SMRange where) -> RecordValue {
+  RecordValue record;
+  record.schema = &schema;
+  for (const FieldSchema& field : schema.fields) {
+    FieldPath path = prefix;
+    path.emplace_back(field.name);
+    std::optional<FieldValue> value = EvalField(decl, path, where);
+    if (value) {
+      record.fields.push_back(std::move(*value));
+    } else if (field.required) {
+      ReportMissing(decl, path, where);
+    }
+  }
+  return record;
+}
+
+void Analyzer::ReportMissing(DeclId decl, const FieldPath& path, llvm::SMRange where) {
+  const DeclState& d = decls_[decl];
+  std::string owner = fmt::format("{} `{}`", ast::KeywordOf(d.kind), d.name);
+  if (path.size() > 1) {
+    FieldPath parent(path.begin(), path.end() - 1);
+    owner = fmt::format("`{}` of {}", JoinPath(parent), owner);
+  }
+  const FieldSchema* schema = SchemaAt(d.kind, path);
+  auto b = diags_.Report(diag::DiagId::MissingField, where, owner, path.back());
+  if (schema) b.Help(fmt::format("add `{} = ...` ({})", path.back(), DescribeType(*schema)));
+}
+
+}  // namespace avf::sema

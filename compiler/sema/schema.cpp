@@ -1,0 +1,265 @@
+// The schema tables. Each field is built with a small fluent helper so that a
+// table row reads like the spec: F("memory").Bytes().Required().
+#include "sema/schema.h"
+
+#include <fmt/format.h>
+
+namespace avf::sema {
+
+namespace {
+
+using units::Dimension;
+
+// Fluent builder for one FieldSchema row.
+class F {
+ public:
+  explicit F(std::string_view name) { f_.name = name; }
+  operator FieldSchema() const { return f_; }  // NOLINT: rows convert implicitly
+
+  auto Quantity(Dimension d) -> F& { f_.type = FieldType::Quantity; f_.dim = d; return *this; }
+  auto Bytes() -> F& { return Quantity(units::kBytes).Min(0, true); }
+  auto Bandwidth() -> F& { return Quantity(units::kBandwidth).Min(0, true); }
+  auto Rate() -> F& { return Quantity(units::kComputeRate).Min(0, true); }
+  auto Time() -> F& { return Quantity(units::kTime).Min(0, true); }
+  auto Power() -> F& { return Quantity(units::kPower).Min(0, true); }
+  auto Count() -> F& { f_.type = FieldType::Quantity; f_.integer = true; return Min(1); }
+  auto Number() -> F& { f_.type = FieldType::Quantity; return *this; }
+  auto String() -> F& { f_.type = FieldType::String; return *this; }
+  auto Bool() -> F& { f_.type = FieldType::Bool; return *this; }
+  auto Enum(std::vector<std::string_view> values) -> F& {
+    f_.type = FieldType::Enum;
+    f_.enum_values = std::move(values);
+    return *this;
+  }
+  auto Ref(ast::DeclKind kind) -> F& { f_.type = FieldType::Ref; f_.ref_kind = kind; return *this; }
+  auto Location() -> F& { f_.type = FieldType::Location; return *this; }
+  auto Secret() -> F& { f_.type = FieldType::Secret; return *this; }
+  auto Record(const RecordSchema& r) -> F& { f_.type = FieldType::Record; f_.record = &r; return *this; }
+  auto CountOrDuration() -> F& { f_.type = FieldType::CountOrDuration; return *this; }
+  auto List(const FieldSchema& element, size_t min_items, size_t max_items) -> F& {
+    f_.type = FieldType::List;
+    f_.element = std::make_shared<FieldSchema>(element);
+    f_.min_items = min_items;
+    f_.max_items = max_items;
+    return *this;
+  }
+  auto Min(double v, bool exclusive = false) -> F& { f_.min = v; f_.min_exclusive = exclusive; return *this; }
+  auto Max(double v) -> F& { f_.max = v; return *this; }
+  auto Required() -> F& { f_.required = true; return *this; }
+  auto Auto() -> F& { f_.allow_auto = true; return *this; }
+  auto Default(int64_t v) -> F& { f_.default_value = DefaultValue{DefaultValue::Kind::Integer, v}; return *this; }
+  auto DefaultReal(double v) -> F& {
+    f_.default_value = DefaultValue{.kind = DefaultValue::Kind::Real, .real = v};
+    return *this;
+  }
+  auto DefaultEnum(std::string_view v) -> F& {
+    f_.default_value = DefaultValue{.kind = DefaultValue::Kind::Enum, .text = v};
+    return *this;
+  }
+  auto DefaultBool(bool v) -> F& {
+    f_.default_value = DefaultValue{.kind = DefaultValue::Kind::Bool, .boolean = v};
+    return *this;
+  }
+  auto DefaultAuto() -> F& { f_.default_value = DefaultValue{.kind = DefaultValue::Kind::Auto}; return *this; }
+  auto SameAs(std::string_view sibling) -> F& {
+    f_.default_value = DefaultValue{.kind = DefaultValue::Kind::SameAs, .text = sibling};
+    return *this;
+  }
+  auto Doc(std::string_view d) -> F& { f_.doc = d; return *this; }
+
+ private:
+  FieldSchema f_;
+};
+
+using ast::DeclKind;
+
+const RecordSchema kGpu{"gpu", {
+    F("memory").Bytes().Required().Doc("HBM capacity"),
+    F("memory_bw").Bandwidth().Required().Doc("HBM bandwidth"),
+    F("bf16").Rate().Required().Doc("dense BF16 tensor peak"),
+    F("fp16").Rate().Doc("dense FP16 tensor peak"),
+    F("fp8").Rate().Doc("dense FP8 tensor peak"),
+    F("fp32").Rate().Doc("FP32 peak"),
+    F("tdp").Power().Doc("board power"),
+}};
+
+const RecordSchema kFabric{"fabric", {
+    F("kind").Enum({"nvlink", "infiniband", "ethernet"}).Required(),
+    F("bandwidth").Bandwidth().Required().Doc("per port (NVLink: per GPU), one direction"),
+    F("latency").Time().Doc("end-to-end latency of one message"),
+}};
+
+const RecordSchema kNode{"node", {
+    F("gpu").Ref(DeclKind::Gpu).Required(),
+    F("gpus").Count().Required().Max(1024),
+    F("nvlink").Ref(DeclKind::Fabric).Required().Doc("fabric inside the node"),
+    F("nics").Count().Min(0).Doc("compute NICs per node"),
+    F("cpu_memory").Bytes(),
+}};
+
+const RecordSchema kFatTree{"fat_tree", {
+    F("nodes_per_leaf").Count().Required(),
+    F("leaves_per_spine").Count(),
+    F("oversubscription").Number().Min(1).DefaultReal(1).Doc("downlink:uplink ratio at a leaf"),
+}};
+
+const RecordSchema kCluster{"cluster", {
+    F("node").Ref(DeclKind::Node).Required(),
+    F("nodes").Count().Required(),
+    F("network").Ref(DeclKind::Fabric).Required().Doc("fabric between nodes"),
+    F("storage_network").Ref(DeclKind::Fabric),
+    F("topology").Record(kFatTree),
+    F("labels").List(F("label").String(), 0, 256).Doc("`key=value` node selector labels"),
+}};
+
+const RecordSchema kStorage{"storage", {
+    F("kind").Enum({"ceph", "s3", "minio", "beegfs", "lustre", "nfs", "pvc", "local"}).Required(),
+    F("endpoint").String(),
+    F("bucket").String(),
+    F("mount").String(),
+    F("claim").String().Doc("PersistentVolumeClaim name, for kind = pvc"),
+    F("capacity").Bytes(),
+    F("read_bw").Bandwidth(),
+    F("write_bw").Bandwidth(),
+    F("credentials").Secret(),
+}};
+
+const RecordSchema kDataset{"dataset", {
+    F("source").Location().Required(),
+    F("tokens").Count().Required(),
+    F("shards").Count().Default(1),
+    F("format").Enum({"tokens_u16", "tokens_u32"}).DefaultEnum("tokens_u16"),
+    F("stage_to").Ref(DeclKind::Storage).Doc("hot tier the shards are copied to before training"),
+}};
+
+const RecordSchema kModel{"model", {
+    F("arch").Enum({"gpt2", "llama"}).Required(),
+    F("layers").Count().Required(),
+    F("hidden").Count().Required(),
+    F("heads").Count().Required(),
+    F("kv_heads").Count().SameAs("heads"),
+    F("ffn").Count(),
+    F("vocab").Count().Required(),
+    F("seq_len").Count().Required(),
+    F("tied_embeddings").Bool(),
+}};
+
+const RecordSchema kParallel{"parallel", {
+    F("data").Count().Auto().DefaultAuto(),
+    F("tensor").Count().Auto().Default(1),
+    F("pipeline").Count().Auto().Default(1),
+    F("zero").Count().Min(0).Max(3).Auto().Default(0),
+    F("micro_batch").Count().Auto().Default(1),
+    F("schedule").Enum({"one_f_one_b", "interleaved", "gpipe"}).Auto().DefaultEnum("one_f_one_b"),
+    F("virtual_stages").Count().Auto().Default(1),
+    F("recompute").Enum({"none", "selective", "full"}).Auto().DefaultEnum("none"),
+    F("sequence_parallel").Bool().Auto().DefaultBool(false),
+}};
+
+const RecordSchema kOptimizer{"optimizer", {
+    F("kind").Enum({"adamw", "sgd"}).DefaultEnum("adamw"),
+    F("lr").Number().Min(0, true).Doc("peak learning rate"),
+    F("betas").List(F("beta").Number().Min(0).Max(1), 2, 2),
+    F("weight_decay").Number().Min(0),
+    F("warmup").Count().Min(0).Doc("warm-up steps"),
+    F("schedule").Enum({"cosine", "linear", "constant"}).DefaultEnum("cosine"),
+}};
+
+const RecordSchema kCheckpoint{"checkpoint", {
+    F("every").CountOrDuration().Doc("a step count or a duration"),
+    F("dir").Location(),
+    F("keep").Count(),
+    F("async").Bool().DefaultBool(false),
+    F("export").Location().Doc("cold-tier copy of each kept checkpoint"),
+}};
+
+const RecordSchema kJob{"job", {
+    F("model").Ref(DeclKind::Model).Required(),
+    F("data").Ref(DeclKind::Dataset).Required(),
+    F("cluster").Ref(DeclKind::Cluster).Required(),
+    F("gpus").Count().Required(),
+    F("precision").Enum({"bf16", "fp16", "fp32"}).DefaultEnum("bf16"),
+    F("parallel").Record(kParallel),
+    F("batch").Count().Required().Doc("global batch, in sequences"),
+    F("steps").Count(),
+    F("tokens").Count(),
+    F("epochs").Number().Min(0, true),
+    F("optimizer").Record(kOptimizer),
+    F("checkpoint").Record(kCheckpoint),
+    F("image").String(),
+    F("namespace").String(),
+    F("queue").String(),
+    F("priority").String(),
+    F("target").Enum({"kubeflow", "jobset", "slurm"}).DefaultEnum("kubeflow"),
+}};
+
+auto Join(const std::vector<std::string_view>& words) -> std::string {
+  std::string out;
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (i > 0) out += i + 1 == words.size() ? " or " : ", ";
+    out += fmt::format("`{}`", words[i]);
+  }
+  return out;
+}
+
+auto FormatNumber(double v) -> std::string { return fmt::format("{}", v); }
+
+}  // namespace
+
+auto RecordSchema::Find(std::string_view field) const -> const FieldSchema* {
+  for (const FieldSchema& f : fields) {
+    if (f.name == field) return &f;
+  }
+  return nullptr;
+}
+
+auto RecordSchema::FieldNames() const -> std::vector<std::string_view> {
+  std::vector<std::string_view> names;
+  for (const FieldSchema& f : fields) names.push_back(f.name);
+  return names;
+}
+
+auto SchemaOf(ast::DeclKind kind) -> const RecordSchema& {
+  switch (kind) {
+    case DeclKind::Gpu: return kGpu;
+    case DeclKind::Fabric: return kFabric;
+    case DeclKind::Node: return kNode;
+    case DeclKind::Cluster: return kCluster;
+    case DeclKind::Storage: return kStorage;
+    case DeclKind::Dataset: return kDataset;
+    case DeclKind::Model: return kModel;
+    case DeclKind::Job: return kJob;
+  }
+  return kJob;
+}
+
+auto BuiltinRecord(std::string_view type) -> const RecordSchema* {
+  return type == kFatTree.name ? &kFatTree : nullptr;
+}
+
+auto DescribeType(const FieldSchema& field) -> std::string {
+  switch (field.type) {
+    case FieldType::Quantity:
+      if (field.dim.IsCount()) return field.integer ? "a whole number" : "a number";
+      return units::DimensionName(field.dim);
+    case FieldType::String: return "a string";
+    case FieldType::Bool: return "`true` or `false`";
+    case FieldType::Enum: return "one of " + Join(field.enum_values);
+    case FieldType::Ref: return fmt::format("a `{}`", ast::KeywordOf(field.ref_kind));
+    case FieldType::Location: return "a location (`STORAGE / \"path\"`)";
+    case FieldType::Secret: return "`secret(\"NAME\")`";
+    case FieldType::Record: return fmt::format("a `{}` record", field.record->name);
+    case FieldType::List: return fmt::format("a list of {}", DescribeType(*field.element));
+    case FieldType::CountOrDuration: return "a step count or a duration";
+  }
+  return "a value";
+}
+
+auto DescribeRange(const FieldSchema& field) -> std::string {
+  if (field.min && field.max) return fmt::format("between {} and {}", FormatNumber(*field.min), FormatNumber(*field.max));
+  if (field.min) return fmt::format("{} {}", field.min_exclusive ? "greater than" : "at least", FormatNumber(*field.min));
+  if (field.max) return fmt::format("at most {}", FormatNumber(*field.max));
+  return "in range";
+}
+
+}  // namespace avf::sema

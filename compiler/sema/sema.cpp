@@ -1,0 +1,182 @@
+#include "sema/sema.h"
+
+#include <fmt/format.h>
+
+#include "sema/analyzer.h"
+
+namespace avf::sema {
+
+auto JoinPath(const FieldPath& path) -> std::string { return fmt::format("{}", fmt::join(path, ".")); }
+
+auto ClosestMatch(std::string_view word, const std::vector<std::string>& candidates) -> std::string {
+  std::string best;
+  unsigned best_distance = std::max<unsigned>(2, word.size() / 3) + 1;
+  for (const std::string& c : candidates) {
+    unsigned d = llvm::StringRef(word.data(), word.size()).edit_distance(c, true, best_distance);
+    if (d < best_distance) {
+      best_distance = d;
+      best = c;
+    }
+  }
+  return best;
+}
+
+Analyzer::Analyzer(const imports::ModuleSet& modules, diag::DiagnosticEngine& diags)
+    : modules_(modules), diags_(diags) {}
+
+auto Analyzer::Run() -> Program {
+  Collect();
+  ResolveBases();
+  for (DeclId id = 0; id < decls_.size(); ++id) {
+    if (decls_[id].body && !decls_[id].is_inline) {
+      CheckBody(*decls_[id].body, SchemaOf(decls_[id].kind), std::string(ast::KeywordOf(decls_[id].kind)));
+    }
+  }
+  // Inline instances are appended while evaluating, so the bound is re-read.
+  for (DeclId id = 0; id < decls_.size(); ++id) {
+    program_.decls[id].fields = BuildRecord(id, {}, SchemaOf(decls_[id].kind), decls_[id].name_range);
+  }
+  CheckRules(*this, program_);
+  return std::move(program_);
+}
+
+void Analyzer::Collect() {
+  for (const imports::Module& module : modules_.modules) {
+    for (const ast::Decl& d : module.ast.decls) {
+      if (!d.kind) continue;  // unknown keyword, reported by the parser
+      if (auto it = by_name_.find(d.name.text); it != by_name_.end()) {
+        diags_.Report(diag::DiagId::DuplicateDecl, d.name.range, d.name.text)
+            .Note(decls_[it->second].name_range, "previous declaration is here")
+            .Help("rename one of them; names are shared by every imported file");
+        continue;
+      }
+      DeclId id = static_cast<DeclId>(decls_.size());
+      by_name_.emplace(d.name.text, id);
+      decls_.push_back({&d.body, *d.kind, d.name.text, d.name.range, d.base, std::nullopt, module.buffer_id,
+                        false, module.is_main});
+      program_.decls.push_back({*d.kind, d.name.text, d.name.range, std::nullopt, {}, module.buffer_id, false});
+    }
+  }
+}
+
+void Analyzer::ResolveBases() {
+  for (DeclId id = 0; id < decls_.size(); ++id) {
+    DeclState& d = decls_[id];
+    if (!d.base_name) continue;
+    auto base = Lookup(d.base_name->text);
+    if (!base) {
+      auto b = diags_.Report(diag::DiagId::UnknownName, d.base_name->range, d.base_name->text);
+      if (std::string near = ClosestMatch(d.base_name->text, NamesOfKind(d.kind)); !near.empty()) {
+        b.Help(fmt::format("did you mean `{}`?", near)).Fix(d.base_name->range, near);
+      }
+      continue;
+    }
+    if (decls_[*base].kind != d.kind) {
+      diags_.Report(diag::DiagId::BaseKindMismatch, d.base_name->range, ast::KeywordOf(d.kind), d.name,
+                    d.base_name->text, ast::KeywordOf(decls_[*base].kind))
+          .Note(decls_[*base].name_range, fmt::format("`{}` is declared here", d.base_name->text));
+      continue;
+    }
+    d.base = base;
+  }
+  for (DeclId id = 0; id < decls_.size(); ++id) CheckBaseChain(id);
+  for (DeclId id = 0; id < decls_.size(); ++id) program_.decls[id].base = decls_[id].base;
+}
+
+// Breaks inheritance cycles (a : b, b : a) so that later walks terminate.
+void Analyzer::CheckBaseChain(DeclId id) {
+  std::vector<DeclId> chain{id};
+  for (std::optional<DeclId> next = decls_[id].base; next; next = decls_[*next].base) {
+    if (*next == id) {
+      std::string path = decls_[id].name;
+      for (size_t i = 1; i < chain.size(); ++i) path += " -> " + decls_[chain[i]].name;
+      path += " -> " + decls_[id].name;
+      diags_.Report(diag::DiagId::InheritanceCycle, decls_[id].base_name->range, decls_[id].name, path);
+      decls_[id].base.reset();
+      return;
+    }
+    if (std::find(chain.begin(), chain.end(), *next) != chain.end()) return;  // another decl's cycle
+    chain.push_back(*next);
+  }
+}
+
+auto Analyzer::Lookup(std::string_view name) const -> std::optional<DeclId> {
+  auto it = by_name_.find(name);
+  if (it == by_name_.end()) return std::nullopt;
+  return it->second;
+}
+
+auto Analyzer::NamesOfKind(std::optional<ast::DeclKind> kind) const -> std::vector<std::string> {
+  std::vector<std::string> names;
+  for (const DeclState& d : decls_) {
+    if (!d.is_inline && (!kind || d.kind == *kind)) names.push_back(d.name);
+  }
+  return names;
+}
+
+auto Analyzer::AddInline(const ast::RecordExpr& expr, DeclId base, DeclId owner, const FieldPath& path)
+    -> DeclId {
+  DeclId id = static_cast<DeclId>(decls_.size());
+  DeclState state;
+  state.body = expr.body.get();
+  state.kind = decls_[base].kind;
+  state.name = decls_[owner].name + "." + JoinPath(path);
+  state.name_range = expr.range();
+  state.base = base;
+  state.buffer_id = decls_[owner].buffer_id;
+  state.is_inline = true;
+  state.is_main = decls_[owner].is_main;
+  decls_.push_back(state);
+  program_.decls.push_back({state.kind, state.name, state.name_range, base, {}, state.buffer_id, true});
+  CheckBody(*expr.body, SchemaOf(state.kind), std::string(ast::KeywordOf(state.kind)));
+  return id;
+}
+
+// Reports unknown and repeated fields of one body, and recurses into nested
+// records; values are checked later, when evaluated.
+void Analyzer::CheckBody(const ast::Body& body, const RecordSchema& schema, const std::string& where) {
+  std::map<std::string, const ast::Field*, std::less<>> seen;
+  for (const ast::Field& field : body.fields) {
+    if (auto [it, fresh] = seen.emplace(field.name.text, &field); !fresh) {
+      diags_.Report(diag::DiagId::DuplicateField, field.name.range, field.name.text)
+          .Note(it->second->name.range, "first set here");
+      continue;
+    }
+    const FieldSchema* f = schema.Find(field.name.text);
+    if (!f) {
+      auto b = diags_.Report(diag::DiagId::UnknownField, field.name.range, field.name.text, diag::Quote(where));
+      std::vector<std::string> names;
+      for (std::string_view n : schema.FieldNames()) names.emplace_back(n);
+      if (std::string near = ClosestMatch(field.name.text, names); !near.empty()) {
+        b.Help(fmt::format("did you mean `{}`?", near)).Fix(field.name.range, near);
+      } else {
+        b.Note(fmt::format("`{}` has the fields {}", where, fmt::join(names, ", ")));
+      }
+      continue;
+    }
+    if (f->type != FieldType::Record) {
+      if (field.record) diags_.Report(diag::DiagId::ValueExpected, field.name.range, field.name.text)
+                             .Help(fmt::format("write `{} = VALUE`", field.name.text));
+      continue;
+    }
+    const ast::Body* inner = field.record.get();
+    if (auto* r = llvm::dyn_cast_or_null<ast::RecordExpr>(field.value.get())) {
+      if (r->type.text != f->record->name) {
+        diags_.Report(diag::DiagId::UnknownRecordType, r->type.range, field.name.text,
+                      diag::Quote(f->record->name), r->type.text)
+            .Fix(r->type.range, std::string(f->record->name));
+      }
+      inner = r->body.get();
+    } else if (field.value) {
+      diags_.Report(diag::DiagId::RecordExpected, field.value->range(), field.name.text)
+          .Help(fmt::format("write `{} {{ ... }}`", field.name.text));
+    }
+    if (inner) CheckBody(*inner, *f->record, where + "." + field.name.text);
+  }
+}
+
+auto Analyze(const imports::ModuleSet& modules, diag::DiagnosticEngine& diags) -> Program {
+  return Analyzer(modules, diags).Run();
+}
+
+}  // namespace avf::sema

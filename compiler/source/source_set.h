@@ -1,0 +1,44 @@
+// Loads .avf files into one llvm::SourceMgr after checking that they are
+// source text at all: readable, a regular file, not too large, no NUL bytes,
+// valid UTF-8. Every later phase points into these buffers with SMLoc.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <llvm/Support/SourceMgr.h>
+
+#include "diag/diagnostic.h"
+
+namespace avf::source {
+
+// Larger inputs are refused before lexing (a job file is a few KB).
+inline constexpr uint64_t kMaxFileBytes = 64ull << 20;
+
+class SourceSet {
+ public:
+  // Returns the buffer id, or nullopt after reporting why the file cannot be
+  // used. `from` locates the import that names the file (invalid for the
+  // command-line file); unreadable imports are input errors, not I/O errors.
+  auto LoadFile(const std::string& path, diag::DiagnosticEngine& diags,
+                llvm::SMRange from = {}) -> std::optional<unsigned>;
+
+  // For tests and tools: a buffer that does not come from disk.
+  auto AddBuffer(std::string name, std::string contents, diag::DiagnosticEngine& diags)
+      -> std::optional<unsigned>;
+
+  auto mgr() -> llvm::SourceMgr& { return mgr_; }
+  auto mgr() const -> const llvm::SourceMgr& { return mgr_; }
+  auto Text(unsigned buffer_id) const -> llvm::StringRef {
+    return mgr_.getMemoryBuffer(buffer_id)->getBuffer();
+  }
+  auto Name(unsigned buffer_id) const -> llvm::StringRef {
+    return mgr_.getMemoryBuffer(buffer_id)->getBufferIdentifier();
+  }
+
+ private:
+  auto Validate(unsigned buffer_id, diag::DiagnosticEngine& diags) -> bool;
+  llvm::SourceMgr mgr_;
+};
+
+}  // namespace avf::source

@@ -1,0 +1,37 @@
+# lit configuration for aviflowc. Tests live in test/<phase>/; a test is an
+# .avf file (or a .test script) with `// RUN:` lines and FileCheck patterns.
+import os
+import shutil
+
+import lit.formats
+
+config.name = "aviflowc"
+config.test_format = lit.formats.ShTest(execute_external=True)
+config.suffixes = [".avf", ".test"]
+config.excludes = ["Inputs", "lit.cfg.py", "fuzz"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.aviflow_obj_root, "test")
+
+src = config.aviflow_src_root
+config.substitutions.append(("%aviflowc", config.aviflowc_path))
+config.substitutions.append(("%python", config.python_executable))
+config.substitutions.append(("%stdlib", os.path.join(src, "stdlib")))
+config.substitutions.append(("%examples", os.path.join(src, "examples")))
+config.substitutions.append(("%srcroot", src))
+
+config.environment["PATH"] = os.pathsep.join(
+    [config.llvm_tools_dir, config.environment.get("PATH", os.environ.get("PATH", ""))])
+# Diagnostics must not depend on the terminal the suite runs in.
+config.environment.pop("TERM", None)
+for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):
+    if var in os.environ:
+        config.environment[var] = os.environ[var]
+
+# `cuda`: a GPU is present, so runtime and kernel tests run (REQUIRES: cuda).
+if os.path.exists("/dev/nvidia0") or shutil.which("nvidia-smi"):
+    config.available_features.add("cuda")
+if config.have_cuda_toolkit:
+    config.available_features.add("cuda-toolkit")
+# `shared`: the project's ../shared folder (schemas, validators) is present.
+if os.path.isdir(os.path.join(src, "..", "shared")):
+    config.available_features.add("shared")

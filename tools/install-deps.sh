@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the Debian packages aviflowc needs to build and test. Idempotent: it
+# asks apt only for packages that are missing, so a second run does nothing.
+set -euo pipefail
+
+packages=(
+  antlr4 libantlr4-runtime-dev uuid-dev default-jre-headless
+  llvm-14-dev llvm-14-tools
+  libfmt-dev libyaml-cpp-dev libgtest-dev libcli11-dev
+  clang-14 libclang-rt-14-dev
+  cmake ninja-build g++ python3 git
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "install-deps: missing packages: ${missing[*]}; run this script as root" >&2
+    exit 2
+  fi
+  echo "install-deps: installing ${missing[*]}"
+  apt-get update -q
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
