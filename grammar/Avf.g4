@@ -19,7 +19,9 @@ importDecl  : IMPORT STRING ;
 // KIND NAME [: BASE] { FIELD* }
 decl        : kind=anyName name=IDENT (COLON base=IDENT)? body ;
 
-body        : LBRACE sep? (field (sep field)* sep?)? RBRACE ;
+// Separators between fields are checked when the AST is built, so that a
+// missing `;` is one precise error and parsing carries on as if it were there.
+body        : LBRACE (field | sep)* RBRACE ;
 sep         : (NL | SEMI)+ ;
 
 // NAME = EXPR | NAME { FIELD* }

@@ -121,14 +121,29 @@ class AstBuilder {
     else b.Help("the kinds are gpu, fabric, node, cluster, storage, dataset, model and job");
   }
 
-  // body : LBRACE sep? (field (sep field)* sep?)? RBRACE ;
+  // body : LBRACE (field | sep)* RBRACE ;
   auto BuildBody(AvfParser::BodyContext* ctx) -> ast::Body {
     ast::Body body;
     body.range = Range(ctx);
+    AvfParser::FieldContext* previous = nullptr;
     for (AvfParser::FieldContext* f : ctx->field()) {
+      if (previous) CheckSeparated(previous, f);
+      previous = f;
       if (auto field = BuildField(f)) body.fields.push_back(std::move(*field));
     }
     return body;
+  }
+
+  // Two fields with no newline or `;` between them: `a = 1 b = 2`.
+  void CheckSeparated(AvfParser::FieldContext* previous, AvfParser::FieldContext* next) {
+    antlr4::Token* stop = previous->getStop();
+    antlr4::Token* start = next->getStart();
+    if (!IsReal(stop) || !IsReal(start) || stop->getTokenIndex() + 1 != start->getTokenIndex()) return;
+    llvm::SMLoc end = tokens_.Loc(Tok(stop).end);
+    std::string name = previous->children.empty() ? "field" : previous->children.front()->getText();
+    diags_.Report(diag::DiagId::ExpectedFieldSeparator, llvm::SMRange(end, end), name)
+        .Range(tokens_.Range(Tok(start)))
+        .Fix(llvm::SMRange(end, end), ";");
   }
 
   // field : anyName ASSIGN expr | anyName body ;

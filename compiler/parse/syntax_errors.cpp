@@ -94,10 +94,17 @@ auto SyntaxErrorStrategy::DescribeFound(antlr4::Token* token) const -> std::stri
   }
 }
 
+// End of the last token before the parser's position that is not a newline:
+// where a missing `}` or `)` belongs.
 auto SyntaxErrorStrategy::PreviousEnd(antlr4::Parser* parser) const -> llvm::SMLoc {
-  antlr4::Token* prev = parser->getTokenStream()->LT(-1);
-  if (!prev) return tokens_.Loc(0);
-  return tokens_.Loc(OurToken(prev).end);
+  size_t index = parser->getCurrentToken()->getTokenIndex();
+  const auto& all = tokens_.tokens();
+  index = std::min(index, all.size() - 1);
+  while (index > 0) {
+    const lex::Token& t = all[--index];
+    if (t.kind != lex::TokenKind::Newline && t.kind != lex::TokenKind::Semi) return tokens_.Loc(t.end);
+  }
+  return tokens_.Loc(0);
 }
 
 void SyntaxErrorStrategy::StopIfTooMany() {
@@ -135,10 +142,7 @@ void SyntaxErrorStrategy::reportMissingToken(antlr4::Parser* parser) {
 void SyntaxErrorStrategy::Report(antlr4::Parser* parser, antlr4::Token* offending,
                                  antlr4::ParserRuleContext* ctx,
                                  const antlr4::misc::IntervalSet& expected) {
-  if (!TryUnclosed(parser, offending, ctx, expected) &&
-      !TryMissingSeparator(parser, offending, ctx, expected)) {
-    ReportGeneric(offending, ctx, expected);
-  }
+  if (!TryUnclosed(parser, offending, ctx, expected)) ReportGeneric(offending, ctx, expected);
   StopIfTooMany();
 }
 
@@ -202,29 +206,6 @@ auto SyntaxErrorStrategy::TryUnclosed(antlr4::Parser* parser, antlr4::Token* off
     return true;
   }
   return false;
-}
-
-// `a = 1 b = 2`: a field's value is complete but the line goes on. Reported
-// just after the value, where the `;` belongs.
-auto SyntaxErrorStrategy::TryMissingSeparator(antlr4::Parser* parser, antlr4::Token* offending,
-                                              antlr4::ParserRuleContext* ctx,
-                                              const antlr4::misc::IntervalSet& expected) -> bool {
-  if (!Has(expected, AvfParser::NL) || !Has(expected, AvfParser::SEMI)) return false;
-  if (OurToken(offending).kind == lex::TokenKind::EndOfFile) return false;
-  auto* body = Enclosing<AvfParser::BodyContext>(ctx);
-  if (!body) return false;
-  // The field just parsed is the last child of the body.
-  std::string field_name;
-  for (auto it = body->children.rbegin(); it != body->children.rend(); ++it) {
-    if (auto* f = dynamic_cast<AvfParser::AssignFieldContext*>(*it)) { field_name = f->anyName()->getText(); break; }
-    if (auto* f = dynamic_cast<AvfParser::RecordFieldContext*>(*it)) { field_name = f->anyName()->getText(); break; }
-  }
-  if (field_name.empty()) return false;
-  llvm::SMLoc where = PreviousEnd(parser);
-  diags_.Report(diag::DiagId::ExpectedFieldSeparator, llvm::SMRange(where, where), field_name)
-      .Range(tokens_.Range(OurToken(offending)))
-      .Fix(llvm::SMRange(where, where), ";");
-  return true;
 }
 
 void SyntaxErrorStrategy::ReportGeneric(antlr4::Token* offending, antlr4::ParserRuleContext* ctx,

@@ -32,9 +32,6 @@ class SyntaxErrorStrategy : public antlr4::DefaultErrorStrategy {
   auto PreviousEnd(antlr4::Parser* parser) const -> llvm::SMLoc;
   auto TryUnclosed(antlr4::Parser* parser, antlr4::Token* offending, antlr4::ParserRuleContext* ctx,
                    const antlr4::misc::IntervalSet& expected) -> bool;
-  auto TryMissingSeparator(antlr4::Parser* parser, antlr4::Token* offending,
-                           antlr4::ParserRuleContext* ctx, const antlr4::misc::IntervalSet& expected)
-      -> bool;
   void ReportGeneric(antlr4::Token* offending, antlr4::ParserRuleContext* ctx,
                      const antlr4::misc::IntervalSet& expected);
   void StopIfTooMany();

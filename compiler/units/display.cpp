@@ -179,7 +179,12 @@ auto Quantity::DisplayText() const -> std::string {
   Magnitude m{is_integer_, is_integer_ ? Int128{int_} : 0, is_integer_ ? 0.0 : std::fabs(real_)};
   if (negative && is_integer_) m.integer = -m.integer;
   if ((is_integer_ && int_ == 0) || (!is_integer_ && real_ == 0.0)) return "0" + suffix;
-  std::optional<std::string> text = PickText(m, *rule);
+  // Counts below a million read best as written (`warmup = 2000`,
+  // `lr = 0.0003`); prefixes help only for large ones (`4.2T`).
+  double magnitude = m.is_integer ? static_cast<double>(m.integer) : m.real;
+  DisplayRule plain{rule->dim, rule->base, false, {rule->families.front()}};
+  bool use_plain = dim_ == kCount && magnitude < 1e6;
+  std::optional<std::string> text = PickText(m, use_plain ? plain : *rule);
   if (!text) {
     // Not reached for finite values (the base unit always reads back); kept
     // so that display never fails.

@@ -397,7 +397,8 @@ TEST(Display, ChoosesReadableUnits) {
     std::string_view text;
   };
   for (const Case& c : {
-           Case{Int(1000), "1k"}, Case{Int(1500), "1500"}, Case{Int(100000), "100k"},
+           Case{Int(1000), "1000"}, Case{Int(1500), "1500"}, Case{Int(100000), "100000"},
+           Case{Int(1000000), "1M"}, Case{Real(0.0003), "0.0003"},
            Case{Int(1000000000000000000), "1000P"}, Case{Int(0), "0"}, Case{Real(0.93), "0.93"},
            Case{Int(80000000000, kBytes), "80GB"}, Case{Int(1536, kBytes), "1.5KiB"},
            Case{Int(1000000, kBytes), "1MB"}, Case{Int(500, kBytes), "500B"}, Case{Int(0, kBytes), "0B"},
