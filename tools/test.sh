@@ -10,7 +10,7 @@ extra=()
 if [ "${AVIFLOW_QUICK:-0}" != 1 ]; then
   # Sanitizers and libFuzzer need clang; CUDA is not needed there.
   cmake -S . -B build-asan -G Ninja -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
-    -DCMAKE_BUILD_TYPE=Debug -DAVIFLOW_SANITIZE=ON -DAVIFLOW_FUZZ=ON -DAVIFLOW_TESTS=OFF \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAVIFLOW_SANITIZE=ON -DAVIFLOW_FUZZ=ON -DAVIFLOW_TESTS=OFF \
     -DAVIFLOW_ENABLE_CUDA=OFF >/dev/null
   cmake --build build-asan --target aviflowc avf_fuzz_frontend avf_stdlib
   extra=(-DAVIFLOW_SANITIZED_AVIFLOWC="$PWD/build-asan/bin/aviflowc"

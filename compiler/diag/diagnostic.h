@@ -98,6 +98,7 @@ class DiagnosticEngine {
   // producing thousands of cascading errors on garbage input.
   auto limit_reached() const -> bool { return error_limit_ != 0 && error_count_ >= error_limit_; }
   void set_error_limit(size_t limit) { error_limit_ = limit; }
+  auto error_limit() const -> size_t { return error_limit_; }
   auto suppressed_count() const -> size_t { return suppressed_; }
 
  private:

@@ -132,7 +132,7 @@ class TextRenderer {
   void Summary(const DiagnosticEngine& engine) {
     if (engine.suppressed_count() > 0) {
       os_ << engine.suppressed_count() << " more errors not shown (the limit is "
-          << DiagnosticEngine::kDefaultErrorLimit << ")\n";
+          << engine.error_limit() << ")\n";
     }
     size_t errors = engine.error_count() + engine.suppressed_count();
     size_t warnings = engine.warning_count();

@@ -15,26 +15,38 @@ constexpr const char* kDescription =
     "  aviflowc --dump=KIND FILE.avf     print a phase's result: tokens, ast or sema\n\n"
     "Exit status: 0 success (warnings allowed), 1 the input has errors, 2 usage or I/O errors.";
 
+// Spellings of the enumerated options, as the user writes them.
+struct Spellings {
+  std::string dump;
+  std::string color = "auto";
+  std::string format = "text";
+};
+
 // Options shared by every command; CLI11 subcommands fall through to these.
-void AddCommonOptions(CLI::App& app, Options& o) {
+void AddCommonOptions(CLI::App& app, Options& o, Spellings& s) {
   app.add_option("-I", o.include_dirs, "Add DIR to the import search path")->type_name("DIR")->allow_extra_args(false);
-  static const std::map<std::string, Dump> dumps{{"tokens", Dump::Tokens}, {"ast", Dump::Ast}, {"sema", Dump::Sema}};
-  app.add_option("--dump", o.dump, "Print the result of a phase: tokens, ast or sema")
-      ->transform(CLI::CheckedTransformer(dumps))
+  app.add_option("--dump", s.dump, "Print the result of a phase: tokens, ast or sema")
+      ->check(CLI::IsMember({"tokens", "ast", "sema"}))
       ->type_name("KIND");
-  static const std::map<std::string, ColorMode> colors{
-      {"auto", ColorMode::Auto}, {"always", ColorMode::Always}, {"never", ColorMode::Never}};
-  app.add_option("--color", o.color, "Color diagnostics: auto, always or never")
-      ->transform(CLI::CheckedTransformer(colors))
+  app.add_option("--color", s.color, "Color diagnostics: auto (default), always or never")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
       ->type_name("WHEN");
-  static const std::map<std::string, DiagnosticsFormat> formats{{"text", DiagnosticsFormat::Text},
-                                                                {"json", DiagnosticsFormat::Json}};
-  app.add_option("--diagnostics-format", o.format, "Diagnostics as text (default) or json (one object per line)")
-      ->transform(CLI::CheckedTransformer(formats))
+  app.add_option("--diagnostics-format", s.format, "Diagnostics as text (default) or json (one object per line)")
+      ->check(CLI::IsMember({"text", "json"}))
       ->type_name("FORMAT");
   app.add_flag("--verify-diagnostics", o.verify_diagnostics,
                "Check diagnostics against `// expected-error {{...}}` comments (for tests)");
-  app.add_option("--error-limit", o.error_limit, "Stop after N errors (0: no limit)")->type_name("N");
+  app.add_option("--error-limit", o.error_limit, "Stop after N errors (default 50; 0: no limit)")->type_name("N");
+}
+
+void ApplySpellings(const Spellings& s, Options& o) {
+  static const std::map<std::string, Dump> dumps{
+      {"", Dump::None}, {"tokens", Dump::Tokens}, {"ast", Dump::Ast}, {"sema", Dump::Sema}};
+  static const std::map<std::string, ColorMode> colors{
+      {"auto", ColorMode::Auto}, {"always", ColorMode::Always}, {"never", ColorMode::Never}};
+  o.dump = dumps.at(s.dump);
+  o.color = colors.at(s.color);
+  o.format = s.format == "json" ? DiagnosticsFormat::Json : DiagnosticsFormat::Text;
 }
 
 }  // namespace
@@ -43,8 +55,10 @@ auto ParseCommandLine(int argc, const char* const* argv) -> ParsedCommandLine {
   Options o;
   CLI::App app(kDescription, "aviflowc");
   app.set_version_flag("--version", std::string("aviflowc ") + AVIFLOW_VERSION);
-  AddCommonOptions(app, o);
-  app.add_option("file", o.input, "The .avf file")->type_name("FILE.avf");
+  Spellings spellings;
+  AddCommonOptions(app, o, spellings);
+  std::string top_file;
+  app.add_option("file", top_file, "The .avf file")->type_name("FILE.avf");
   CLI::App* check = app.add_subcommand("check", "Parse and check FILE.avf; write nothing");
   check->fallthrough();
   check->add_option("file", o.input, "The .avf file")->required()->type_name("FILE.avf");
@@ -64,7 +78,18 @@ auto ParseCommandLine(int argc, const char* const* argv) -> ParsedCommandLine {
     result.exit_code = 2;
     return result;
   }
-  if (check->parsed()) o.command = Command::Check;
+  ApplySpellings(spellings, o);
+  if (check->parsed()) {
+    o.command = Command::Check;
+    if (!top_file.empty()) {
+      result.message = "aviflowc: error: expected one input file, found `" + o.input + "` and `" + top_file +
+                       "`\nRun `aviflowc --help` for usage.\n";
+      result.exit_code = 2;
+      return result;
+    }
+  } else {
+    o.input = top_file;
+  }
   if (o.input.empty()) {
     result.message = "aviflowc: error: no input file\nRun `aviflowc --help` for usage.\n";
     result.exit_code = 2;

@@ -29,6 +29,34 @@ auto IsRelative(llvm::StringRef text) -> bool {
   return text.startswith("./") || text.startswith("../") || path::is_absolute(text);
 }
 
+auto IsBlank(char c) -> bool { return c == ' ' || c == '\t' || c == '\r'; }
+
+// What removing the import whose path literal is `literal` takes away: the
+// whole line when the import stands alone on it (a trailing `//` comment
+// goes with it), else `import "path"` itself. Falls back to the literal when
+// the keyword is not found before it.
+auto WholeImport(llvm::StringRef text, llvm::SMRange literal) -> llvm::SMRange {
+  const char* begin = text.begin();
+  const char* start = literal.Start.getPointer();
+  const char* end = literal.End.getPointer();
+  if (start < begin || end > text.end()) return literal;
+  const char* keyword = start;
+  while (keyword > begin && IsBlank(keyword[-1])) --keyword;
+  if (keyword - begin < 6 || llvm::StringRef(keyword - 6, 6) != "import") return literal;
+  keyword -= 6;
+  const char* line_start = keyword;
+  while (line_start > begin && IsBlank(line_start[-1])) --line_start;
+  const char* line_end = end;
+  while (line_end < text.end() && IsBlank(*line_end)) ++line_end;
+  if (llvm::StringRef(line_end, text.end() - line_end).startswith("//")) {
+    while (line_end < text.end() && *line_end != '\n') ++line_end;
+  }
+  bool alone = (line_start == begin || line_start[-1] == '\n') && (line_end == text.end() || *line_end == '\n');
+  if (!alone) return {llvm::SMLoc::getFromPointer(keyword), literal.End};
+  if (line_end < text.end()) ++line_end;  // the newline
+  return {llvm::SMLoc::getFromPointer(line_start), llvm::SMLoc::getFromPointer(line_end)};
+}
+
 // Identity of a file, so that two spellings of one path load once.
 auto Identity(const std::string& p) -> std::string {
   llvm::SmallString<256> real;
@@ -65,12 +93,13 @@ class Loader {
     std::map<std::string, llvm::SMRange> seen_here;
     for (const ast::Import& imp : imports) {
       if (diags_.limit_reached()) break;
-      Import(imp, shown_path, seen_here);
+      Import(imp, shown_path, buffer_id, seen_here);
     }
     stack_.pop_back();
+    set_.dependency_order.push_back(index);
   }
 
-  void Import(const ast::Import& imp, const std::string& importer,
+  void Import(const ast::Import& imp, const std::string& importer, unsigned importer_buffer,
               std::map<std::string, llvm::SMRange>& seen_here) {
     if (imp.path.empty()) {
       diags_.Report(diag::DiagId::EmptyImportPath, imp.range).Help("write `import \"std/hardware\"`");
@@ -88,7 +117,7 @@ class Loader {
     if (auto [it, fresh] = seen_here.emplace(identity, imp.range); !fresh) {
       diags_.Report(diag::DiagId::DuplicateImport, imp.range, imp.path)
           .Note(it->second, "first imported here")
-          .Fix(imp.range, "");
+          .Fix(WholeImport(sources_.Text(importer_buffer), imp.range), "");
       return;
     }
     if (auto cycle = std::find(stack_.begin(), stack_.end(), identity); cycle != stack_.end()) {

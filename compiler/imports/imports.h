@@ -28,6 +28,11 @@ struct Module {
 // Modules in load order: the main file first, then imports depth-first.
 struct ModuleSet {
   std::vector<Module> modules;
+  // Indices into `modules`, each after every module it imports (an import
+  // that closes a cycle is not followed): the order in which a reader meets
+  // the declarations, imported ones first and the main file last. A set built
+  // by hand may leave it empty; then `modules` order is used.
+  std::vector<size_t> dependency_order;
   bool main_loaded = false;
 };
 

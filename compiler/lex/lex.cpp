@@ -39,17 +39,19 @@ auto KindFromAntlr(size_t type) -> TokenKind {
   }
 }
 
-// Byte offset of each code point: ANTLR indexes the UTF-32 text it decoded,
-// diagnostics point into the UTF-8 buffer.
-auto CodePointOffsets(llvm::StringRef text) -> std::vector<uint32_t> {
+// Byte offset of each code point of text[first..]: ANTLR indexes the UTF-32
+// text it decoded, diagnostics point into the UTF-8 buffer.
+auto CodePointOffsets(llvm::StringRef text, size_t first) -> std::vector<uint32_t> {
   std::vector<uint32_t> offsets;
-  offsets.reserve(text.size() + 1);
-  for (size_t i = 0; i < text.size(); ++i) {
+  offsets.reserve(text.size() - first + 1);
+  for (size_t i = first; i < text.size(); ++i) {
     if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) offsets.push_back(i);
   }
   offsets.push_back(text.size());
   return offsets;
 }
+
+constexpr llvm::StringLiteral kByteOrderMark = "\xEF\xBB\xBF";
 
 // Tokens after which a newline never ends a field: the value continues.
 auto ContinuesOnNextLine(TokenKind kind) -> bool {
@@ -67,6 +69,9 @@ auto ContinuesOnNextLine(TokenKind kind) -> bool {
 auto IsOpener(TokenKind k) -> bool {
   return k == TokenKind::LBrace || k == TokenKind::LBracket || k == TokenKind::LParen;
 }
+auto IsCloser(TokenKind k) -> bool {
+  return k == TokenKind::RBrace || k == TokenKind::RBracket || k == TokenKind::RParen;
+}
 auto OpenerOf(TokenKind closer) -> TokenKind {
   switch (closer) {
     case TokenKind::RBrace: return TokenKind::LBrace;
@@ -75,21 +80,82 @@ auto OpenerOf(TokenKind closer) -> TokenKind {
     default: return TokenKind::EndOfFile;
   }
 }
+auto CloserOf(TokenKind opener) -> TokenKind {
+  switch (opener) {
+    case TokenKind::LBrace: return TokenKind::RBrace;
+    case TokenKind::LBracket: return TokenKind::RBracket;
+    default: return TokenKind::RParen;
+  }
+}
+auto IsKindKeyword(TokenKind k) -> bool { return k >= TokenKind::KwGpu && k <= TokenKind::KwJob; }
+auto IsAnyName(TokenKind k) -> bool { return k == TokenKind::Identifier || IsKindKeyword(k); }
+
+auto Shorten(llvm::StringRef text) -> std::string { return ShortText(text); }
+
+// Code points that look like nothing (or like a space) in an editor.
+auto InvisibleCharacterName(uint32_t cp) -> const char* {
+  switch (cp) {
+    case 0x00A0: return "no-break space";
+    case 0x200B: return "zero width space";
+    case 0x200C: return "zero width non-joiner";
+    case 0x200D: return "zero width joiner";
+    case 0x2028: return "line separator";
+    case 0x2029: return "paragraph separator";
+    case 0x202F: return "narrow no-break space";
+    case 0x2060: return "word joiner";
+    case 0xFEFF: return "zero width no-break space (byte order mark)";
+    default: return nullptr;
+  }
+}
+
+auto DecodeCodePoint(llvm::StringRef text) -> uint32_t {
+  llvm::UTF32 cp = 0;
+  const auto* begin = reinterpret_cast<const llvm::UTF8*>(text.begin());
+  if (llvm::convertUTF8Sequence(&begin, begin + text.size(), &cp, llvm::strictConversion) != llvm::conversionOK) {
+    return 0xFFFD;
+  }
+  return cp;
+}
 
 }  // namespace
 
 // Builds a TokenizedBuffer; a class only so that it may fill the private
-// members of TokenizedBuffer.
+// members of TokenizedBuffer. Two passes: Scan() turns the ANTLR tokens into
+// ours and reports malformed ones; LayOut() drops the newlines that cannot
+// end a field and balances brackets (see lex.h).
 class Lexer {
  public:
-  Lexer(TokenizedBuffer& out, diag::DiagnosticEngine& diags) : out_(out), diags_(diags) {}
+  Lexer(TokenizedBuffer& out, const llvm::SourceMgr& sm, diag::DiagnosticEngine& diags)
+      : out_(out), sm_(sm), diags_(diags) {}
 
   void Run() {
+    LayOut(Scan());
+    // Past the error limit the parser would only add noise.
+    if (diags_.limit_reached()) out_.parseable_ = false;
+    uint32_t end = static_cast<uint32_t>(out_.source().size());
+    out_.tokens_.push_back({TokenKind::EndOfFile, end, end});
+  }
+
+ private:
+  struct OpenBracket {
+    Token token;
+    size_t index;  // of the opener in out_.tokens_
+  };
+
+  // Every token of the buffer, newlines included; lexing goes on past the
+  // error limit so that the number of errors not shown is right.
+  auto Scan() -> std::vector<Token> {
     llvm::StringRef text = out_.source();
-    std::vector<uint32_t> offsets = CodePointOffsets(text);
-    antlr4::ANTLRInputStream input(text.str());
+    // A UTF-8 byte order mark is allowed and skipped. ANTLR's input stream
+    // drops one more if the rest starts with one, so count that too.
+    size_t first = text.startswith(kByteOrderMark) ? kByteOrderMark.size() : 0;
+    llvm::StringRef rest = text.substr(first);
+    std::vector<uint32_t> offsets =
+        CodePointOffsets(text, first + (rest.startswith(kByteOrderMark) ? kByteOrderMark.size() : 0));
+    antlr4::ANTLRInputStream input(rest.str());
     AvfLexer lexer(&input);
     lexer.removeErrorListeners();
+    std::vector<Token> raw;
     for (;;) {
       std::unique_ptr<antlr4::Token> t = lexer.nextToken();
       size_t type = t->getType();
@@ -98,47 +164,69 @@ class Lexer {
         continue;
       }
       Token token{KindFromAntlr(type), offsets[t->getStartIndex()], offsets[t->getStopIndex() + 1]};
-      Check(token);
-      Append(token);
-      if (diags_.limit_reached()) {
-        out_.parseable_ = false;
-        break;
-      }
+      if (token.begin < skip_until_) continue;
+      if (Check(token, raw)) raw.push_back(token);
     }
-    uint32_t end = static_cast<uint32_t>(text.size());
-    out_.tokens_.push_back({TokenKind::EndOfFile, end, end});
+    return raw;
   }
 
- private:
-  // Reports malformed tokens; the bad ones are not appended.
-  void Check(const Token& t) {
+  // Reports a malformed token; false when it is not kept. An unterminated
+  // string is kept (the parser sees a string), so that it causes no more errors.
+  auto Check(const Token& t, std::vector<Token>& raw) -> bool {
     llvm::StringRef text = out_.Text(t);
     switch (t.kind) {
-      case TokenKind::BadChar: ReportBadChar(t, text); break;
+      case TokenKind::BadChar: ReportBadChar(t, text, raw); return false;
       case TokenKind::UnterminatedString:
         Error(diags_.Report(diag::DiagId::UnterminatedString, out_.Range(t))
                   .Help("add a closing `\"`; strings cannot span lines (use `\\n`)"));
-        break;
+        return true;
       case TokenKind::UnterminatedComment:
         Error(diags_.Report(diag::DiagId::UnterminatedComment, {out_.Loc(t.begin), out_.Loc(t.begin + 2)})
                   .Help("close the comment with `*/`"));
-        break;
-      case TokenKind::String: CheckEscapes(t, text); break;
-      case TokenKind::Number: CheckNumber(t, text); break;
-      default: break;
+        return false;
+      case TokenKind::String: CheckEscapes(t, text); return true;
+      case TokenKind::Number: CheckNumber(t, text); return true;
+      default: return true;
     }
   }
 
   void Error(const diag::DiagnosticBuilder&) { out_.has_errors_ = true; }
 
-  void ReportBadChar(const Token& t, llvm::StringRef text) {
+  // `#` starts a comment in many languages and `'x'` a string: both are
+  // reported once and then read as what was meant, to avoid follow-on errors.
+  void ReportBadChar(const Token& t, llvm::StringRef text, std::vector<Token>& raw) {
+    llvm::StringRef source = out_.source();
     std::string shown = text.str();
+    const char* invisible = nullptr;
     if (text.size() == 1 && (static_cast<unsigned char>(text[0]) < 0x20 || text[0] == 0x7f)) {
       shown = fmt::format("\\x{:02X}", static_cast<unsigned>(text[0]));
+    } else if (text.size() > 1) {
+      uint32_t cp = DecodeCodePoint(text);
+      if ((invisible = InvisibleCharacterName(cp))) shown = fmt::format("U+{:04X}", cp);
+    }
+    if (text == "'") {
+      size_t close = source.find_first_of("'\r\n", t.end);
+      if (close != llvm::StringRef::npos && source[close] == '\'') {
+        Token quoted{TokenKind::String, t.begin, static_cast<uint32_t>(close + 1)};
+        llvm::StringRef inner = source.slice(t.end, close);
+        auto b = diags_.Report(diag::DiagId::UnexpectedCharacter, out_.Range(quoted), shown);
+        b.Help("strings use double quotes: \"...\"");
+        if (!inner.contains('"') && !inner.contains('\\')) b.Fix(out_.Range(quoted), "\"" + inner.str() + "\"");
+        Error(b);
+        raw.push_back(quoted);
+        skip_until_ = quoted.end;
+        return;
+      }
     }
     auto b = diags_.Report(diag::DiagId::UnexpectedCharacter, out_.Range(t), shown);
-    if (text == "#") b.Help("comments start with `//`");
+    if (text == "#") {
+      // The rest of the line is read as a comment.
+      size_t eol = source.find_first_of("\r\n", t.end);
+      skip_until_ = eol == llvm::StringRef::npos ? source.size() : eol;
+      b.Help("comments start with `//`").Fix(out_.Range(t), "//");
+    }
     if (text == "'") b.Help("strings use double quotes: \"...\"");
+    if (invisible) b.Help(fmt::format("remove the {} (invisible in most editors)", invisible));
     Error(b);
   }
 
@@ -189,7 +277,7 @@ class Lexer {
       case units::LiteralError::kNone: return;
       case units::LiteralError::kUnknownUnit: {
         llvm::SMRange range{out_.Loc(t.begin + r.unit_offset), out_.Loc(t.end)};
-        auto b = diags_.Report(diag::DiagId::UnknownUnit, range, r.unit);
+        auto b = diags_.Report(diag::DiagId::UnknownUnit, range, Shorten(r.unit));
         if (!r.suggestion.empty()) {
           b.Help(fmt::format("did you mean `{}`?", r.suggestion)).Fix(range, r.suggestion);
         } else {
@@ -199,56 +287,152 @@ class Lexer {
         return;
       }
       case units::LiteralError::kTooLarge:
-        Error(diags_.Report(diag::DiagId::NumberTooLarge, out_.Range(t), text.str()));
+        Error(diags_.Report(diag::DiagId::NumberTooLarge, out_.Range(t), Shorten(text)));
         return;
       case units::LiteralError::kNotFinite:
-        Error(diags_.Report(diag::DiagId::NumberNotFinite, out_.Range(t), text.str()));
+        Error(diags_.Report(diag::DiagId::NumberNotFinite, out_.Range(t), Shorten(text)));
         return;
     }
   }
 
-  // Keeps a token, dropping newlines that cannot end a field and tracking
-  // bracket nesting.
-  void Append(const Token& t) {
-    switch (t.kind) {
-      case TokenKind::BadChar: case TokenKind::UnterminatedString: case TokenKind::UnterminatedComment:
-        return;
-      case TokenKind::Newline:
-        if (!open_.empty() && open_.back().kind != TokenKind::LBrace) return;
-        if (out_.tokens_.empty() || ContinuesOnNextLine(out_.tokens_.back().kind)) return;
-        break;
-      case TokenKind::RBrace: case TokenKind::RBracket: case TokenKind::RParen:
+  // ------------------------------------------------------------ layout
+
+  void LayOut(const std::vector<Token>& raw) {
+    out_.tokens_.reserve(raw.size() + 1);
+    for (size_t i = 0; i < raw.size(); ++i) {
+      const Token& t = raw[i];
+      if (t.kind == TokenKind::Newline) {
+        PushNewline(raw, i);
+        continue;
+      }
+      if (IsCloser(t.kind)) {
         Close(t.kind);
-        break;
-      default:
-        if (IsOpener(t.kind)) Open(t);
-        break;
+      } else if (IsOpener(t.kind)) {
+        Open(t);
+      } else if (!open_.empty() && StartsDeclaration(raw, i)) {
+        CloseAbove(0);  // a declaration cannot be inside a block
+      }
+      out_.tokens_.push_back(t);
     }
-    out_.tokens_.push_back(t);
+    CloseAbove(0);  // at the end of the file
+  }
+
+  // Inside `(` or `[` a newline continues the value, unless the next line
+  // starts a field (`NAME =`): then the bracket was left open.
+  void PushNewline(const std::vector<Token>& raw, size_t i) {
+    if (!open_.empty() && open_.back().token.kind != TokenKind::LBrace) {
+      bool next_is_field = i + 2 < raw.size() && IsAnyName(raw[i + 1].kind) && raw[i + 2].kind == TokenKind::Assign;
+      if (!next_is_field) return;
+      size_t keep = open_.size();
+      while (keep > 0 && open_[keep - 1].token.kind != TokenKind::LBrace) --keep;
+      CloseAbove(keep);
+    }
+    if (out_.tokens_.empty() || ContinuesOnNextLine(out_.tokens_.back().kind)) return;
+    out_.tokens_.push_back(raw[i]);
+  }
+
+  // `KIND NAME {` or `KIND NAME :` first on its line, inside a block: the
+  // block was not closed. An unknown kind counts only in the first column.
+  auto StartsDeclaration(const std::vector<Token>& raw, size_t i) const -> bool {
+    const Token& t = raw[i];
+    if (!IsAnyName(t.kind) || i == 0 || raw[i - 1].kind != TokenKind::Newline) return false;
+    if (i + 2 >= raw.size() || raw[i + 1].kind != TokenKind::Identifier) return false;
+    if (raw[i + 2].kind != TokenKind::LBrace && raw[i + 2].kind != TokenKind::Colon) return false;
+    return IsKindKeyword(t.kind) || ColumnOf(t.begin) == 1;
   }
 
   void Open(const Token& t) {
-    open_.push_back(t);
+    open_.push_back({t, out_.tokens_.size()});
     if (open_.size() == kMaxNesting + 1 && out_.parseable_) {
       out_.parseable_ = false;
       Error(diags_.Report(diag::DiagId::NestingTooDeep, out_.Range(t), kMaxNesting));
     }
   }
 
+  // A closer ends its opener and every bracket opened after it; one with no
+  // opener is left for the parser to report.
   void Close(TokenKind closer) {
     TokenKind opener = OpenerOf(closer);
     for (size_t i = open_.size(); i > 0; --i) {
-      if (open_[i - 1].kind == opener) {
-        open_.resize(i - 1);
+      if (open_[i - 1].token.kind == opener) {
+        CloseAbove(i);
+        open_.pop_back();
         return;
       }
     }
   }
 
+  // Closes open_[keep..] with inserted (empty) closers after the last token,
+  // reporting the innermost one: the parser then sees balanced brackets.
+  void CloseAbove(size_t keep) {
+    if (open_.size() <= keep) return;
+    auto& tokens = out_.tokens_;
+    size_t at = tokens.size();
+    while (at > 0 && (tokens[at - 1].kind == TokenKind::Newline || tokens[at - 1].kind == TokenKind::Semi)) --at;
+    uint32_t offset = tokens[at - 1].end;
+    ReportUnclosed(open_.back(), offset);
+    std::vector<Token> closers;
+    for (size_t i = open_.size(); i > keep; --i) closers.push_back({CloserOf(open_[i - 1].token.kind), offset, offset});
+    tokens.insert(tokens.begin() + static_cast<ptrdiff_t>(at), closers.begin(), closers.end());
+    open_.resize(keep);
+  }
+
+  void ReportUnclosed(const OpenBracket& open, uint32_t offset) {
+    if (!out_.parseable_) return;  // nested too deep: nothing more to say
+    llvm::SMRange here{out_.Loc(offset), out_.Loc(offset)};
+    unsigned line = LineOf(open.token.begin);
+    unsigned column = ColumnOf(open.token.begin);
+    if (open.token.kind == TokenKind::LBrace) {
+      std::string owner = BraceOwner(open.index);
+      Error(diags_.Report(diag::DiagId::UnclosedBlock, here, owner, line, column)
+                .Note(out_.Range(open.token), fmt::format("`{}` opened here", owner))
+                .Fix(here, "}"));
+      return;
+    }
+    std::string_view close = open.token.kind == TokenKind::LBracket ? "]" : ")";
+    std::string_view opened = open.token.kind == TokenKind::LBracket ? "[" : "(";
+    Error(diags_.Report(diag::DiagId::UnclosedBracket, here, close, opened, line, column)
+              .Note(out_.Range(open.token), fmt::format("`{}` opened here", opened))
+              .Fix(here, std::string(close)));
+  }
+
+  // What a `{` at tokens[index] belongs to: `job pretrain` (KIND NAME [: BASE] {),
+  // or the field or record type before it (`parallel`, `fat_tree`).
+  auto BraceOwner(size_t index) const -> std::string {
+    const auto& t = out_.tokens_;
+    auto text = [&](size_t k) { return Shorten(out_.Text(t[k])); };
+    if (index >= 4 && t[index - 2].kind == TokenKind::Colon && t[index - 1].kind == TokenKind::Identifier &&
+        t[index - 3].kind == TokenKind::Identifier && IsAnyName(t[index - 4].kind)) {
+      return text(index - 4) + " " + text(index - 3);
+    }
+    if (index >= 2 && t[index - 1].kind == TokenKind::Identifier && IsAnyName(t[index - 2].kind)) {
+      return text(index - 2) + " " + text(index - 1);
+    }
+    if (index >= 1 && IsAnyName(t[index - 1].kind)) return text(index - 1);
+    return "block";
+  }
+
+  auto LineOf(uint32_t offset) const -> unsigned {
+    return sm_.getLineAndColumn(out_.Loc(offset), out_.buffer_id()).first;
+  }
+  auto ColumnOf(uint32_t offset) const -> unsigned {
+    return sm_.getLineAndColumn(out_.Loc(offset), out_.buffer_id()).second;
+  }
+
   TokenizedBuffer& out_;
+  const llvm::SourceMgr& sm_;
   diag::DiagnosticEngine& diags_;
-  std::vector<Token> open_;
+  std::vector<OpenBracket> open_;
+  uint32_t skip_until_ = 0;  // Scan drops tokens starting before this offset
 };
+
+auto ShortText(llvm::StringRef text) -> std::string {
+  constexpr size_t kMax = 40;
+  if (text.size() <= kMax) return text.str();
+  size_t cut = kMax - 8;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return text.substr(0, cut).str() + "...";
+}
 
 auto Spelling(TokenKind kind) -> std::string_view { return kSpellings[static_cast<size_t>(kind)]; }
 auto KindName(TokenKind kind) -> std::string_view { return kNames[static_cast<size_t>(kind)]; }
@@ -256,7 +440,7 @@ auto KindName(TokenKind kind) -> std::string_view { return kNames[static_cast<si
 auto Lex(const source::SourceSet& sources, unsigned buffer_id, diag::DiagnosticEngine& diags)
     -> TokenizedBuffer {
   TokenizedBuffer out(buffer_id, sources.Text(buffer_id));
-  Lexer(out, diags).Run();
+  Lexer(out, sources.mgr(), diags).Run();
   return out;
 }
 
@@ -306,6 +490,7 @@ void DumpTokens(const source::SourceSet& sources, const TokenizedBuffer& tokens,
     }
     os << pos.line << ':' << pos.column << ' ' << KindName(t.kind);
     if (!text.empty()) os << " '" << text << '\'';
+    if (text.empty() && IsCloser(t.kind)) os << " (inserted)";
     os << '\n';
   }
 }

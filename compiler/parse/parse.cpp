@@ -28,8 +28,10 @@ class OurTokenSource : public antlr4::TokenSource {
     const auto& all = tokens_.tokens();
     const lex::Token& t = all[std::min(next_, all.size() - 1)];
     if (next_ < all.size()) ++next_;
+    // The lexer reported an unterminated string; the parser reads a string.
+    size_t type = t.kind == lex::TokenKind::UnterminatedString ? AvfLexer::STRING : AntlrType(t.kind);
     auto token = std::make_unique<antlr4::CommonToken>(
-        std::pair<antlr4::TokenSource*, antlr4::CharStream*>{this, nullptr}, AntlrType(t.kind),
+        std::pair<antlr4::TokenSource*, antlr4::CharStream*>{this, nullptr}, type,
         antlr4::Token::DEFAULT_CHANNEL, t.begin, t.end == t.begin ? t.begin : t.end - 1);
     token->setText(tokens_.Text(t).str());
     return token;
@@ -49,8 +51,8 @@ class OurTokenSource : public antlr4::TokenSource {
 // Converts parse-tree contexts into AST nodes.
 class AstBuilder {
  public:
-  explicit AstBuilder(const lex::TokenizedBuffer& tokens, diag::DiagnosticEngine& diags)
-      : tokens_(tokens), diags_(diags) {}
+  AstBuilder(const lex::TokenizedBuffer& tokens, diag::DiagnosticEngine& diags, const SyntaxErrorStrategy& errors)
+      : tokens_(tokens), diags_(diags), errors_(errors) {}
 
   // file : (item | sep)* EOF ;   item : importDecl | decl ;
   auto BuildFile(AvfParser::FileContext* ctx) -> ast::File {
@@ -61,7 +63,7 @@ class AstBuilder {
         if (!imp->STRING() || imp->STRING()->getSymbol()->getTokenIndex() >= tokens_.tokens().size()) continue;
         if (!file.decls.empty()) diags_.Report(diag::DiagId::ImportNotAtTop, Range(imp));
         const lex::Token& t = Tok(imp->STRING()->getSymbol());
-        file.imports.push_back({lex::DecodeString(tokens_.Text(t)), tokens_.Range(t)});
+        file.imports.push_back({StringValue(t), tokens_.Range(t)});
       } else if (auto* decl = item->decl()) {
         if (auto d = BuildDecl(decl)) file.decls.push_back(std::move(*d));
       }
@@ -74,6 +76,14 @@ class AstBuilder {
     size_t index = t->getTokenIndex();
     const auto& all = tokens_.tokens();
     return index < all.size() ? all[index] : all.back();
+  }
+
+  // The value of a string token; an unterminated one (reported by the lexer)
+  // reads as if it were closed at the end of the line.
+  auto StringValue(const lex::Token& t) const -> std::string {
+    std::string text = tokens_.Text(t).str();
+    if (t.kind == lex::TokenKind::UnterminatedString) text += '"';
+    return lex::DecodeString(text);
   }
 
   auto Range(antlr4::ParserRuleContext* ctx) const -> llvm::SMRange {
@@ -139,6 +149,8 @@ class AstBuilder {
     antlr4::Token* stop = previous->getStop();
     antlr4::Token* start = next->getStart();
     if (!IsReal(stop) || !IsReal(start) || stop->getTokenIndex() + 1 != start->getTokenIndex()) return;
+    // A syntax error in or between the two was reported already.
+    if (errors_.ErrorBetween(previous->getStart()->getTokenIndex(), start->getTokenIndex())) return;
     llvm::SMLoc end = tokens_.Loc(Tok(stop).end);
     std::string name = previous->children.empty() ? "field" : previous->children.front()->getText();
     diags_.Report(diag::DiagId::ExpectedFieldSeparator, llvm::SMRange(end, end), name)
@@ -223,6 +235,7 @@ class AstBuilder {
 
   const lex::TokenizedBuffer& tokens_;
   diag::DiagnosticEngine& diags_;
+  const SyntaxErrorStrategy& errors_;
 };
 
 // primary : NUMBER | STRING | TRUE | FALSE | AUTO | anyName body
@@ -232,7 +245,7 @@ auto AstBuilder::BuildPrimary(AvfParser::PrimaryContext* ctx) -> ast::ExprPtr {
   if (auto* n = dynamic_cast<AvfParser::NumberExprContext*>(ctx)) return BuildNumber(n);
   if (auto* s = dynamic_cast<AvfParser::StringExprContext*>(ctx)) {
     auto e = std::make_unique<ast::StringExpr>(range);
-    e->value = lex::DecodeString(tokens_.Text(Tok(s->STRING()->getSymbol())));
+    e->value = StringValue(Tok(s->STRING()->getSymbol()));
     return e;
   }
   if (auto* b = dynamic_cast<AvfParser::BoolExprContext*>(ctx)) {
@@ -291,10 +304,11 @@ auto Parse(const lex::TokenizedBuffer& tokens, diag::DiagnosticEngine& diags) ->
   antlr4::CommonTokenStream stream(&source);
   AvfParser parser(&stream);
   parser.removeErrorListeners();
-  parser.setErrorHandler(std::make_shared<SyntaxErrorStrategy>(tokens, diags));
+  auto errors = std::make_shared<SyntaxErrorStrategy>(tokens, diags);
+  parser.setErrorHandler(errors);
   try {
     AvfParser::FileContext* tree = parser.file();
-    return AstBuilder(tokens, diags).BuildFile(tree);
+    return AstBuilder(tokens, diags, *errors).BuildFile(tree);
   } catch (const antlr4::ParseCancellationException&) {
     // The error limit was reached; what was reported stands.
     return ast::File{tokens.buffer_id(), {}, {}};

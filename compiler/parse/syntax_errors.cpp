@@ -5,6 +5,7 @@
 #include "parse/antlr_tokens.h"
 
 #include "diag/render.h"
+#include "lex/lex.h"
 
 namespace avf::parse {
 
@@ -80,18 +81,33 @@ auto SyntaxErrorStrategy::OurToken(antlr4::Token* token) const -> const lex::Tok
   return index < all.size() ? all[index] : all.back();
 }
 
+// An empty closer inserted by the lexer where a bracket was left open.
+auto SyntaxErrorStrategy::IsInserted(const lex::Token& t) const -> bool {
+  return t.begin == t.end && (t.kind == lex::TokenKind::RBrace || t.kind == lex::TokenKind::RBracket ||
+                              t.kind == lex::TokenKind::RParen);
+}
+
 auto SyntaxErrorStrategy::DescribeFound(antlr4::Token* token) const -> std::string {
-  const lex::Token& t = OurToken(token);
+  // An inserted closer is not in the source: describe what follows it.
+  const auto& all = tokens_.tokens();
+  size_t index = std::min(token->getTokenIndex(), all.size() - 1);
+  while (index + 1 < all.size() && IsInserted(all[index])) ++index;
+  const lex::Token& t = all[index];
   llvm::StringRef text = tokens_.Text(t);
   switch (t.kind) {
     case lex::TokenKind::EndOfFile: return "end of file";
     case lex::TokenKind::Newline: return "end of line";
-    case lex::TokenKind::Identifier: return fmt::format("name `{}`", text.str());
-    case lex::TokenKind::Number: return fmt::format("number `{}`", text.str());
-    case lex::TokenKind::String:
+    case lex::TokenKind::Identifier: return fmt::format("name `{}`", lex::ShortText(text));
+    case lex::TokenKind::Number: return fmt::format("number `{}`", lex::ShortText(text));
+    case lex::TokenKind::String: case lex::TokenKind::UnterminatedString:
       return text.size() > 40 ? "a string" : fmt::format("string {}", text.str());
     default: return std::string(lex::Spelling(t.kind));
   }
+}
+
+auto SyntaxErrorStrategy::ErrorBetween(size_t first, size_t last) const -> bool {
+  auto it = std::lower_bound(error_tokens_.begin(), error_tokens_.end(), first);
+  return it != error_tokens_.end() && *it <= last;
 }
 
 // End of the last token before the parser's position that is not a newline:
@@ -109,6 +125,69 @@ auto SyntaxErrorStrategy::PreviousEnd(antlr4::Parser* parser) const -> llvm::SML
 
 void SyntaxErrorStrategy::StopIfTooMany() {
   if (diags_.limit_reached()) throw antlr4::ParseCancellationException("too many errors");
+}
+
+// Panic mode for a language of lines: in the loop of a block or of the file,
+// a token that cannot start a field or declaration is reported and the rest
+// of the field is skipped, so that the next line parses normally.
+void SyntaxErrorStrategy::sync(antlr4::Parser* parser) {
+  antlr4::ParserRuleContext* ctx = parser->getContext();
+  bool in_body = dynamic_cast<AvfParser::BodyContext*>(ctx) != nullptr;
+  bool in_file = dynamic_cast<AvfParser::FileContext*>(ctx) != nullptr;
+  antlr4::Token* next = parser->getCurrentToken();
+  if (!in_body && !in_file) return DefaultErrorStrategy::sync(parser);
+  antlr4::misc::IntervalSet expected = parser->getExpectedTokens();
+  if (Has(expected, next->getType()) || next->getType() == antlr4::Token::EOF) {
+    return DefaultErrorStrategy::sync(parser);
+  }
+  if (!inErrorRecoveryMode(parser)) {
+    beginErrorCondition(parser);
+    Report(parser, next, ctx, expected);
+  }
+  Skip(parser, in_body ? SkipTo::kField : SkipTo::kLineEnd);
+}
+
+// After an error inside a rule: skip to the end of the value (inside a block)
+// or of the line (a declaration's header, an import).
+void SyntaxErrorStrategy::recover(antlr4::Parser* parser, std::exception_ptr) {
+  antlr4::TokenStream* input = parser->getTokenStream();
+  // Failsafe as in ANTLR: a second error at the same token and state consumes one.
+  if (lastErrorIndex == static_cast<int>(input->index()) && lastErrorStates.contains(parser->getState())) {
+    parser->consume();
+  }
+  lastErrorIndex = static_cast<int>(input->index());
+  lastErrorStates.add(parser->getState());
+  bool in_body = Enclosing<AvfParser::BodyContext>(parser->getContext()) != nullptr;
+  Skip(parser, in_body ? SkipTo::kValue : SkipTo::kLineEnd);
+}
+
+void SyntaxErrorStrategy::Skip(antlr4::Parser* parser, SkipTo to) {
+  size_t depth = 0;
+  for (;;) {
+    size_t type = parser->getCurrentToken()->getType();
+    if (type == antlr4::Token::EOF) return;
+    bool opener = type == AvfParser::LBRACE || type == AvfParser::LBRACKET || type == AvfParser::LPAREN;
+    bool closer = type == AvfParser::RBRACE || type == AvfParser::RBRACKET || type == AvfParser::RPAREN;
+    if (depth == 0) {
+      if (type == AvfParser::NL || type == AvfParser::SEMI) return;
+      if (to == SkipTo::kField && type == AvfParser::RBRACE) return;
+      if (to == SkipTo::kValue && closer) return;
+    }
+    if (opener) ++depth;
+    if (closer && depth > 0) --depth;
+    parser->consume();
+  }
+}
+
+// Never delete a separator or a closer to make the input fit: `b = ; c = 1`
+// must not read as `b = c`.
+auto SyntaxErrorStrategy::singleTokenDeletion(antlr4::Parser* parser) -> antlr4::Token* {
+  size_t type = parser->getCurrentToken()->getType();
+  if (type == AvfParser::NL || type == AvfParser::SEMI || type == AvfParser::RBRACE || type == antlr4::Token::EOF ||
+      IsInserted(OurToken(parser->getCurrentToken()))) {
+    return nullptr;
+  }
+  return DefaultErrorStrategy::singleTokenDeletion(parser);
 }
 
 void SyntaxErrorStrategy::reportNoViableAlternative(antlr4::Parser* parser,
@@ -142,6 +221,8 @@ void SyntaxErrorStrategy::reportMissingToken(antlr4::Parser* parser) {
 void SyntaxErrorStrategy::Report(antlr4::Parser* parser, antlr4::Token* offending,
                                  antlr4::ParserRuleContext* ctx,
                                  const antlr4::misc::IntervalSet& expected) {
+  size_t index = offending->getTokenIndex();
+  error_tokens_.insert(std::upper_bound(error_tokens_.begin(), error_tokens_.end(), index), index);
   if (!TryUnclosed(parser, offending, ctx, expected)) ReportGeneric(offending, ctx, expected);
   StopIfTooMany();
 }
@@ -208,11 +289,20 @@ auto SyntaxErrorStrategy::TryUnclosed(antlr4::Parser* parser, antlr4::Token* off
   return false;
 }
 
+auto SyntaxErrorStrategy::LastFieldName(antlr4::ParserRuleContext* ctx) const -> std::string {
+  auto* body = dynamic_cast<AvfParser::BodyContext*>(ctx);
+  if (!body || body->field().empty()) return "";
+  AvfParser::FieldContext* field = body->field().back();
+  return field->children.empty() ? "" : lex::ShortText(field->children.front()->getText());
+}
+
 void SyntaxErrorStrategy::ReportGeneric(antlr4::Token* offending, antlr4::ParserRuleContext* ctx,
                                         const antlr4::misc::IntervalSet& expected) {
   const lex::Token& found = OurToken(offending);
+  const auto& all = tokens_.tokens();
+  size_t index = std::min(offending->getTokenIndex(), all.size() - 1);
+  const lex::Token* before = index > 0 ? &all[index - 1] : nullptr;
   llvm::SMRange range = tokens_.Range(found);
-  if (range.Start == range.End) range.End = range.Start;
   std::string what = DescribeFound(offending);
   if (dynamic_cast<AvfParser::FileContext*>(ctx) || dynamic_cast<AvfParser::ItemContext*>(ctx)) {
     diags_.Report(diag::DiagId::ExpectedDeclaration, range, what);
@@ -220,7 +310,12 @@ void SyntaxErrorStrategy::ReportGeneric(antlr4::Token* offending, antlr4::Parser
   }
   if (auto* decl = dynamic_cast<AvfParser::DeclContext*>(ctx); decl && Has(expected, AvfParser::IDENT) &&
                                                                !Has(expected, AvfParser::LBRACE)) {
-    diags_.Report(diag::DiagId::ExpectedDeclName, range, decl->kind ? decl->kind->getText() : "kind", what);
+    ReportDeclHeader(decl, found, before, what);
+    return;
+  }
+  if (dynamic_cast<AvfParser::ImportDeclContext*>(ctx)) {
+    diags_.Report(diag::DiagId::UnexpectedToken, range, what, DescribeExpected(expected))
+        .Help("write the path in double quotes: `import \"std/hardware\"`");
     return;
   }
   if (Has(expected, AvfParser::NUMBER) && Has(expected, AvfParser::STRING)) {
@@ -228,10 +323,32 @@ void SyntaxErrorStrategy::ReportGeneric(antlr4::Token* offending, antlr4::Parser
     return;
   }
   if (dynamic_cast<AvfParser::BodyContext*>(ctx) && Has(expected, AvfParser::IDENT)) {
-    diags_.Report(diag::DiagId::ExpectedField, range, what);
+    std::string field = LastFieldName(ctx);
+    bool after_value = before && before->kind != lex::TokenKind::Newline && before->kind != lex::TokenKind::Semi &&
+                       before->kind != lex::TokenKind::LBrace && !field.empty();
+    if (after_value) {
+      diags_.Report(diag::DiagId::UnexpectedToken, range, what,
+                    fmt::format("a newline or `;` after the value of `{}`", field));
+    } else {
+      diags_.Report(diag::DiagId::ExpectedField, range, what);
+    }
     return;
   }
   diags_.Report(diag::DiagId::UnexpectedToken, range, what, DescribeExpected(expected));
+}
+
+// `job {`, `gpu a : {`, and `memory = 80GB` outside of any block.
+void SyntaxErrorStrategy::ReportDeclHeader(antlr4::ParserRuleContext* ctx, const lex::Token& found,
+                                           const lex::Token* before, const std::string& what) {
+  auto* decl = dynamic_cast<AvfParser::DeclContext*>(ctx);
+  std::string kind = decl->kind ? lex::ShortText(decl->kind->getText()) : "kind";
+  if (found.kind == lex::TokenKind::Assign && before && before->kind != lex::TokenKind::Colon) {
+    diags_.Report(diag::DiagId::ExpectedDeclaration, tokens_.Range(*before), fmt::format("the field `{} =`", kind))
+        .Help("fields belong inside a declaration's `{ ... }`; was the block closed too early?");
+    return;
+  }
+  if (before && before->kind == lex::TokenKind::Colon) kind = ":";
+  diags_.Report(diag::DiagId::ExpectedDeclName, tokens_.Range(found), kind, what);
 }
 
 }  // namespace avf::parse

@@ -10,12 +10,24 @@
 
 namespace avf::parse {
 
+//
+// Recovery is ANTLR's, with two changes for a language of lines: a token that
+// cannot start a field or a declaration is reported once and the rest of its
+// line (up to a `;`, a newline or the block's `}`) is skipped; and a newline,
+// `;` or `}` is never deleted to make the input fit.
 class SyntaxErrorStrategy : public antlr4::DefaultErrorStrategy {
  public:
   SyntaxErrorStrategy(const lex::TokenizedBuffer& tokens, diag::DiagnosticEngine& diags)
       : tokens_(tokens), diags_(diags) {}
 
+  void sync(antlr4::Parser* parser) override;
+  void recover(antlr4::Parser* parser, std::exception_ptr e) override;
+
+  // True when a syntax error was reported at a token with index in [first, last].
+  auto ErrorBetween(size_t first, size_t last) const -> bool;
+
  protected:
+  auto singleTokenDeletion(antlr4::Parser* parser) -> antlr4::Token* override;
   void reportNoViableAlternative(antlr4::Parser* parser, const antlr4::NoViableAltException& e) override;
   void reportInputMismatch(antlr4::Parser* parser, const antlr4::InputMismatchException& e) override;
   void reportFailedPredicate(antlr4::Parser* parser, const antlr4::FailedPredicateException& e) override;
@@ -32,13 +44,23 @@ class SyntaxErrorStrategy : public antlr4::DefaultErrorStrategy {
   auto PreviousEnd(antlr4::Parser* parser) const -> llvm::SMLoc;
   auto TryUnclosed(antlr4::Parser* parser, antlr4::Token* offending, antlr4::ParserRuleContext* ctx,
                    const antlr4::misc::IntervalSet& expected) -> bool;
+  void ReportDeclHeader(antlr4::ParserRuleContext* decl, const lex::Token& found, const lex::Token* before,
+                        const std::string& what);
   void ReportGeneric(antlr4::Token* offending, antlr4::ParserRuleContext* ctx,
                      const antlr4::misc::IntervalSet& expected);
   void StopIfTooMany();
+  // Where panic-mode recovery stops (never consuming that token): at a
+  // newline, `;` or the end of the file outside any bracket opened while
+  // skipping; kField also at the block's `}`, kValue at any closer.
+  enum class SkipTo { kLineEnd, kField, kValue };
+  void Skip(antlr4::Parser* parser, SkipTo to);
+  auto IsInserted(const lex::Token& t) const -> bool;
+  auto LastFieldName(antlr4::ParserRuleContext* body) const -> std::string;
   auto LineColumn(uint32_t offset) const -> std::string;
 
   const lex::TokenizedBuffer& tokens_;
   diag::DiagnosticEngine& diags_;
+  std::vector<size_t> error_tokens_;  // where errors were reported, ascending
 };
 
 }  // namespace avf::parse

@@ -24,6 +24,9 @@ struct DeclState {
   unsigned buffer_id = 0;
   bool is_inline = false;
   bool is_main = false;
+  // The base is unknown, of another kind, or part of a cycle: fields it
+  // would have given are not reported missing (that error says it all).
+  bool base_broken = false;
 };
 
 // A dotted field path inside a declaration: {"parallel", "tensor"}.
@@ -72,6 +75,7 @@ class Analyzer {
       -> RecordValue;
   auto DefaultFor(DeclId decl, const FieldPath& path, const FieldSchema& schema) -> std::optional<FieldValue>;
   void ReportMissing(DeclId decl, const FieldPath& path, llvm::SMRange where);
+  auto InheritsFromBrokenBase(DeclId decl) const -> bool;
 
   const imports::ModuleSet& modules_;
   diag::DiagnosticEngine& diags_;

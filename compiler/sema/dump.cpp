@@ -23,7 +23,9 @@ void DumpRecord(const RecordValue& record, const Program& program, int depth, ll
   for (const FieldValue& f : record.fields) {
     os.indent(depth * 2) << f.name;
     if (f.value.kind == Value::Kind::Record) {
-      os << (f.origin == Origin::Defaulted ? "  // defaulted" : "") << '\n';
+      if (f.origin == Origin::Defaulted) os << "  // defaulted";
+      if (f.origin == Origin::Inherited) os << "  // from " << program.decls[f.written_in].name;
+      os << '\n';
       DumpRecord(*f.value.record, program, depth + 1, os);
       continue;
     }

@@ -114,8 +114,7 @@ auto Evaluator::EvalName(const ast::NameExpr& e, const FieldSchema* expected) ->
     }
     if (!a_.Lookup(name)) {
       std::vector<std::string> options(values.begin(), values.end());
-      auto b = diags_.Report(DiagId::UnknownEnumValue, e.name.range, name, field_name_,
-                             fmt::format("`{}`", fmt::join(values, "`, `")));
+      auto b = diags_.Report(DiagId::UnknownEnumValue, e.name.range, name, field_name_, JoinAlternatives(values));
       if (std::string near = ClosestMatch(name, options); !near.empty()) {
         b.Help(fmt::format("did you mean `{}`?", near)).Fix(e.name.range, near);
       }
@@ -157,12 +156,15 @@ auto Evaluator::EvalMember(const ast::MemberExpr& e) -> Value {
     if (current.is_error()) return current;
     if (current.kind == Value::Kind::Ref) {
       DeclId decl = current.decl;
-      const DeclState& d = a_.decl(decl);
-      std::string owner = fmt::format("{} `{}`", ast::KeywordOf(d.kind), d.name);
-      if (!SchemaOf(d.kind).Find(member.text)) {
+      // Copied: evaluating the member may add inline declarations, which
+      // moves the analyzer's declaration table.
+      const ast::DeclKind kind = a_.decl(decl).kind;
+      const llvm::SMRange declared = a_.decl(decl).name_range;
+      std::string owner = fmt::format("{} `{}`", ast::KeywordOf(kind), a_.decl(decl).name);
+      if (!SchemaOf(kind).Find(member.text)) {
         auto b = diags_.Report(DiagId::UnknownMember, member.range, owner, member.text);
         std::vector<std::string> names;
-        for (std::string_view n : SchemaOf(d.kind).FieldNames()) names.emplace_back(n);
+        for (std::string_view n : SchemaOf(kind).FieldNames()) names.emplace_back(n);
         if (std::string near = ClosestMatch(member.text, names); !near.empty()) {
           b.Help(fmt::format("did you mean `{}`?", near)).Fix(member.range, near);
         }
@@ -170,7 +172,7 @@ auto Evaluator::EvalMember(const ast::MemberExpr& e) -> Value {
       }
       std::optional<FieldValue> fv = a_.EvalField(decl, {member.text}, member.range);
       if (!fv) {
-        diags_.Report(DiagId::MemberNotSet, member.range, owner, member.text).Note(d.name_range, "declared here");
+        diags_.Report(DiagId::MemberNotSet, member.range, owner, member.text).Note(declared, "declared here");
         return Value::Error();
       }
       current = fv->value;
@@ -398,7 +400,12 @@ auto Evaluator::CheckQuantity(Value v, const FieldSchema& schema, llvm::SMRange 
   if (v.kind != Value::Kind::Quantity || v.quantity.dimension() != schema.dim) return Mismatch(v, schema, range);
   const units::Quantity& q = v.quantity;
   if (schema.integer && !q.is_integer()) {
-    diags_.Report(DiagId::NotInteger, range, field_name_, q.DisplayText());
+    auto b = diags_.Report(DiagId::NotInteger, range, field_name_, q.DisplayText());
+    if (std::isfinite(q.real()) && std::trunc(q.real()) == q.real()) {
+      // `7 / 2 * 2`: whole in floating point, but only after a fraction.
+      b.Help("a step of the arithmetic has a fractional result, so the value is not exact; "
+             "multiply before dividing");
+    }
     return Value::Error();
   }
   double x = q.real();

@@ -77,8 +77,11 @@ auto Analyzer::Compute(DeclId decl, const FieldPath& path, const FieldSchema& sc
     bool has_required = std::any_of(schema.record->fields.begin(), schema.record->fields.end(),
                                     [](const FieldSchema& f) { return f.required; });
     if (!site && has_required) return std::nullopt;
+    // `topology = 3` is reported by CheckBody; its fields are not missing.
+    if (site && !InnerBody(*site->field)) return FieldValue{path.back(), Value::Error(), Origin::Written, site->decl};
     llvm::SMRange where = site ? site->field->name.range : decls_[decl].name_range;
-    FieldValue fv{path.back(), Value{}, site ? Origin::Written : Origin::Defaulted, decl};
+    Origin origin = !site ? Origin::Defaulted : site->decl == decl ? Origin::Written : Origin::Inherited;
+    FieldValue fv{path.back(), Value{}, origin, site ? site->decl : decl};
     fv.value.kind = Value::Kind::Record;
     fv.value.range = site ? site->field->range : llvm::SMRange();
     fv.value.record = std::make_shared<RecordValue>(BuildRecord(decl, path, *schema.record, where));
@@ -153,7 +156,15 @@ auto Analyzer::BuildRecord(DeclId decl, const FieldPath& prefix, const RecordSch
   return record;
 }
 
+auto Analyzer::InheritsFromBrokenBase(DeclId decl) const -> bool {
+  for (std::optional<DeclId> d = decl; d; d = decls_[*d].base) {
+    if (decls_[*d].base_broken) return true;
+  }
+  return false;
+}
+
 void Analyzer::ReportMissing(DeclId decl, const FieldPath& path, llvm::SMRange where) {
+  if (InheritsFromBrokenBase(decl)) return;
   const DeclState& d = decls_[decl];
   std::string owner = fmt::format("{} `{}`", ast::KeywordOf(d.kind), d.name);
   if (path.size() > 1) {

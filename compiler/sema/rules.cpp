@@ -25,6 +25,16 @@ auto RangeOf(const Decl& d, std::string_view name) -> llvm::SMRange {
   return f && f->value.range.isValid() ? f->value.range : d.name_range;
 }
 
+// True when every one of `names` comes from a base declaration: the base
+// breaks the rule with the same values and reports it there, once.
+auto AllInherited(const Decl& d, std::initializer_list<std::string_view> names) -> bool {
+  for (std::string_view name : names) {
+    const FieldValue* f = d.fields.Find(name);
+    if (!f || f->origin != Origin::Inherited) return false;
+  }
+  return true;
+}
+
 void CheckStorage(diag::DiagnosticEngine& diags, const Decl& d) {
   std::string kind = EnumText(d.fields, "kind");
   std::vector<std::string_view> needed;
@@ -42,11 +52,11 @@ void CheckModel(diag::DiagnosticEngine& diags, const Decl& d) {
   auto hidden = Integer(d.fields, "hidden");
   auto heads = Integer(d.fields, "heads");
   auto kv_heads = Integer(d.fields, "kv_heads");
-  if (hidden && heads && *hidden % *heads != 0) {
+  if (hidden && heads && *hidden % *heads != 0 && !AllInherited(d, {"hidden", "heads"})) {
     diags.Report(diag::DiagId::HeadsDoNotDivideHidden, RangeOf(d, "heads"), *hidden, *heads)
         .Note(RangeOf(d, "hidden"), "hidden size set here");
   }
-  if (heads && kv_heads && *heads % *kv_heads != 0) {
+  if (heads && kv_heads && *heads % *kv_heads != 0 && !AllInherited(d, {"heads", "kv_heads"})) {
     diags.Report(diag::DiagId::KvHeadsDoNotDivideHeads, RangeOf(d, "kv_heads"), *heads, *kv_heads)
         .Help("`heads` must be a multiple of `kv_heads` (grouped-query attention)");
   }
@@ -60,7 +70,7 @@ void CheckJob(diag::DiagnosticEngine& diags, const Decl& d) {
   if (set.empty()) {
     diags.Report(diag::DiagId::MissingTrainingLength, d.name_range, d.name)
         .Help("add one of `steps = 10000`, `tokens = 300G` or `epochs = 1`");
-  } else if (set.size() > 1) {
+  } else if (set.size() > 1 && !AllInherited(d, {set[0], set[1]})) {
     diags.Report(diag::DiagId::ConflictingTrainingLength, RangeOf(d, set[1]), d.name, set[0], set[1])
         .Note(RangeOf(d, set[0]), fmt::format("`{}` is set here", set[0]))
         .Help("keep exactly one of `steps`, `tokens` or `epochs`");

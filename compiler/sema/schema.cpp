@@ -47,7 +47,7 @@ class F {
   auto Max(double v) -> F& { f_.max = v; return *this; }
   auto Required() -> F& { f_.required = true; return *this; }
   auto Auto() -> F& { f_.allow_auto = true; return *this; }
-  auto Default(int64_t v) -> F& { f_.default_value = DefaultValue{DefaultValue::Kind::Integer, v}; return *this; }
+  auto Default(int64_t v) -> F& { f_.default_value = DefaultValue{.kind = DefaultValue::Kind::Integer, .integer = v}; return *this; }
   auto DefaultReal(double v) -> F& {
     f_.default_value = DefaultValue{.kind = DefaultValue::Kind::Real, .real = v};
     return *this;
@@ -193,7 +193,11 @@ const RecordSchema kJob{"job", {
     F("target").Enum({"kubeflow", "jobset", "slurm"}).DefaultEnum("kubeflow"),
 }};
 
-auto Join(const std::vector<std::string_view>& words) -> std::string {
+auto FormatNumber(double v) -> std::string { return fmt::format("{}", v); }
+
+}  // namespace
+
+auto JoinAlternatives(const std::vector<std::string_view>& words) -> std::string {
   std::string out;
   for (size_t i = 0; i < words.size(); ++i) {
     if (i > 0) out += i + 1 == words.size() ? " or " : ", ";
@@ -201,10 +205,6 @@ auto Join(const std::vector<std::string_view>& words) -> std::string {
   }
   return out;
 }
-
-auto FormatNumber(double v) -> std::string { return fmt::format("{}", v); }
-
-}  // namespace
 
 auto RecordSchema::Find(std::string_view field) const -> const FieldSchema* {
   for (const FieldSchema& f : fields) {
@@ -244,7 +244,7 @@ auto DescribeType(const FieldSchema& field) -> std::string {
       return units::DimensionName(field.dim);
     case FieldType::String: return "a string";
     case FieldType::Bool: return "`true` or `false`";
-    case FieldType::Enum: return "one of " + Join(field.enum_values);
+    case FieldType::Enum: return "one of " + JoinAlternatives(field.enum_values);
     case FieldType::Ref: return fmt::format("a `{}`", ast::KeywordOf(field.ref_kind));
     case FieldType::Location: return "a location (`STORAGE / \"path\"`)";
     case FieldType::Secret: return "`secret(\"NAME\")`";

@@ -72,6 +72,8 @@ auto BuiltinRecord(std::string_view type) -> const RecordSchema*;
 
 // "bytes", "a whole number", "a `model`", "one of `adamw` or `sgd`".
 auto DescribeType(const FieldSchema& field) -> std::string;
+// "`adamw` or `sgd`", "`a`, `b` or `c`".
+auto JoinAlternatives(const std::vector<std::string_view>& words) -> std::string;
 // "at least 1", "between 0 and 3".
 auto DescribeRange(const FieldSchema& field) -> std::string;
 

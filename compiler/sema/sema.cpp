@@ -1,5 +1,7 @@
 #include "sema/sema.h"
 
+#include <numeric>
+
 #include <fmt/format.h>
 
 #include "sema/analyzer.h"
@@ -40,8 +42,25 @@ auto Analyzer::Run() -> Program {
   return std::move(program_);
 }
 
+namespace {
+
+// Imported files first, the main file last, as a reader meets them: a name
+// declared twice is reported at the second declaration, which for a clash
+// with an import (the stdlib, say) is the one in the file being checked.
+auto CollectionOrder(const imports::ModuleSet& modules) -> std::vector<size_t> {
+  std::vector<size_t> order = modules.dependency_order;
+  if (order.size() != modules.modules.size()) {
+    order.resize(modules.modules.size());
+    std::iota(order.begin(), order.end(), size_t{0});
+  }
+  return order;
+}
+
+}  // namespace
+
 void Analyzer::Collect() {
-  for (const imports::Module& module : modules_.modules) {
+  for (size_t index : CollectionOrder(modules_)) {
+    const imports::Module& module = modules_.modules[index];
     for (const ast::Decl& d : module.ast.decls) {
       if (!d.kind) continue;  // unknown keyword, reported by the parser
       if (auto it = by_name_.find(d.name.text); it != by_name_.end()) {
@@ -69,12 +88,14 @@ void Analyzer::ResolveBases() {
       if (std::string near = ClosestMatch(d.base_name->text, NamesOfKind(d.kind)); !near.empty()) {
         b.Help(fmt::format("did you mean `{}`?", near)).Fix(d.base_name->range, near);
       }
+      d.base_broken = true;
       continue;
     }
     if (decls_[*base].kind != d.kind) {
       diags_.Report(diag::DiagId::BaseKindMismatch, d.base_name->range, ast::KeywordOf(d.kind), d.name,
                     d.base_name->text, ast::KeywordOf(decls_[*base].kind))
           .Note(decls_[*base].name_range, fmt::format("`{}` is declared here", d.base_name->text));
+      d.base_broken = true;
       continue;
     }
     d.base = base;
@@ -93,6 +114,7 @@ void Analyzer::CheckBaseChain(DeclId id) {
       path += " -> " + decls_[id].name;
       diags_.Report(diag::DiagId::InheritanceCycle, decls_[id].base_name->range, decls_[id].name, path);
       decls_[id].base.reset();
+      decls_[id].base_broken = true;
       return;
     }
     if (std::find(chain.begin(), chain.end(), *next) != chain.end()) return;  // another decl's cycle

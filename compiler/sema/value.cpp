@@ -34,7 +34,7 @@ auto DescribeValue(const Value& v, const Program& program) -> std::string {
     }
     case Value::Kind::Location: return fmt::format("the location `{} / \"{}\"`", program.decls[v.decl].name, v.text);
     case Value::Kind::Secret: return "a secret";
-    case Value::Kind::List: return fmt::format("a list of {}", v.list.size());
+    case Value::Kind::List: return fmt::format("a list of {} value{}", v.list.size(), v.list.size() == 1 ? "" : "s");
     case Value::Kind::Record: return "a record";
     case Value::Kind::Auto: return "`auto`";
     case Value::Kind::Error: return "an invalid value";
