@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""Front-end throughput: generates .avf files of growing size and times
+`aviflowc check` on each (wall time, MB/s, declarations/s, peak RSS).
+
+Usage: bench/frontend_bench.py [AVIFLOWC] [--sizes 1000,10000,50000]
+Prints figures only; it asserts nothing (timings vary with the machine).
+"""
+import argparse
+import pathlib
+import resource
+import subprocess
+import tempfile
+import time
+
+DECL = """gpu g{i} : a100_80g {{ memory = {gib}GiB; tdp = 400W }}
+model m{i} {{ arch = llama; layers = 32; hidden = 4096; heads = 32; ffn = 4 * 2752; vocab = 32000; seq_len = 2048 }}
+job j{i} {{
+  model = m{i}; data = docs; cluster = pod; gpus = 128
+  parallel {{ tensor = 8; pipeline = 1; data = auto; zero = 1; micro_batch = 4 }}
+  batch = 1024; tokens = 2T
+  optimizer {{ kind = adamw; lr = 3e-4; betas = [0.9, 0.95]; warmup = 2000 }}
+}}
+"""
+
+HEADER = """import "std/hardware"
+cluster pod { node = hgx_a100; nodes = 16; network = ib_ndr; topology = fat_tree { nodes_per_leaf = 8 } }
+storage cold { kind = s3; endpoint = "http://s3"; bucket = "b"; credentials = secret("s3") }
+dataset docs { source = cold / "d"; tokens = 4.2T; shards = 512 }
+"""
+
+
+def run(aviflowc: str, path: pathlib.Path) -> tuple[float, int, int]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    start = time.perf_counter()
+    proc = subprocess.run([aviflowc, "check", str(path)], capture_output=True, text=True)
+    elapsed = time.perf_counter() - start
+    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return elapsed, max(rss, before), proc.returncode
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("aviflowc", nargs="?", default="build/bin/aviflowc")
+    parser.add_argument("--sizes", default="100,1000,10000,30000")
+    args = parser.parse_args()
+    print(f"{'jobs':>7} {'MB':>7} {'seconds':>8} {'MB/s':>7} {'decls/s':>9} {'peak RSS MB':>12} exit")
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in (int(s) for s in args.sizes.split(",")):
+            path = pathlib.Path(tmp) / f"bench_{n}.avf"
+            path.write_text(HEADER + "".join(DECL.format(i=i, gib=80 + i % 3) for i in range(n)))
+            mb = path.stat().st_size / 1e6
+            seconds, rss_kb, code = run(args.aviflowc, path)
+            print(f"{n:>7} {mb:>7.2f} {seconds:>8.3f} {mb / seconds:>7.2f} {3 * n / seconds:>9.0f} "
+                  f"{rss_kb / 1024:>12.1f} {code}")
+
+
+if __name__ == "__main__":
+    main()
