@@ -5,6 +5,8 @@
 
 #include "lex/lex.h"
 
+#include <optional>
+
 #include <llvm/Support/ConvertUTF.h>
 #include <llvm/Support/raw_ostream.h>
 
@@ -142,9 +144,27 @@ class Lexer {
     size_t index;  // of the opener in out_.tokens_
   };
 
-  // Every token of the buffer, newlines included; lexing goes on past the
-  // error limit so that the number of errors not shown is right.
+  // Every token of the buffer, newlines included, malformed ones reported;
+  // lexing goes on past the error limit so that the count of errors not shown
+  // is right.
   auto Scan() -> std::vector<Token> {
+    std::vector<Token> lexed = Tokenize();
+    std::vector<Token> raw;
+    raw.reserve(lexed.size());
+    for (size_t i = 0; i < lexed.size(); ++i) {
+      const Token& t = lexed[i];
+      if (t.begin < skip_until_) continue;
+      if (t.kind == TokenKind::BadChar) {
+        i = BadChar(lexed, i, raw);
+      } else if (Check(t, !raw.empty() && IsKindKeyword(raw.back().kind))) {
+        raw.push_back(t);
+      }
+    }
+    return raw;
+  }
+
+  // The ANTLR tokens as ours, hidden ones dropped.
+  auto Tokenize() -> std::vector<Token> {
     llvm::StringRef text = out_.source();
     // A UTF-8 byte order mark is allowed and skipped. ANTLR's input stream
     // drops one more if the rest starts with one, so count that too.
@@ -155,7 +175,7 @@ class Lexer {
     antlr4::ANTLRInputStream input(rest.str());
     AvfLexer lexer(&input);
     lexer.removeErrorListeners();
-    std::vector<Token> raw;
+    std::vector<Token> lexed;
     for (;;) {
       std::unique_ptr<antlr4::Token> t = lexer.nextToken();
       size_t type = t->getType();
@@ -163,19 +183,18 @@ class Lexer {
       if (t->getChannel() != antlr4::Token::DEFAULT_CHANNEL && type != AvfLexer::UNTERMINATED_COMMENT) {
         continue;
       }
-      Token token{KindFromAntlr(type), offsets[t->getStartIndex()], offsets[t->getStopIndex() + 1]};
-      if (token.begin < skip_until_) continue;
-      if (Check(token, raw)) raw.push_back(token);
+      lexed.push_back({KindFromAntlr(type), offsets[t->getStartIndex()], offsets[t->getStopIndex() + 1]});
     }
-    return raw;
+    return lexed;
   }
 
   // Reports a malformed token; false when it is not kept. An unterminated
   // string is kept (the parser sees a string), so that it causes no more errors.
-  auto Check(const Token& t, std::vector<Token>& raw) -> bool {
+  // A number after a declaration kind (`model 7b`) stands for a name: its unit
+  // is not checked, the parser reports the missing name.
+  auto Check(const Token& t, bool after_kind) -> bool {
     llvm::StringRef text = out_.Text(t);
     switch (t.kind) {
-      case TokenKind::BadChar: ReportBadChar(t, text, raw); return false;
       case TokenKind::UnterminatedString:
         Error(diags_.Report(diag::DiagId::UnterminatedString, out_.Range(t))
                   .Help("add a closing `\"`; strings cannot span lines (use `\\n`)"));
@@ -185,49 +204,118 @@ class Lexer {
                   .Help("close the comment with `*/`"));
         return false;
       case TokenKind::String: CheckEscapes(t, text); return true;
-      case TokenKind::Number: CheckNumber(t, text); return true;
+      case TokenKind::Number:
+        if (!after_kind) CheckNumber(t, text);
+        return true;
       default: return true;
     }
   }
 
   void Error(const diag::DiagnosticBuilder&) { out_.has_errors_ = true; }
 
-  // `#` starts a comment in many languages and `'x'` a string: both are
-  // reported once and then read as what was meant, to avoid follow-on errors.
-  void ReportBadChar(const Token& t, llvm::StringRef text, std::vector<Token>& raw) {
-    llvm::StringRef source = out_.source();
+  // A character outside the language at lexed[i]; returns the index of the
+  // last token it accounts for. Some are read as what was probably meant, so
+  // that one mistake makes one error: `#` starts a comment, `'x'` and `“x”`
+  // are strings, and a name with a non-ASCII letter (`modèle`) is one name.
+  auto BadChar(const std::vector<Token>& lexed, size_t i, std::vector<Token>& raw) -> size_t {
+    const Token& t = lexed[i];
+    llvm::StringRef text = out_.Text(t);
+    if (IsQuote(text) && QuotedString(t, raw)) return i;
+    if (LookAlike(t, text, raw)) return i;
+    uint32_t cp = text.size() > 1 ? DecodeCodePoint(text) : static_cast<unsigned char>(text[0]);
+    const char* invisible = text.size() > 1 ? InvisibleCharacterName(cp) : nullptr;
+    if (text.size() > 1 && !invisible && !IsQuote(text)) {
+      if (std::optional<size_t> last = ForeignName(lexed, i, raw)) return *last;
+    }
     std::string shown = text.str();
-    const char* invisible = nullptr;
-    if (text.size() == 1 && (static_cast<unsigned char>(text[0]) < 0x20 || text[0] == 0x7f)) {
-      shown = fmt::format("\\x{:02X}", static_cast<unsigned>(text[0]));
-    } else if (text.size() > 1) {
-      uint32_t cp = DecodeCodePoint(text);
-      if ((invisible = InvisibleCharacterName(cp))) shown = fmt::format("U+{:04X}", cp);
-    }
-    if (text == "'") {
-      size_t close = source.find_first_of("'\r\n", t.end);
-      if (close != llvm::StringRef::npos && source[close] == '\'') {
-        Token quoted{TokenKind::String, t.begin, static_cast<uint32_t>(close + 1)};
-        llvm::StringRef inner = source.slice(t.end, close);
-        auto b = diags_.Report(diag::DiagId::UnexpectedCharacter, out_.Range(quoted), shown);
-        b.Help("strings use double quotes: \"...\"");
-        if (!inner.contains('"') && !inner.contains('\\')) b.Fix(out_.Range(quoted), "\"" + inner.str() + "\"");
-        Error(b);
-        raw.push_back(quoted);
-        skip_until_ = quoted.end;
-        return;
-      }
-    }
+    if (cp < 0x20 || cp == 0x7f) shown = fmt::format("\\x{:02X}", cp);
+    if (invisible) shown = fmt::format("U+{:04X}", cp);
     auto b = diags_.Report(diag::DiagId::UnexpectedCharacter, out_.Range(t), shown);
     if (text == "#") {
       // The rest of the line is read as a comment.
-      size_t eol = source.find_first_of("\r\n", t.end);
-      skip_until_ = eol == llvm::StringRef::npos ? source.size() : eol;
+      size_t eol = out_.source().find_first_of("\r\n", t.end);
+      skip_until_ = eol == llvm::StringRef::npos ? out_.source().size() : eol;
       b.Help("comments start with `//`").Fix(out_.Range(t), "//");
     }
-    if (text == "'") b.Help("strings use double quotes: \"...\"");
+    if (IsQuote(text)) b.Help("strings use straight double quotes: \"...\"");
     if (invisible) b.Help(fmt::format("remove the {} (invisible in most editors)", invisible));
     Error(b);
+    dropped_.push_back(t.begin);
+    return i;
+  }
+
+  // A typographic dash or times sign, pasted from a document: reported, then
+  // read as the operator it looks like.
+  auto LookAlike(const Token& t, llvm::StringRef text, std::vector<Token>& raw) -> bool {
+    static constexpr std::pair<std::string_view, TokenKind> kLookAlikes[] = {
+        {"\u2010", TokenKind::Minus}, {"\u2012", TokenKind::Minus}, {"\u2013", TokenKind::Minus},
+        {"\u2014", TokenKind::Minus}, {"\u2212", TokenKind::Minus}, {"\u00D7", TokenKind::Star},
+        {"\u00F7", TokenKind::Slash}, {"\u2215", TokenKind::Slash}};
+    for (auto [chars, kind] : kLookAlikes) {
+      if (text != llvm::StringRef(chars.data(), chars.size())) continue;
+      std::string op = kind == TokenKind::Minus ? "-" : kind == TokenKind::Star ? "*" : "/";
+      Error(diags_.Report(diag::DiagId::UnexpectedCharacter, out_.Range(t), text.str())
+                .Help(fmt::format("did you mean `{}`?", op))
+                .Fix(out_.Range(t), op));
+      raw.push_back({kind, t.begin, t.end});
+      return true;
+    }
+    return false;
+  }
+
+  static auto IsQuote(llvm::StringRef c) -> bool {
+    return c == "'" || c == "\u2018" || c == "\u2019" || c == "\u201C" || c == "\u201D" || c == "\u201E";
+  }
+
+  // `'text'` or `“text”` on one line: one error, then a string.
+  auto QuotedString(const Token& open, std::vector<Token>& raw) -> bool {
+    llvm::StringRef source = out_.source();
+    size_t close = open.end;
+    size_t close_len = 0;
+    for (; close < source.size() && source[close] != '\n' && source[close] != '\r'; ++close) {
+      if (source[close] == '\'') close_len = 1;
+      for (llvm::StringRef q : {"\u2018", "\u2019", "\u201C", "\u201D", "\u201E"}) {
+        if (source.substr(close).startswith(q)) close_len = q.size();
+      }
+      if (close_len) break;
+    }
+    if (!close_len) return false;
+    Token quoted{TokenKind::String, open.begin, static_cast<uint32_t>(close + close_len)};
+    llvm::StringRef inner = source.slice(open.end, close);
+    auto b = diags_.Report(diag::DiagId::UnexpectedCharacter, out_.Range(quoted), out_.Text(open).str());
+    b.Help("strings use straight double quotes: \"...\"");
+    if (!inner.contains('"') && !inner.contains('\\')) b.Fix(out_.Range(quoted), "\"" + inner.str() + "\"");
+    Error(b);
+    raw.push_back(quoted);
+    skip_until_ = quoted.end;
+    return true;
+  }
+
+  // Non-ASCII characters touching a name, a number or each other (`modèle`,
+  // `модель`) form one name with one error, at the first of them. Returns the
+  // index of the name's last token; nullopt for a lone character.
+  auto ForeignName(const std::vector<Token>& lexed, size_t i, std::vector<Token>& raw) -> std::optional<size_t> {
+    auto foreign = [&](const Token& t) {
+      llvm::StringRef c = out_.Text(t);
+      return t.kind == TokenKind::BadChar && c.size() > 1 && !IsQuote(c) && !InvisibleCharacterName(DecodeCodePoint(c));
+    };
+    auto word = [](const Token& t) { return IsAnyName(t.kind) || t.kind == TokenKind::Number; };
+    const Token& first = lexed[i];
+    bool extend = !raw.empty() && word(raw.back()) && raw.back().end == first.begin;
+    uint32_t begin = extend ? raw.back().begin : first.begin;
+    uint32_t end = first.end;
+    size_t last = i;
+    while (last + 1 < lexed.size() && lexed[last + 1].begin == end && (foreign(lexed[last + 1]) || word(lexed[last + 1]))) {
+      end = lexed[++last].end;
+    }
+    if (!extend && last == i) return std::nullopt;
+    Token name{TokenKind::Identifier, begin, end};
+    Error(diags_.Report(diag::DiagId::UnexpectedCharacter, out_.Range(first), out_.Text(first).str())
+              .Range(out_.Range(name))
+              .Help("names are written with ASCII letters, digits and `_`"));
+    if (extend) raw.back() = name;
+    else raw.push_back(name);
+    return last;
   }
 
   void CheckEscapes(const Token& t, llvm::StringRef text) {
@@ -327,8 +415,18 @@ class Lexer {
       while (keep > 0 && open_[keep - 1].token.kind != TokenKind::LBrace) --keep;
       CloseAbove(keep);
     }
-    if (out_.tokens_.empty() || ContinuesOnNextLine(out_.tokens_.back().kind)) return;
+    if (out_.tokens_.empty()) return;
+    // `x = @`: the newline still ends the field, so that the next line is not
+    // read as the value.
+    if (ContinuesOnNextLine(out_.tokens_.back().kind) && !DroppedBetween(out_.tokens_.back().end, raw[i].begin)) {
+      return;
+    }
     out_.tokens_.push_back(raw[i]);
+  }
+
+  auto DroppedBetween(uint32_t begin, uint32_t end) const -> bool {
+    auto it = std::lower_bound(dropped_.begin(), dropped_.end(), begin);
+    return it != dropped_.end() && *it < end;
   }
 
   // `KIND NAME {` or `KIND NAME :` first on its line, inside a block: the
@@ -380,36 +478,38 @@ class Lexer {
   void ReportUnclosed(const OpenBracket& open, uint32_t offset) {
     if (!out_.parseable_) return;  // nested too deep: nothing more to say
     llvm::SMRange here{out_.Loc(offset), out_.Loc(offset)};
-    unsigned line = LineOf(open.token.begin);
-    unsigned column = ColumnOf(open.token.begin);
     if (open.token.kind == TokenKind::LBrace) {
-      std::string owner = BraceOwner(open.index);
-      Error(diags_.Report(diag::DiagId::UnclosedBlock, here, owner, line, column)
-                .Note(out_.Range(open.token), fmt::format("`{}` opened here", owner))
+      // Named by what the block belongs to, and located where that starts.
+      auto [owner, first] = BraceOwner(open.index);
+      uint32_t begin = out_.tokens_[first].begin;
+      Error(diags_.Report(diag::DiagId::UnclosedBlock, here, owner, LineOf(begin), ColumnOf(begin))
+                .Note({out_.Loc(begin), out_.Loc(open.token.end)}, fmt::format("`{}` opened here", owner))
                 .Fix(here, "}"));
       return;
     }
     std::string_view close = open.token.kind == TokenKind::LBracket ? "]" : ")";
     std::string_view opened = open.token.kind == TokenKind::LBracket ? "[" : "(";
-    Error(diags_.Report(diag::DiagId::UnclosedBracket, here, close, opened, line, column)
+    Error(diags_.Report(diag::DiagId::UnclosedBracket, here, close, opened, LineOf(open.token.begin),
+                        ColumnOf(open.token.begin))
               .Note(out_.Range(open.token), fmt::format("`{}` opened here", opened))
               .Fix(here, std::string(close)));
   }
 
-  // What a `{` at tokens[index] belongs to: `job pretrain` (KIND NAME [: BASE] {),
-  // or the field or record type before it (`parallel`, `fat_tree`).
-  auto BraceOwner(size_t index) const -> std::string {
+  // What a `{` at tokens[index] belongs to, and the index of its first token:
+  // `job pretrain` (KIND NAME [: BASE] {), or the field or record type before
+  // it (`parallel`, `fat_tree`).
+  auto BraceOwner(size_t index) const -> std::pair<std::string, size_t> {
     const auto& t = out_.tokens_;
     auto text = [&](size_t k) { return Shorten(out_.Text(t[k])); };
     if (index >= 4 && t[index - 2].kind == TokenKind::Colon && t[index - 1].kind == TokenKind::Identifier &&
         t[index - 3].kind == TokenKind::Identifier && IsAnyName(t[index - 4].kind)) {
-      return text(index - 4) + " " + text(index - 3);
+      return {text(index - 4) + " " + text(index - 3), index - 4};
     }
     if (index >= 2 && t[index - 1].kind == TokenKind::Identifier && IsAnyName(t[index - 2].kind)) {
-      return text(index - 2) + " " + text(index - 1);
+      return {text(index - 2) + " " + text(index - 1), index - 2};
     }
-    if (index >= 1 && IsAnyName(t[index - 1].kind)) return text(index - 1);
-    return "block";
+    if (index >= 1 && IsAnyName(t[index - 1].kind)) return {text(index - 1), index - 1};
+    return {"block", index};
   }
 
   auto LineOf(uint32_t offset) const -> unsigned {
@@ -423,7 +523,8 @@ class Lexer {
   const llvm::SourceMgr& sm_;
   diag::DiagnosticEngine& diags_;
   std::vector<OpenBracket> open_;
-  uint32_t skip_until_ = 0;  // Scan drops tokens starting before this offset
+  uint32_t skip_until_ = 0;       // Scan drops tokens starting before this offset
+  std::vector<uint32_t> dropped_;  // offsets of the characters Scan reported and dropped
 };
 
 auto ShortText(llvm::StringRef text) -> std::string {

@@ -29,7 +29,7 @@ class OurTokenSource : public antlr4::TokenSource {
     const lex::Token& t = all[std::min(next_, all.size() - 1)];
     if (next_ < all.size()) ++next_;
     // The lexer reported an unterminated string; the parser reads a string.
-    size_t type = t.kind == lex::TokenKind::UnterminatedString ? AvfLexer::STRING : AntlrType(t.kind);
+    size_t type = t.kind == lex::TokenKind::UnterminatedString ? static_cast<size_t>(AvfLexer::STRING) : AntlrType(t.kind);
     auto token = std::make_unique<antlr4::CommonToken>(
         std::pair<antlr4::TokenSource*, antlr4::CharStream*>{this, nullptr}, type,
         antlr4::Token::DEFAULT_CHANNEL, t.begin, t.end == t.begin ? t.begin : t.end - 1);
@@ -188,11 +188,12 @@ class AstBuilder {
     auto chain = std::make_unique<ast::BinaryExpr>(Range(ctx));
     chain->first = std::move(first);
     for (size_t i = 1; i < operands.size() && i - 1 < ops.size(); ++i) {
-      std::string op = ops[i - 1]->getText();
-      ast::BinaryOp kind = op == "+"   ? ast::BinaryOp::Add
-                           : op == "-" ? ast::BinaryOp::Subtract
-                           : op == "*" ? ast::BinaryOp::Multiply
-                                       : ast::BinaryOp::Divide;
+      // By token type: the text of an operator may be a look-alike (`–`).
+      size_t op = ops[i - 1]->getStart()->getType();
+      ast::BinaryOp kind = op == AvfLexer::PLUS    ? ast::BinaryOp::Add
+                           : op == AvfLexer::MINUS ? ast::BinaryOp::Subtract
+                           : op == AvfLexer::STAR  ? ast::BinaryOp::Multiply
+                                                   : ast::BinaryOp::Divide;
       chain->rest.push_back({kind, Range(ops[i - 1]), build(operands[i])});
     }
     return chain;

@@ -25,19 +25,6 @@ auto Enclosing(antlr4::ParserRuleContext* ctx) -> T* {
   return nullptr;
 }
 
-// What a `{ ... }` belongs to, for "to close `job pretrain`".
-auto BodyOwner(AvfParser::BodyContext* body) -> std::string {
-  antlr4::ParserRuleContext* parent = Parent(body);
-  if (auto* decl = dynamic_cast<AvfParser::DeclContext*>(parent)) {
-    std::string kind = decl->kind ? decl->kind->getText() : "";
-    std::string name = decl->name ? decl->name->getText() : "";
-    return name.empty() || name == "<missing IDENT>" ? kind : kind + " " + name;
-  }
-  if (auto* field = dynamic_cast<AvfParser::RecordFieldContext*>(parent)) return field->anyName()->getText();
-  if (auto* record = dynamic_cast<AvfParser::RecordExprContext*>(parent)) return record->anyName()->getText();
-  return "block";
-}
-
 auto AntlrTypeName(size_t type) -> std::string {
   switch (type) {
     case antlr4::Token::EOF: return "end of file";
@@ -46,6 +33,18 @@ auto AntlrTypeName(size_t type) -> std::string {
     case AvfParser::STRING: return "a string";
     case AvfParser::NL: return "a newline";
     default: return std::string(lex::Spelling(KindOfAntlrType(type)));
+  }
+}
+
+// After these tokens only a value can follow.
+auto IsValuePosition(lex::TokenKind kind) -> bool {
+  switch (kind) {
+    case lex::TokenKind::Comma: case lex::TokenKind::Assign: case lex::TokenKind::LParen:
+    case lex::TokenKind::LBracket: case lex::TokenKind::Plus: case lex::TokenKind::Minus:
+    case lex::TokenKind::Star: case lex::TokenKind::Slash:
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -71,6 +70,13 @@ auto DescribeExpected(const antlr4::misc::IntervalSet& expected) -> std::string 
     out += words[i];
   }
   return out;
+}
+
+// The field just parsed in a block: its last child. (Only that one: a block
+// after many errors has very many children, and this runs at each error.)
+auto LastField(antlr4::ParserRuleContext* ctx) -> AvfParser::FieldContext* {
+  auto* body = dynamic_cast<AvfParser::BodyContext*>(ctx);
+  return body && !body->children.empty() ? dynamic_cast<AvfParser::FieldContext*>(body->children.back()) : nullptr;
 }
 
 }  // namespace
@@ -110,21 +116,14 @@ auto SyntaxErrorStrategy::ErrorBetween(size_t first, size_t last) const -> bool 
   return it != error_tokens_.end() && *it <= last;
 }
 
-// End of the last token before the parser's position that is not a newline:
-// where a missing `}` or `)` belongs.
-auto SyntaxErrorStrategy::PreviousEnd(antlr4::Parser* parser) const -> llvm::SMLoc {
-  size_t index = parser->getCurrentToken()->getTokenIndex();
-  const auto& all = tokens_.tokens();
-  index = std::min(index, all.size() - 1);
-  while (index > 0) {
-    const lex::Token& t = all[--index];
-    if (t.kind != lex::TokenKind::Newline && t.kind != lex::TokenKind::Semi) return tokens_.Loc(t.end);
-  }
-  return tokens_.Loc(0);
-}
+// Past the error limit parsing goes on so that the errors not shown are
+// counted, but a file that is nothing but errors is not parsed to its end.
+constexpr size_t kMaxUncounted = 100000000;
 
 void SyntaxErrorStrategy::StopIfTooMany() {
-  if (diags_.limit_reached()) throw antlr4::ParseCancellationException("too many errors");
+  if (diags_.limit_reached() && diags_.suppressed_count() > kMaxUncounted) {
+    throw antlr4::ParseCancellationException("too many errors");
+  }
 }
 
 // Panic mode for a language of lines: in the loop of a block or of the file,
@@ -179,11 +178,13 @@ void SyntaxErrorStrategy::Skip(antlr4::Parser* parser, SkipTo to) {
   }
 }
 
-// Never delete a separator or a closer to make the input fit: `b = ; c = 1`
-// must not read as `b = c`.
+// Never delete a separator, an opener or a `}` to make the input fit:
+// `b = ; c = 1` must not read as `b = c`, nor `job { gpus = 8 }` as a job
+// named `gpus`.
 auto SyntaxErrorStrategy::singleTokenDeletion(antlr4::Parser* parser) -> antlr4::Token* {
   size_t type = parser->getCurrentToken()->getType();
   if (type == AvfParser::NL || type == AvfParser::SEMI || type == AvfParser::RBRACE || type == antlr4::Token::EOF ||
+      type == AvfParser::LBRACE || type == AvfParser::LBRACKET || type == AvfParser::LPAREN ||
       IsInserted(OurToken(parser->getCurrentToken()))) {
     return nullptr;
   }
@@ -192,8 +193,24 @@ auto SyntaxErrorStrategy::singleTokenDeletion(antlr4::Parser* parser) -> antlr4:
 
 void SyntaxErrorStrategy::reportNoViableAlternative(antlr4::Parser* parser,
                                                     const antlr4::NoViableAltException& e) {
-  Report(parser, e.getOffendingToken(), dynamic_cast<antlr4::ParserRuleContext*>(e.getCtx()),
-         parser->getExpectedTokens());
+  auto* ctx = dynamic_cast<antlr4::ParserRuleContext*>(e.getCtx());
+  // `x: 5` or `x 5`: the name was read while choosing between `x = ...` and
+  // `x { ... }`, so what is expected is what follows a field's name.
+  if (dynamic_cast<AvfParser::FieldContext*>(ctx) && e.getOffendingToken() != e.getStartToken()) {
+    antlr4::misc::IntervalSet after_name;
+    after_name.add(AvfParser::ASSIGN);
+    after_name.add(AvfParser::LBRACE);
+    Report(parser, e.getOffendingToken(), ctx, after_name);
+    return;
+  }
+  Report(parser, e.getOffendingToken(), ctx, parser->getExpectedTokens());
+}
+
+// An import takes exactly a string: do not conjure one and read the path as
+// a declaration.
+auto SyntaxErrorStrategy::singleTokenInsertion(antlr4::Parser* parser) -> bool {
+  if (dynamic_cast<AvfParser::ImportDeclContext*>(parser->getContext())) return false;
+  return DefaultErrorStrategy::singleTokenInsertion(parser);
 }
 
 void SyntaxErrorStrategy::reportInputMismatch(antlr4::Parser* parser,
@@ -223,77 +240,22 @@ void SyntaxErrorStrategy::Report(antlr4::Parser* parser, antlr4::Token* offendin
                                  const antlr4::misc::IntervalSet& expected) {
   size_t index = offending->getTokenIndex();
   error_tokens_.insert(std::upper_bound(error_tokens_.begin(), error_tokens_.end(), index), index);
-  if (!TryUnclosed(parser, offending, ctx, expected)) ReportGeneric(offending, ctx, expected);
+  ReportGeneric(offending, ctx, expected);
   StopIfTooMany();
 }
 
-// "12:1" for an opening bracket, counted in the buffer itself.
-auto SyntaxErrorStrategy::LineColumn(uint32_t offset) const -> std::string {
-  llvm::StringRef before = tokens_.source().substr(0, offset);
-  size_t line = before.count('\n') + 1;
-  size_t line_start = before.rfind('\n');
-  size_t column = line_start == llvm::StringRef::npos ? offset + 1 : offset - line_start;
-  return fmt::format("{}:{}", line, column);
-}
-
-// End of file, or a closer of another kind, where a bracket is still open:
-// name the opener and where it is.
-auto SyntaxErrorStrategy::TryUnclosed(antlr4::Parser* parser, antlr4::Token* offending,
-                                      antlr4::ParserRuleContext* ctx,
-                                      const antlr4::misc::IntervalSet& expected) -> bool {
-  const lex::Token& found = OurToken(offending);
-  bool at_end = found.kind == lex::TokenKind::EndOfFile;
-  bool at_closer = found.kind == lex::TokenKind::RBrace || found.kind == lex::TokenKind::RBracket ||
-                   found.kind == lex::TokenKind::RParen;
-  if (!at_end && !at_closer) return false;
-  llvm::SMLoc where = PreviousEnd(parser);
-  llvm::SMRange here{where, where};
-  if (Has(expected, AvfParser::RBRACE) && (at_end || found.kind != lex::TokenKind::RBrace)) {
-    auto* body = Enclosing<AvfParser::BodyContext>(ctx);
-    if (!body || !at_end) return false;
-    const lex::Token& open = OurToken(body->getStart());
-    std::string owner = BodyOwner(body);
-    std::string at = LineColumn(open.begin);
-    auto [line, column] = llvm::StringRef(at).split(':');
-    diags_.Report(diag::DiagId::UnclosedBlock, here, owner, line.str(), column.str())
-        .Note(tokens_.Range(open), fmt::format("`{}` opened here", owner))
-        .Fix(here, "}");
-    return true;
-  }
-  for (auto [closer, opener_kind] : {std::pair{AvfParser::RBRACKET, lex::TokenKind::LBracket},
-                                     std::pair{AvfParser::RPAREN, lex::TokenKind::LParen}}) {
-    if (!Has(expected, closer)) continue;
-    antlr4::ParserRuleContext* c = ctx;
-    for (; c; c = Parent(c)) {
-      if (OurToken(c->getStart()).kind == opener_kind &&
-          (dynamic_cast<AvfParser::ListExprContext*>(c) || dynamic_cast<AvfParser::ParenExprContext*>(c))) {
-        break;
-      }
-      if (auto* call = dynamic_cast<AvfParser::CallExprContext*>(c)) {
-        if (opener_kind == lex::TokenKind::LParen) break;
-        (void)call;
-      }
-    }
-    if (!c) continue;
-    const lex::Token* open = &OurToken(c->getStart());
-    if (auto* call = dynamic_cast<AvfParser::CallExprContext*>(c)) open = &OurToken(call->LPAREN()->getSymbol());
-    std::string at = LineColumn(open->begin);
-    auto [line, column] = llvm::StringRef(at).split(':');
-    std::string close_text = closer == AvfParser::RBRACKET ? "]" : ")";
-    std::string open_text = closer == AvfParser::RBRACKET ? "[" : "(";
-    diags_.Report(diag::DiagId::UnclosedBracket, here, close_text, open_text, line.str(), column.str())
-        .Note(tokens_.Range(*open), fmt::format("`{}` opened here", open_text))
-        .Fix(here, close_text);
-    return true;
-  }
-  return false;
-}
-
 auto SyntaxErrorStrategy::LastFieldName(antlr4::ParserRuleContext* ctx) const -> std::string {
-  auto* body = dynamic_cast<AvfParser::BodyContext*>(ctx);
-  if (!body || body->field().empty()) return "";
-  AvfParser::FieldContext* field = body->field().back();
-  return field->children.empty() ? "" : lex::ShortText(field->children.front()->getText());
+  AvfParser::FieldContext* field = LastField(ctx);
+  return !field || field->children.empty() ? "" : lex::ShortText(field->children.front()->getText());
+}
+
+// The last field of a block is `NAME =` at the end of a line, its value on the next.
+auto SyntaxErrorStrategy::ValueOnNextLine(antlr4::ParserRuleContext* ctx) const -> bool {
+  auto* assign = dynamic_cast<AvfParser::AssignFieldContext*>(LastField(ctx));
+  if (!assign || !assign->ASSIGN() || !assign->expr()) return false;
+  uint32_t from = OurToken(assign->ASSIGN()->getSymbol()).end;
+  uint32_t to = OurToken(assign->expr()->getStart()).begin;
+  return to > from && tokens_.source().slice(from, to).contains('\n');
 }
 
 void SyntaxErrorStrategy::ReportGeneric(antlr4::Token* offending, antlr4::ParserRuleContext* ctx,
@@ -318,6 +280,15 @@ void SyntaxErrorStrategy::ReportGeneric(antlr4::Token* offending, antlr4::Parser
         .Help("write the path in double quotes: `import \"std/hardware\"`");
     return;
   }
+  if (found.kind == lex::TokenKind::Colon && Has(expected, AvfParser::ASSIGN)) {
+    // `gpus: 8` or `parallel: { ... }`
+    size_t index = offending->getTokenIndex();
+    bool block = index + 1 < all.size() && all[index + 1].kind == lex::TokenKind::LBrace;
+    auto b = diags_.Report(diag::DiagId::UnexpectedToken, range, what, DescribeExpected(expected));
+    if (block) b.Help("a block of fields is written `NAME { ... }`, without `:`").Fix(range, "");
+    else b.Help("fields are written `NAME = VALUE`").Fix(range, "=");
+    return;
+  }
   if (Has(expected, AvfParser::NUMBER) && Has(expected, AvfParser::STRING)) {
     diags_.Report(diag::DiagId::ExpectedExpression, range, what);
     return;
@@ -327,11 +298,20 @@ void SyntaxErrorStrategy::ReportGeneric(antlr4::Token* offending, antlr4::Parser
     bool after_value = before && before->kind != lex::TokenKind::Newline && before->kind != lex::TokenKind::Semi &&
                        before->kind != lex::TokenKind::LBrace && !field.empty();
     if (after_value) {
-      diags_.Report(diag::DiagId::UnexpectedToken, range, what,
-                    fmt::format("a newline or `;` after the value of `{}`", field));
+      auto b = diags_.Report(diag::DiagId::UnexpectedToken, range, what,
+                             fmt::format("a newline or `;` after the value of `{}`", field));
+      if (ValueOnNextLine(ctx)) {
+        b.Help(fmt::format("a line that ends with `=` continues on the next line; is the value of `{}` missing?", field));
+      }
     } else {
       diags_.Report(diag::DiagId::ExpectedField, range, what);
     }
+    return;
+  }
+  if (before && IsValuePosition(before->kind)) {
+    // `[1, , 2]`: ANTLR's choice between alternatives failed a token late,
+    // and what it expected was the `,`; a value is what belongs here.
+    diags_.Report(diag::DiagId::ExpectedExpression, range, what);
     return;
   }
   diags_.Report(diag::DiagId::UnexpectedToken, range, what, DescribeExpected(expected));
@@ -347,8 +327,10 @@ void SyntaxErrorStrategy::ReportDeclHeader(antlr4::ParserRuleContext* ctx, const
         .Help("fields belong inside a declaration's `{ ... }`; was the block closed too early?");
     return;
   }
-  if (before && before->kind == lex::TokenKind::Colon) kind = ":";
-  diags_.Report(diag::DiagId::ExpectedDeclName, tokens_.Range(found), kind, what);
+  bool after_colon = before && before->kind == lex::TokenKind::Colon;
+  auto b = diags_.Report(diag::DiagId::ExpectedDeclName, tokens_.Range(found), after_colon ? std::string(":") : kind,
+                         what);
+  if (found.kind == lex::TokenKind::Number) b.Help("a name starts with a letter or `_`");
 }
 
 }  // namespace avf::parse

@@ -1,6 +1,13 @@
 // An ANTLR error strategy that reports syntax errors as aviflowc diagnostics
-// ("expected `}` to close `job pretrain` opened at 12:1") instead of ANTLR's
-// "mismatched input ... expecting {...}". Recovery is ANTLR's own.
+// ("expected a value, found `;`") instead of ANTLR's "mismatched input ...
+// expecting {...}". Unclosed brackets never reach the parser: the lexer
+// reports them and balances the tokens (lex.h).
+//
+// Recovery is ANTLR's, with changes for a language of lines: a token that
+// cannot start a field or a declaration is reported once and the rest of its
+// field (up to a `;`, a newline or the block's `}`) is skipped, as is the rest
+// of a value after an error in it; and a newline, `;` or `}` is never deleted
+// to make the input fit.
 #pragma once
 
 #include "antlr4-runtime.h"
@@ -10,11 +17,6 @@
 
 namespace avf::parse {
 
-//
-// Recovery is ANTLR's, with two changes for a language of lines: a token that
-// cannot start a field or a declaration is reported once and the rest of its
-// line (up to a `;`, a newline or the block's `}`) is skipped; and a newline,
-// `;` or `}` is never deleted to make the input fit.
 class SyntaxErrorStrategy : public antlr4::DefaultErrorStrategy {
  public:
   SyntaxErrorStrategy(const lex::TokenizedBuffer& tokens, diag::DiagnosticEngine& diags)
@@ -28,6 +30,7 @@ class SyntaxErrorStrategy : public antlr4::DefaultErrorStrategy {
 
  protected:
   auto singleTokenDeletion(antlr4::Parser* parser) -> antlr4::Token* override;
+  auto singleTokenInsertion(antlr4::Parser* parser) -> bool override;
   void reportNoViableAlternative(antlr4::Parser* parser, const antlr4::NoViableAltException& e) override;
   void reportInputMismatch(antlr4::Parser* parser, const antlr4::InputMismatchException& e) override;
   void reportFailedPredicate(antlr4::Parser* parser, const antlr4::FailedPredicateException& e) override;
@@ -41,9 +44,6 @@ class SyntaxErrorStrategy : public antlr4::DefaultErrorStrategy {
               const antlr4::misc::IntervalSet& expected);
   auto DescribeFound(antlr4::Token* token) const -> std::string;
   auto OurToken(antlr4::Token* token) const -> const lex::Token&;
-  auto PreviousEnd(antlr4::Parser* parser) const -> llvm::SMLoc;
-  auto TryUnclosed(antlr4::Parser* parser, antlr4::Token* offending, antlr4::ParserRuleContext* ctx,
-                   const antlr4::misc::IntervalSet& expected) -> bool;
   void ReportDeclHeader(antlr4::ParserRuleContext* decl, const lex::Token& found, const lex::Token* before,
                         const std::string& what);
   void ReportGeneric(antlr4::Token* offending, antlr4::ParserRuleContext* ctx,
@@ -55,8 +55,8 @@ class SyntaxErrorStrategy : public antlr4::DefaultErrorStrategy {
   enum class SkipTo { kLineEnd, kField, kValue };
   void Skip(antlr4::Parser* parser, SkipTo to);
   auto IsInserted(const lex::Token& t) const -> bool;
+  auto ValueOnNextLine(antlr4::ParserRuleContext* body) const -> bool;
   auto LastFieldName(antlr4::ParserRuleContext* body) const -> std::string;
-  auto LineColumn(uint32_t offset) const -> std::string;
 
   const lex::TokenizedBuffer& tokens_;
   diag::DiagnosticEngine& diags_;

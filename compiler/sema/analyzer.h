@@ -29,6 +29,10 @@ struct DeclState {
   bool base_broken = false;
 };
 
+// How many field evaluations may be nested (`a = b.x`, `b.x = c.x`, ...).
+// Each level takes a few KiB of stack; Analyze runs on a stack sized for it.
+inline constexpr unsigned kMaxEvalDepth = 1000;
+
 // A dotted field path inside a declaration: {"parallel", "tensor"}.
 using FieldPath = std::vector<std::string>;
 auto JoinPath(const FieldPath& path) -> std::string;
@@ -65,8 +69,11 @@ class Analyzer {
 
   void Collect();
   void ResolveBases();
-  void CheckBaseChain(DeclId id);
-  auto FindSite(DeclId decl, const FieldPath& path) const -> std::optional<Site>;
+  void BreakBaseCycles();
+  void MarkBrokenChains();
+  void ReportBaseCycle(const std::vector<DeclId>& cycle);
+  auto FindSite(DeclId decl, const FieldPath& path) -> std::optional<Site>;
+  auto FindSiteIn(DeclId decl, const FieldPath& path) const -> const ast::Field*;
   auto SchemaAt(ast::DeclKind kind, const FieldPath& path) const -> const FieldSchema*;
   auto Compute(DeclId decl, const FieldPath& path, const FieldSchema& schema) -> std::optional<FieldValue>;
   auto ComputeWritten(DeclId decl, const FieldPath& path, const FieldSchema& schema, const Site& site)
@@ -82,6 +89,13 @@ class Analyzer {
   std::vector<DeclState> decls_;
   std::map<std::string, DeclId, std::less<>> by_name_;
   std::map<std::pair<DeclId, std::string>, Memo> memo_;
+  // FindSite results, so that long inheritance chains are walked once.
+  std::map<std::pair<DeclId, std::string>, std::optional<Site>> sites_;
+  // Per declaration (inline ones excepted): InheritsFromBrokenBase.
+  std::vector<bool> broken_chain_;
+  // Nested EvalField calls, bounded so that absurdly long reference chains
+  // are an error rather than a stack overflow.
+  unsigned eval_depth_ = 0;
   Program program_;
 };
 

@@ -140,7 +140,13 @@ void Evaluator::ReportUnknownName(const ast::Name& name, const FieldSchema* expe
   auto b = diags_.Report(DiagId::UnknownName, name.range, name.text);
   std::string near = ClosestMatch(name.text, a_.NamesOfKind(kind));
   if (near.empty() && kind) near = ClosestMatch(name.text, a_.NamesOfKind(std::nullopt));
-  if (!near.empty()) {
+  if (expected && expected->type == FieldType::String) {
+    // `bucket = datasets`: a string without its quotes.
+    b.Help(fmt::format("`{}` takes a string; write it in quotes: `\"{}\"`", field_name_, name.text))
+        .Fix(name.range, fmt::format("\"{}\"", name.text));
+  } else if (expected && expected->type == FieldType::Bool) {
+    b.Help(fmt::format("`{}` takes `true` or `false`", field_name_));
+  } else if (!near.empty()) {
     b.Help(fmt::format("did you mean `{}`?", near)).Fix(name.range, near);
   } else if (kind && (*kind == ast::DeclKind::Gpu || *kind == ast::DeclKind::Node ||
                       *kind == ast::DeclKind::Fabric || *kind == ast::DeclKind::Model)) {
@@ -172,7 +178,8 @@ auto Evaluator::EvalMember(const ast::MemberExpr& e) -> Value {
       }
       std::optional<FieldValue> fv = a_.EvalField(decl, {member.text}, member.range);
       if (!fv) {
-        diags_.Report(DiagId::MemberNotSet, member.range, owner, member.text).Note(declared, "declared here");
+        diags_.Report(DiagId::MemberNotSet, member.range, owner, member.text)
+            .Note(declared, fmt::format("`{}` is declared here", a_.decl(decl).name));
         return Value::Error();
       }
       current = fv->value;
@@ -263,7 +270,7 @@ auto Evaluator::EvalUnary(const ast::UnaryExpr& e) -> Value {
   Value v = Eval(*e.operand, nullptr);
   if (v.is_error()) return v;
   if (v.kind != Value::Kind::Quantity) {
-    diags_.Report(DiagId::InvalidOperands, e.negations.front(), "-", "nothing", DescribeValue(v, a_.program()));
+    diags_.Report(DiagId::InvalidNegation, e.negations.front(), DescribeValue(v, a_.program())).Range(v.range);
     return Value::Error();
   }
   for (size_t i = 0; i < e.negations.size(); ++i) {
@@ -294,6 +301,13 @@ auto Evaluator::EvalList(const ast::ListExpr& e, const FieldSchema* expected) ->
 // handled by sema.cpp where the field is a record.
 auto Evaluator::EvalRecord(const ast::RecordExpr& e, const FieldSchema* expected) -> Value {
   std::optional<DeclId> base = a_.Lookup(e.type.text);
+  if (!base && BuiltinRecord(e.type.text)) {
+    // `node = fat_tree { ... }`: a built-in record where it does not belong.
+    std::string want = expected ? DescribeType(*expected) : "a value";
+    diags_.Report(DiagId::UnknownRecordType, e.type.range, field_name_, want, e.type.text)
+        .Help(fmt::format("`{} {{ ... }}` is a record of its own; it is written where a field takes one", e.type.text));
+    return Value::Error();
+  }
   if (!base) {
     ReportUnknownName(e.type, expected);
     return Value::Error();
@@ -403,8 +417,8 @@ auto Evaluator::CheckQuantity(Value v, const FieldSchema& schema, llvm::SMRange 
     auto b = diags_.Report(DiagId::NotInteger, range, field_name_, q.DisplayText());
     if (std::isfinite(q.real()) && std::trunc(q.real()) == q.real()) {
       // `7 / 2 * 2`: whole in floating point, but only after a fraction.
-      b.Help("a step of the arithmetic has a fractional result, so the value is not exact; "
-             "multiply before dividing");
+      b.Help("an operand or an intermediate result is not a whole number, so this is not an exact "
+             "integer; keep every step whole (multiply before dividing)");
     }
     return Value::Error();
   }

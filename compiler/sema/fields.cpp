@@ -38,18 +38,36 @@ auto Analyzer::SchemaAt(ast::DeclKind kind, const FieldPath& path) const -> cons
   return field;
 }
 
-auto Analyzer::FindSite(DeclId decl, const FieldPath& path) const -> std::optional<Site> {
-  for (std::optional<DeclId> d = decl; d; d = decls_[*d].base) {
-    const ast::Body* body = decls_[*d].body;
-    const ast::Field* field = nullptr;
-    for (size_t i = 0; body && i < path.size(); ++i) {
-      field = FindIn(*body, path[i]);
-      if (!field) break;
-      body = i + 1 < path.size() ? InnerBody(*field) : nullptr;
-    }
-    if (field && field->name.text == path.back()) return Site{field, *d};
+// The field at `path` in the body of `decl` itself, if written there.
+auto Analyzer::FindSiteIn(DeclId decl, const FieldPath& path) const -> const ast::Field* {
+  const ast::Body* body = decls_[decl].body;
+  const ast::Field* field = nullptr;
+  for (size_t i = 0; body && i < path.size(); ++i) {
+    field = FindIn(*body, path[i]);
+    if (!field) return nullptr;
+    body = i + 1 < path.size() ? InnerBody(*field) : nullptr;
   }
-  return std::nullopt;
+  return field && field->name.text == path.back() ? field : nullptr;
+}
+
+// The nearest declaration up the inheritance chain that writes `path`.
+auto Analyzer::FindSite(DeclId decl, const FieldPath& path) -> std::optional<Site> {
+  std::string key = JoinPath(path);
+  std::vector<DeclId> walked;
+  std::optional<Site> found;
+  for (std::optional<DeclId> d = decl; d; d = decls_[*d].base) {
+    if (auto it = sites_.find({*d, key}); it != sites_.end()) {
+      found = it->second;
+      break;
+    }
+    walked.push_back(*d);
+    if (const ast::Field* field = FindSiteIn(*d, path)) {
+      found = Site{field, *d};
+      break;
+    }
+  }
+  for (DeclId d : walked) sites_[{d, key}] = found;
+  return found;
 }
 
 auto Analyzer::EvalField(DeclId decl, const FieldPath& path, llvm::SMRange use) -> std::optional<FieldValue> {
@@ -62,8 +80,17 @@ auto Analyzer::EvalField(DeclId decl, const FieldPath& path, llvm::SMRange use) 
     FieldValue broken{path.back(), Value::Error(), Origin::Written, decl};
     return broken;
   }
+  if (eval_depth_ >= kMaxEvalDepth) {
+    // Stops a stack overflow on reference chains no real file has (see
+    // sema.cpp, Analyze).
+    diags_.Report(diag::DiagId::ReferenceTooDeep, use, decls_[decl].name + "." + key.second, kMaxEvalDepth)
+        .Help("write the value directly somewhere along the chain");
+    return FieldValue{path.back(), Value::Error(), Origin::Written, decl};
+  }
   memo_[key] = {EvalState::InProgress, std::nullopt};
+  ++eval_depth_;
   std::optional<FieldValue> value = Compute(decl, path, *schema);
+  --eval_depth_;
   memo_[key] = {EvalState::Done, value};
   return value;
 }
@@ -157,10 +184,12 @@ auto Analyzer::BuildRecord(DeclId decl, const FieldPath& prefix, const RecordSch
 }
 
 auto Analyzer::InheritsFromBrokenBase(DeclId decl) const -> bool {
-  for (std::optional<DeclId> d = decl; d; d = decls_[*d].base) {
-    if (decls_[*d].base_broken) return true;
+  // Inline instances come after the table was built; their base is in it.
+  if (decl >= broken_chain_.size()) {
+    const DeclState& d = decls_[decl];
+    return d.base_broken || (d.base && InheritsFromBrokenBase(*d.base));
   }
-  return false;
+  return broken_chain_[decl];
 }
 
 void Analyzer::ReportMissing(DeclId decl, const FieldPath& path, llvm::SMRange where) {

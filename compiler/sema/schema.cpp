@@ -47,27 +47,20 @@ class F {
   auto Max(double v) -> F& { f_.max = v; return *this; }
   auto Required() -> F& { f_.required = true; return *this; }
   auto Auto() -> F& { f_.allow_auto = true; return *this; }
-  auto Default(int64_t v) -> F& { f_.default_value = DefaultValue{.kind = DefaultValue::Kind::Integer, .integer = v}; return *this; }
-  auto DefaultReal(double v) -> F& {
-    f_.default_value = DefaultValue{.kind = DefaultValue::Kind::Real, .real = v};
-    return *this;
-  }
-  auto DefaultEnum(std::string_view v) -> F& {
-    f_.default_value = DefaultValue{.kind = DefaultValue::Kind::Enum, .text = v};
-    return *this;
-  }
-  auto DefaultBool(bool v) -> F& {
-    f_.default_value = DefaultValue{.kind = DefaultValue::Kind::Bool, .boolean = v};
-    return *this;
-  }
-  auto DefaultAuto() -> F& { f_.default_value = DefaultValue{.kind = DefaultValue::Kind::Auto}; return *this; }
-  auto SameAs(std::string_view sibling) -> F& {
-    f_.default_value = DefaultValue{.kind = DefaultValue::Kind::SameAs, .text = sibling};
-    return *this;
-  }
+  auto Default(int64_t v) -> F& { SetDefault(DefaultValue::Kind::Integer).integer = v; return *this; }
+  auto DefaultReal(double v) -> F& { SetDefault(DefaultValue::Kind::Real).real = v; return *this; }
+  auto DefaultEnum(std::string_view v) -> F& { SetDefault(DefaultValue::Kind::Enum).text = v; return *this; }
+  auto DefaultBool(bool v) -> F& { SetDefault(DefaultValue::Kind::Bool).boolean = v; return *this; }
+  auto DefaultAuto() -> F& { SetDefault(DefaultValue::Kind::Auto); return *this; }
+  auto SameAs(std::string_view sibling) -> F& { SetDefault(DefaultValue::Kind::SameAs).text = sibling; return *this; }
   auto Doc(std::string_view d) -> F& { f_.doc = d; return *this; }
 
  private:
+  auto SetDefault(DefaultValue::Kind kind) -> DefaultValue& {
+    f_.default_value = DefaultValue{};
+    f_.default_value->kind = kind;
+    return *f_.default_value;
+  }
   FieldSchema f_;
 };
 
@@ -195,6 +188,17 @@ const RecordSchema kJob{"job", {
 
 auto FormatNumber(double v) -> std::string { return fmt::format("{}", v); }
 
+// The elements of a list, in the plural: "strings", "numbers".
+auto DescribeElements(const FieldSchema& element) -> std::string {
+  switch (element.type) {
+    case FieldType::String: return "strings";
+    case FieldType::Quantity:
+      if (element.dim.IsCount()) return element.integer ? "whole numbers" : "numbers";
+      return "values in " + units::DimensionName(element.dim);
+    default: return fmt::format("values ({})", DescribeType(element));
+  }
+}
+
 }  // namespace
 
 auto JoinAlternatives(const std::vector<std::string_view>& words) -> std::string {
@@ -249,7 +253,7 @@ auto DescribeType(const FieldSchema& field) -> std::string {
     case FieldType::Location: return "a location (`STORAGE / \"path\"`)";
     case FieldType::Secret: return "`secret(\"NAME\")`";
     case FieldType::Record: return fmt::format("a `{}` record", field.record->name);
-    case FieldType::List: return fmt::format("a list of {}", DescribeType(*field.element));
+    case FieldType::List: return "a list of " + DescribeElements(*field.element);
     case FieldType::CountOrDuration: return "a step count or a duration";
   }
   return "a value";

@@ -32,7 +32,7 @@ struct RecordSchema;
 
 struct DefaultValue {
   enum class Kind : uint8_t { Integer, Real, Enum, Bool, Auto, SameAs };
-  Kind kind;
+  Kind kind = Kind::Integer;
   int64_t integer = 0;
   double real = 0;
   std::string_view text;  // Enum value, or the sibling field for SameAs

@@ -1,8 +1,10 @@
 #include "sema/sema.h"
 
+#include <algorithm>
 #include <numeric>
 
 #include <fmt/format.h>
+#include <llvm/Support/thread.h>
 
 #include "sema/analyzer.h"
 
@@ -100,26 +102,60 @@ void Analyzer::ResolveBases() {
     }
     d.base = base;
   }
-  for (DeclId id = 0; id < decls_.size(); ++id) CheckBaseChain(id);
+  BreakBaseCycles();
   for (DeclId id = 0; id < decls_.size(); ++id) program_.decls[id].base = decls_[id].base;
+  MarkBrokenChains();
 }
 
-// Breaks inheritance cycles (a : b, b : a) so that later walks terminate.
-void Analyzer::CheckBaseChain(DeclId id) {
-  std::vector<DeclId> chain{id};
-  for (std::optional<DeclId> next = decls_[id].base; next; next = decls_[*next].base) {
-    if (*next == id) {
-      std::string path = decls_[id].name;
-      for (size_t i = 1; i < chain.size(); ++i) path += " -> " + decls_[chain[i]].name;
-      path += " -> " + decls_[id].name;
-      diags_.Report(diag::DiagId::InheritanceCycle, decls_[id].base_name->range, decls_[id].name, path);
-      decls_[id].base.reset();
-      decls_[id].base_broken = true;
-      return;
+// Whether a broken base is anywhere up each chain; every chain is walked
+// once, bases before the declarations derived from them.
+void Analyzer::MarkBrokenChains() {
+  broken_chain_.assign(decls_.size(), false);
+  std::vector<char> known(decls_.size(), 0);
+  for (DeclId id = 0; id < decls_.size(); ++id) {
+    std::vector<DeclId> chain;
+    std::optional<DeclId> d = id;
+    for (; d && !known[*d]; d = decls_[*d].base) chain.push_back(*d);
+    bool broken = d && broken_chain_[*d];
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+      broken = broken || decls_[*it].base_broken;
+      broken_chain_[*it] = broken;
+      known[*it] = 1;
     }
-    if (std::find(chain.begin(), chain.end(), *next) != chain.end()) return;  // another decl's cycle
-    chain.push_back(*next);
   }
+}
+
+// Breaks inheritance cycles (a : b, b : a) so that later walks terminate:
+// each declaration is walked once (every one has at most one base), and a
+// cycle is reported at its member declared first.
+void Analyzer::BreakBaseCycles() {
+  enum : char { kUnseen, kOnPath, kDone };
+  std::vector<char> state(decls_.size(), kUnseen);
+  for (DeclId id = 0; id < decls_.size(); ++id) {
+    std::vector<DeclId> path;
+    std::optional<DeclId> d = id;
+    for (; d && state[*d] == kUnseen; d = decls_[*d].base) {
+      state[*d] = kOnPath;
+      path.push_back(*d);
+    }
+    if (d && state[*d] == kOnPath) {
+      ReportBaseCycle(std::vector<DeclId>(std::find(path.begin(), path.end(), *d), path.end()));
+    }
+    for (DeclId p : path) state[p] = kDone;
+  }
+}
+
+void Analyzer::ReportBaseCycle(const std::vector<DeclId>& cycle) {
+  auto first = std::min_element(cycle.begin(), cycle.end());
+  std::string chain;
+  for (size_t i = 0; i <= cycle.size(); ++i) {
+    DeclId member = cycle[(static_cast<size_t>(first - cycle.begin()) + i) % cycle.size()];
+    chain += (i == 0 ? "" : " -> ") + decls_[member].name;
+  }
+  DeclState& d = decls_[*first];
+  diags_.Report(diag::DiagId::InheritanceCycle, d.base_name->range, d.name, chain);
+  d.base.reset();
+  d.base_broken = true;
 }
 
 auto Analyzer::Lookup(std::string_view name) const -> std::optional<DeclId> {
@@ -198,7 +234,14 @@ void Analyzer::CheckBody(const ast::Body& body, const RecordSchema& schema, cons
 }
 
 auto Analyze(const imports::ModuleSet& modules, diag::DiagnosticEngine& diags) -> Program {
-  return Analyzer(modules, diags).Run();
+  // Evaluation recurses through references (`a.x = b.x`, `b.x = c.x`, ...)
+  // up to kMaxEvalDepth levels: with sanitizers more than the default 8 MiB
+  // stack holds. The thread only reserves the address space.
+  constexpr unsigned kStackBytes = 256u << 20;
+  Program program;
+  llvm::thread worker(llvm::Optional<unsigned>(kStackBytes), [&] { program = Analyzer(modules, diags).Run(); });
+  worker.join();
+  return program;
 }
 
 }  // namespace avf::sema

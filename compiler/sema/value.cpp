@@ -1,6 +1,7 @@
 #include "sema/value.h"
 
 #include <fmt/format.h>
+#include <llvm/ADT/StringRef.h>
 
 namespace avf::sema {
 
@@ -23,7 +24,10 @@ auto DescribeValue(const Value& v, const Program& program) -> std::string {
     case Value::Kind::Quantity: {
       units::Dimension d = v.quantity.dimension();
       std::string what = d.IsCount() ? "the number" : units::DimensionName(d);
-      return fmt::format("{} `{}`", what, v.quantity.DisplayText());
+      std::string text = v.quantity.DisplayText();
+      // A dimension without units displays as "1000 bytes·s": name it once.
+      if (llvm::StringRef(text).endswith(" " + what)) text.resize(text.size() - what.size() - 1);
+      return fmt::format("{} `{}`", what, text);
     }
     case Value::Kind::String: return fmt::format("the string \"{}\"", v.text);
     case Value::Kind::Bool: return v.boolean ? "`true`" : "`false`";

@@ -1,6 +1,8 @@
 #include "source/source_set.h"
 
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include <llvm/Support/ConvertUTF.h>
 #include <llvm/Support/FileSystem.h>
@@ -15,6 +17,30 @@ namespace {
 auto ReportOpenFailure(diag::DiagnosticEngine& diags, llvm::SMRange from, const std::string& path,
                        const std::string& reason) {
   return diags.Report(diag::DiagId::FileNotFound, from, path, reason);
+}
+
+// Reads what is not a regular file (a pipe, a device such as /dev/zero) in
+// chunks, stopping once it exceeds `limit`: such a file has no size to check
+// up front and may never end.
+auto ReadStream(const std::string& path, uint64_t limit)
+    -> llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> {
+  llvm::Expected<llvm::sys::fs::file_t> file = llvm::sys::fs::openNativeFileForRead(path);
+  if (!file) return llvm::errorToErrorCode(file.takeError());
+  std::string data;
+  std::vector<char> chunk(1 << 16);
+  std::error_code ec;
+  while (data.size() <= limit) {
+    llvm::Expected<size_t> n = llvm::sys::fs::readNativeFile(*file, chunk);
+    if (!n) {
+      ec = llvm::errorToErrorCode(n.takeError());
+      break;
+    }
+    if (*n == 0) break;
+    data.append(chunk.data(), *n);
+  }
+  llvm::sys::fs::closeFile(*file);
+  if (ec) return ec;
+  return llvm::MemoryBuffer::getMemBufferCopy(data, path);
 }
 
 }  // namespace
@@ -34,14 +60,17 @@ auto SourceSet::LoadFile(const std::string& path, diag::DiagnosticEngine& diags,
     diags.Report(diag::DiagId::FileTooLarge, from, path, status.getSize(), kMaxFileBytes);
     return std::nullopt;
   }
-  auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/false,
-                                                   /*RequiresNullTerminator=*/true);
+  bool regular = llvm::sys::fs::is_regular_file(status);
+  auto buffer = regular ? llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/true)
+                        : ReadStream(path, kMaxFileBytes);
   if (!buffer) {
     ReportOpenFailure(diags, from, path, buffer.getError().message());
     return std::nullopt;
   }
   if ((*buffer)->getBufferSize() > kMaxFileBytes) {
-    diags.Report(diag::DiagId::FileTooLarge, from, path, (*buffer)->getBufferSize(), kMaxFileBytes);
+    // A stream was read only up to the limit: its size is not known.
+    std::string size = regular ? std::to_string((*buffer)->getBufferSize()) : fmt::format("more than {}", kMaxFileBytes);
+    diags.Report(diag::DiagId::FileTooLarge, from, path, size, kMaxFileBytes);
     return std::nullopt;
   }
   unsigned id = mgr_.AddNewSourceBuffer(std::move(*buffer), from.Start);
