@@ -412,14 +412,17 @@ auto Evaluator::Check(Value v, const FieldSchema& schema, llvm::SMRange range) -
 
 auto Evaluator::CheckQuantity(Value v, const FieldSchema& schema, llvm::SMRange range) -> Value {
   if (v.kind != Value::Kind::Quantity || v.quantity.dimension() != schema.dim) return Mismatch(v, schema, range);
+  // A real that came out whole (`2.5 * 2`) is that integer; reals beyond
+  // 2^53 cannot tell whole from not, so they stay reals.
+  if (schema.integer && !v.quantity.is_integer()) {
+    double r = v.quantity.real();
+    if (std::isfinite(r) && std::trunc(r) == r && std::fabs(r) < 9007199254740992.0) {
+      v.quantity = units::Quantity::Integer(static_cast<int64_t>(r), v.quantity.dimension());
+    }
+  }
   const units::Quantity& q = v.quantity;
   if (schema.integer && !q.is_integer()) {
-    auto b = diags_.Report(DiagId::NotInteger, range, field_name_, q.DisplayText());
-    if (std::isfinite(q.real()) && std::trunc(q.real()) == q.real()) {
-      // `7 / 2 * 2`: whole in floating point, but only after a fraction.
-      b.Help("an operand or an intermediate result is not a whole number, so this is not an exact "
-             "integer; keep every step whole (multiply before dividing)");
-    }
+    diags_.Report(DiagId::NotInteger, range, field_name_, q.DisplayText());
     return Value::Error();
   }
   double x = q.real();
