@@ -5,7 +5,7 @@
 
 #include "lex/lex.h"
 
-#include <optional>
+#include <deque>
 
 #include <llvm/Support/ConvertUTF.h>
 #include <llvm/Support/raw_ostream.h>
@@ -119,6 +119,61 @@ auto DecodeCodePoint(llvm::StringRef text) -> uint32_t {
   return cp;
 }
 
+// The ANTLR lexer as a stream of our tokens (byte offsets, hidden tokens
+// dropped) that can skip ahead: after `#` the rest of the line is read as a
+// comment, so whatever ANTLR made of it (a `/*` that swallows the rest of the
+// file) is dropped and lexing starts again where the line ends.
+class TokenCursor {
+ public:
+  explicit TokenCursor(llvm::StringRef text) : input_(Prepare(text)), lexer_(&input_) {
+    lexer_.removeErrorListeners();
+  }
+
+  // The k-th token from here; nullptr past the end.
+  auto Peek(size_t k = 0) -> const Token* {
+    while (ahead_.size() <= k && !done_) Pull();
+    return k < ahead_.size() ? &ahead_[k] : nullptr;
+  }
+  void Next() {
+    if (Peek()) ahead_.pop_front();
+  }
+  // Continues with the first token at or after byte `offset`.
+  void SkipTo(uint32_t offset) {
+    ahead_.clear();
+    auto cp = std::lower_bound(offsets_.begin(), offsets_.end(), offset);
+    input_.seek(static_cast<size_t>(cp - offsets_.begin()));
+    lexer_.hitEOF = false;
+    done_ = false;
+  }
+
+ private:
+  // A UTF-8 byte order mark is allowed and skipped. ANTLR's input stream
+  // drops one more if the rest starts with one, so count that too.
+  auto Prepare(llvm::StringRef text) -> std::string {
+    size_t first = text.startswith(kByteOrderMark) ? kByteOrderMark.size() : 0;
+    llvm::StringRef rest = text.substr(first);
+    offsets_ = CodePointOffsets(text, first + (rest.startswith(kByteOrderMark) ? kByteOrderMark.size() : 0));
+    return rest.str();
+  }
+
+  void Pull() {
+    std::unique_ptr<antlr4::Token> t = lexer_.nextToken();
+    size_t type = t->getType();
+    if (type == antlr4::Token::EOF) {
+      done_ = true;
+      return;
+    }
+    if (t->getChannel() != antlr4::Token::DEFAULT_CHANNEL && type != AvfLexer::UNTERMINATED_COMMENT) return;
+    ahead_.push_back({KindFromAntlr(type), offsets_[t->getStartIndex()], offsets_[t->getStopIndex() + 1]});
+  }
+
+  std::vector<uint32_t> offsets_;  // byte offset of each code point ANTLR sees
+  antlr4::ANTLRInputStream input_;
+  AvfLexer lexer_;
+  std::deque<Token> ahead_;
+  bool done_ = false;
+};
+
 }  // namespace
 
 // Builds a TokenizedBuffer; a class only so that it may fill the private
@@ -148,44 +203,18 @@ class Lexer {
   // lexing goes on past the error limit so that the count of errors not shown
   // is right.
   auto Scan() -> std::vector<Token> {
-    std::vector<Token> lexed = Tokenize();
+    TokenCursor cursor(out_.source());
     std::vector<Token> raw;
-    raw.reserve(lexed.size());
-    for (size_t i = 0; i < lexed.size(); ++i) {
-      const Token& t = lexed[i];
-      if (t.begin < skip_until_) continue;
+    while (const Token* next = cursor.Peek()) {
+      Token t = *next;
+      cursor.Next();
       if (t.kind == TokenKind::BadChar) {
-        i = BadChar(lexed, i, raw);
+        BadChar(t, cursor, raw);
       } else if (Check(t, !raw.empty() && IsKindKeyword(raw.back().kind))) {
         raw.push_back(t);
       }
     }
     return raw;
-  }
-
-  // The ANTLR tokens as ours, hidden ones dropped.
-  auto Tokenize() -> std::vector<Token> {
-    llvm::StringRef text = out_.source();
-    // A UTF-8 byte order mark is allowed and skipped. ANTLR's input stream
-    // drops one more if the rest starts with one, so count that too.
-    size_t first = text.startswith(kByteOrderMark) ? kByteOrderMark.size() : 0;
-    llvm::StringRef rest = text.substr(first);
-    std::vector<uint32_t> offsets =
-        CodePointOffsets(text, first + (rest.startswith(kByteOrderMark) ? kByteOrderMark.size() : 0));
-    antlr4::ANTLRInputStream input(rest.str());
-    AvfLexer lexer(&input);
-    lexer.removeErrorListeners();
-    std::vector<Token> lexed;
-    for (;;) {
-      std::unique_ptr<antlr4::Token> t = lexer.nextToken();
-      size_t type = t->getType();
-      if (type == antlr4::Token::EOF) break;
-      if (t->getChannel() != antlr4::Token::DEFAULT_CHANNEL && type != AvfLexer::UNTERMINATED_COMMENT) {
-        continue;
-      }
-      lexed.push_back({KindFromAntlr(type), offsets[t->getStartIndex()], offsets[t->getStopIndex() + 1]});
-    }
-    return lexed;
   }
 
   // Reports a malformed token; false when it is not kept. An unterminated
@@ -213,20 +242,17 @@ class Lexer {
 
   void Error(const diag::DiagnosticBuilder&) { out_.has_errors_ = true; }
 
-  // A character outside the language at lexed[i]; returns the index of the
-  // last token it accounts for. Some are read as what was probably meant, so
-  // that one mistake makes one error: `#` starts a comment, `'x'` and `“x”`
-  // are strings, and a name with a non-ASCII letter (`modèle`) is one name.
-  auto BadChar(const std::vector<Token>& lexed, size_t i, std::vector<Token>& raw) -> size_t {
-    const Token& t = lexed[i];
+  // A character outside the language (already taken from the cursor). Some
+  // are read as what was probably meant, so that one mistake makes one error:
+  // `#` starts a comment, `'x'` and `“x”` are strings, `–` is `-`, and a name
+  // with a non-ASCII letter (`modèle`) is one name.
+  void BadChar(const Token& t, TokenCursor& cursor, std::vector<Token>& raw) {
     llvm::StringRef text = out_.Text(t);
-    if (IsQuote(text) && QuotedString(t, raw)) return i;
-    if (LookAlike(t, text, raw)) return i;
+    if (IsQuote(text) && QuotedString(t, cursor, raw)) return;
+    if (LookAlike(t, text, raw)) return;
     uint32_t cp = text.size() > 1 ? DecodeCodePoint(text) : static_cast<unsigned char>(text[0]);
     const char* invisible = text.size() > 1 ? InvisibleCharacterName(cp) : nullptr;
-    if (text.size() > 1 && !invisible && !IsQuote(text)) {
-      if (std::optional<size_t> last = ForeignName(lexed, i, raw)) return *last;
-    }
+    if (text.size() > 1 && !invisible && !IsQuote(text) && ForeignName(t, cursor, raw)) return;
     std::string shown = text.str();
     if (cp < 0x20 || cp == 0x7f) shown = fmt::format("\\x{:02X}", cp);
     if (invisible) shown = fmt::format("U+{:04X}", cp);
@@ -234,14 +260,13 @@ class Lexer {
     if (text == "#") {
       // The rest of the line is read as a comment.
       size_t eol = out_.source().find_first_of("\r\n", t.end);
-      skip_until_ = eol == llvm::StringRef::npos ? out_.source().size() : eol;
+      cursor.SkipTo(eol == llvm::StringRef::npos ? out_.source().size() : eol);
       b.Help("comments start with `//`").Fix(out_.Range(t), "//");
     }
     if (IsQuote(text)) b.Help("strings use straight double quotes: \"...\"");
     if (invisible) b.Help(fmt::format("remove the {} (invisible in most editors)", invisible));
     Error(b);
     dropped_.push_back(t.begin);
-    return i;
   }
 
   // A typographic dash or times sign, pasted from a document: reported, then
@@ -268,7 +293,7 @@ class Lexer {
   }
 
   // `'text'` or `“text”` on one line: one error, then a string.
-  auto QuotedString(const Token& open, std::vector<Token>& raw) -> bool {
+  auto QuotedString(const Token& open, TokenCursor& cursor, std::vector<Token>& raw) -> bool {
     llvm::StringRef source = out_.source();
     size_t close = open.end;
     size_t close_len = 0;
@@ -287,35 +312,36 @@ class Lexer {
     if (!inner.contains('"') && !inner.contains('\\')) b.Fix(out_.Range(quoted), "\"" + inner.str() + "\"");
     Error(b);
     raw.push_back(quoted);
-    skip_until_ = quoted.end;
+    cursor.SkipTo(quoted.end);
     return true;
   }
 
   // Non-ASCII characters touching a name, a number or each other (`modèle`,
-  // `модель`) form one name with one error, at the first of them. Returns the
-  // index of the name's last token; nullopt for a lone character.
-  auto ForeignName(const std::vector<Token>& lexed, size_t i, std::vector<Token>& raw) -> std::optional<size_t> {
+  // `модель`) form one name with one error, at the first of them. False for
+  // a lone character.
+  auto ForeignName(const Token& first, TokenCursor& cursor, std::vector<Token>& raw) -> bool {
     auto foreign = [&](const Token& t) {
       llvm::StringRef c = out_.Text(t);
       return t.kind == TokenKind::BadChar && c.size() > 1 && !IsQuote(c) && !InvisibleCharacterName(DecodeCodePoint(c));
     };
     auto word = [](const Token& t) { return IsAnyName(t.kind) || t.kind == TokenKind::Number; };
-    const Token& first = lexed[i];
     bool extend = !raw.empty() && word(raw.back()) && raw.back().end == first.begin;
     uint32_t begin = extend ? raw.back().begin : first.begin;
     uint32_t end = first.end;
-    size_t last = i;
-    while (last + 1 < lexed.size() && lexed[last + 1].begin == end && (foreign(lexed[last + 1]) || word(lexed[last + 1]))) {
-      end = lexed[++last].end;
+    bool more = false;
+    for (const Token* n = cursor.Peek(); n && n->begin == end && (foreign(*n) || word(*n)); n = cursor.Peek()) {
+      end = n->end;
+      more = true;
+      cursor.Next();
     }
-    if (!extend && last == i) return std::nullopt;
+    if (!extend && !more) return false;
     Token name{TokenKind::Identifier, begin, end};
     Error(diags_.Report(diag::DiagId::UnexpectedCharacter, out_.Range(first), out_.Text(first).str())
               .Range(out_.Range(name))
               .Help("names are written with ASCII letters, digits and `_`"));
     if (extend) raw.back() = name;
     else raw.push_back(name);
-    return last;
+    return true;
   }
 
   void CheckEscapes(const Token& t, llvm::StringRef text) {
@@ -523,7 +549,6 @@ class Lexer {
   const llvm::SourceMgr& sm_;
   diag::DiagnosticEngine& diags_;
   std::vector<OpenBracket> open_;
-  uint32_t skip_until_ = 0;       // Scan drops tokens starting before this offset
   std::vector<uint32_t> dropped_;  // offsets of the characters Scan reported and dropped
 };
 

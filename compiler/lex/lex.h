@@ -11,12 +11,17 @@ namespace avf::lex {
 // later phase recurse on nesting, so this bound keeps their stacks small.
 inline constexpr size_t kMaxNesting = 256;
 
-// Lexes one buffer, reporting malformed tokens (E01xx), and balances its
-// brackets for the parser: a `{`, `[` or `(` left open is reported once (E0202,
-// E0209) where it should have been closed (before a closer of another kind, a
-// line that starts a field inside `[`/`(`, a line that starts a declaration
-// inside a block, or the end of the file) and an empty closer token is
-// inserted there. Closers without an opener are left for the parser.
+// Lexes one buffer, reporting malformed tokens (E01xx). Some slips are read
+// as what was meant, so that they cause no follow-on errors: `#` starts a
+// comment, `'x'` and `“x”` are strings, `–` and `×` are `-` and `*`, an
+// unterminated string ends with its line, and a name with non-ASCII letters
+// is one name. Brackets are balanced for the parser: where some are left open
+// (before a closer of another kind, a line that starts a field inside `[` or
+// `(`, a line that starts a declaration inside a block, or the end of the
+// file) the innermost is reported (E0202, E0209) and empty closers are
+// inserted. Closers without an opener are left for the parser. Past the
+// error limit lexing goes on, counting errors, but the buffer is marked not
+// parseable.
 auto Lex(const source::SourceSet& sources, unsigned buffer_id, diag::DiagnosticEngine& diags)
     -> TokenizedBuffer;
 

@@ -1,5 +1,6 @@
 // The lexer's output: the tokens of one source buffer as byte ranges, with
-// the newlines that cannot end a field already removed (see lex.cpp).
+// the newlines that cannot end a field already removed and an empty closer
+// (begin == end) inserted where a bracket was left open (see lex.h).
 #pragma once
 
 #include <cstdint>

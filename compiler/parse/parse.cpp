@@ -311,7 +311,8 @@ auto Parse(const lex::TokenizedBuffer& tokens, diag::DiagnosticEngine& diags) ->
     AvfParser::FileContext* tree = parser.file();
     return AstBuilder(tokens, diags, *errors).BuildFile(tree);
   } catch (const antlr4::ParseCancellationException&) {
-    // The error limit was reached; what was reported stands.
+    // Not thrown by SyntaxErrorStrategy (it parses on past the error limit,
+    // counting); kept so that a bail-out can never escape the phase.
     return ast::File{tokens.buffer_id(), {}, {}};
   }
 }

@@ -116,16 +116,6 @@ auto SyntaxErrorStrategy::ErrorBetween(size_t first, size_t last) const -> bool 
   return it != error_tokens_.end() && *it <= last;
 }
 
-// Past the error limit parsing goes on so that the errors not shown are
-// counted, but a file that is nothing but errors is not parsed to its end.
-constexpr size_t kMaxUncounted = 100000000;
-
-void SyntaxErrorStrategy::StopIfTooMany() {
-  if (diags_.limit_reached() && diags_.suppressed_count() > kMaxUncounted) {
-    throw antlr4::ParseCancellationException("too many errors");
-  }
-}
-
 // Panic mode for a language of lines: in the loop of a block or of the file,
 // a token that cannot start a field or declaration is reported and the rest
 // of the field is skipped, so that the next line parses normally.
@@ -240,8 +230,9 @@ void SyntaxErrorStrategy::Report(antlr4::Parser* parser, antlr4::Token* offendin
                                  const antlr4::misc::IntervalSet& expected) {
   size_t index = offending->getTokenIndex();
   error_tokens_.insert(std::upper_bound(error_tokens_.begin(), error_tokens_.end(), index), index);
+  // Past the error limit parsing goes on (the engine counts what it does not
+  // keep), so that "N more errors not shown" covers the whole file.
   ReportGeneric(offending, ctx, expected);
-  StopIfTooMany();
 }
 
 auto SyntaxErrorStrategy::LastFieldName(antlr4::ParserRuleContext* ctx) const -> std::string {
@@ -294,18 +285,7 @@ void SyntaxErrorStrategy::ReportGeneric(antlr4::Token* offending, antlr4::Parser
     return;
   }
   if (dynamic_cast<AvfParser::BodyContext*>(ctx) && Has(expected, AvfParser::IDENT)) {
-    std::string field = LastFieldName(ctx);
-    bool after_value = before && before->kind != lex::TokenKind::Newline && before->kind != lex::TokenKind::Semi &&
-                       before->kind != lex::TokenKind::LBrace && !field.empty();
-    if (after_value) {
-      auto b = diags_.Report(diag::DiagId::UnexpectedToken, range, what,
-                             fmt::format("a newline or `;` after the value of `{}`", field));
-      if (ValueOnNextLine(ctx)) {
-        b.Help(fmt::format("a line that ends with `=` continues on the next line; is the value of `{}` missing?", field));
-      }
-    } else {
-      diags_.Report(diag::DiagId::ExpectedField, range, what);
-    }
+    ReportInBlock(ctx, range, before, what);
     return;
   }
   if (before && IsValuePosition(before->kind)) {
@@ -315,6 +295,24 @@ void SyntaxErrorStrategy::ReportGeneric(antlr4::Token* offending, antlr4::Parser
     return;
   }
   diags_.Report(diag::DiagId::UnexpectedToken, range, what, DescribeExpected(expected));
+}
+
+// Where a block's next field should start: after a value on the same line
+// (`steps = 1 2`), or at the start of a field (`= 8`).
+void SyntaxErrorStrategy::ReportInBlock(antlr4::ParserRuleContext* ctx, llvm::SMRange range,
+                                        const lex::Token* before, const std::string& what) {
+  std::string field = LastFieldName(ctx);
+  bool after_value = before && before->kind != lex::TokenKind::Newline && before->kind != lex::TokenKind::Semi &&
+                     before->kind != lex::TokenKind::LBrace && !field.empty();
+  if (!after_value) {
+    diags_.Report(diag::DiagId::ExpectedField, range, what);
+    return;
+  }
+  auto b = diags_.Report(diag::DiagId::UnexpectedToken, range, what,
+                         fmt::format("a newline or `;` after the value of `{}`", field));
+  if (ValueOnNextLine(ctx)) {
+    b.Help(fmt::format("a line that ends with `=` continues on the next line; is the value of `{}` missing?", field));
+  }
 }
 
 // `job {`, `gpu a : {`, and `memory = 80GB` outside of any block.

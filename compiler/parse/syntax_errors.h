@@ -46,9 +46,10 @@ class SyntaxErrorStrategy : public antlr4::DefaultErrorStrategy {
   auto OurToken(antlr4::Token* token) const -> const lex::Token&;
   void ReportDeclHeader(antlr4::ParserRuleContext* decl, const lex::Token& found, const lex::Token* before,
                         const std::string& what);
+  void ReportInBlock(antlr4::ParserRuleContext* ctx, llvm::SMRange range, const lex::Token* before,
+                     const std::string& what);
   void ReportGeneric(antlr4::Token* offending, antlr4::ParserRuleContext* ctx,
                      const antlr4::misc::IntervalSet& expected);
-  void StopIfTooMany();
   // Where panic-mode recovery stops (never consuming that token): at a
   // newline, `;` or the end of the file outside any bracket opened while
   // skipping; kField also at the block's `}`, kValue at any closer.

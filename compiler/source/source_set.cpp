@@ -12,8 +12,7 @@ namespace avf::source {
 
 namespace {
 
-// Errors about the file named on the command line are I/O errors (exit 2);
-// the same problem with an imported file is an error in the importing source.
+// A file that cannot be opened: reported at the import that names it, if any.
 auto ReportOpenFailure(diag::DiagnosticEngine& diags, llvm::SMRange from, const std::string& path,
                        const std::string& reason) {
   return diags.Report(diag::DiagId::FileNotFound, from, path, reason);

@@ -19,7 +19,10 @@ class SourceSet {
  public:
   // Returns the buffer id, or nullopt after reporting why the file cannot be
   // used. `from` locates the import that names the file (invalid for the
-  // command-line file); unreadable imports are input errors, not I/O errors.
+  // command-line file), where the diagnostic is then shown; the diagnostic is
+  // the same either way (a missing, unreadable or directory file is an I/O
+  // error, exit status 2; a binary or non-UTF-8 one an input error, 1). Files
+  // that are not regular (pipes, devices) are read up to the size limit.
   auto LoadFile(const std::string& path, diag::DiagnosticEngine& diags,
                 llvm::SMRange from = {}) -> std::optional<unsigned>;
 
