@@ -19,6 +19,13 @@ auto AllDiagInfos() -> std::vector<DiagInfo> { return {std::begin(kInfos), std::
 
 auto Quote(std::string_view text) -> std::string { return fmt::format("`{}`", text); }
 
+auto ShortText(std::string_view text, size_t max) -> std::string {
+  if (text.size() <= max) return std::string(text);
+  size_t cut = max > 8 ? max - 8 : max;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return std::string(text.substr(0, cut)) + "...";
+}
+
 auto DiagnosticEngine::Add(DiagId id, llvm::SMRange range, std::string message)
     -> DiagnosticBuilder {
   const DiagInfo& info = Info(id);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -59,6 +60,13 @@ struct Diagnostic {
   std::vector<FixIt> fixits;
 };
 
+// Backtick-quoted, for messages: Quote("x") == "`x`".
+auto Quote(std::string_view text) -> std::string;
+
+// Source text for a message: at most `max` bytes, longer text is cut short
+// with `...` at a character boundary (a 1 MB name must not make a 1 MB message).
+auto ShortText(std::string_view text, size_t max = 40) -> std::string;
+
 class DiagnosticEngine;
 
 // Attaches ranges, notes, help and fix-its to the diagnostic just reported.
@@ -82,10 +90,11 @@ class DiagnosticEngine {
  public:
   static constexpr size_t kDefaultErrorLimit = 50;
 
+  // Text arguments longer than kMaxArgumentBytes are cut short.
   template <typename... Args>
-  auto Report(DiagId id, llvm::SMRange range, Args&&... args) -> DiagnosticBuilder {
+  auto Report(DiagId id, llvm::SMRange range, const Args&... args) -> DiagnosticBuilder {
     const DiagInfo& info = Info(id);
-    std::string message = fmt::vformat(info.format, fmt::make_format_args(args...));
+    std::string message = fmt::format(fmt::runtime(info.format), Clipped(args)...);
     return Add(id, range, std::move(message));
   }
 
@@ -102,6 +111,16 @@ class DiagnosticEngine {
   auto suppressed_count() const -> size_t { return suppressed_; }
 
  private:
+  static constexpr size_t kMaxArgumentBytes = 160;
+  template <typename T>
+  static auto Clipped(const T& arg) {
+    if constexpr (std::is_convertible_v<const T&, std::string_view>) {
+      return ShortText(std::string_view(arg), kMaxArgumentBytes);
+    } else {
+      return arg;
+    }
+  }
+
   friend class DiagnosticBuilder;
   auto Add(DiagId id, llvm::SMRange range, std::string message) -> DiagnosticBuilder;
 
@@ -113,7 +132,5 @@ class DiagnosticEngine {
   bool io_error_ = false;
 };
 
-// Backtick-quoted, for messages: Quote("x") == "`x`".
-auto Quote(std::string_view text) -> std::string;
 
 }  // namespace avf::diag

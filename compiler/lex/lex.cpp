@@ -11,6 +11,8 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include "diag/render.h"
+#include "lex/layout.h"
+#include "lex/token_classes.h"
 #include "units/quantity.h"
 
 namespace avf::lex {
@@ -55,44 +57,6 @@ auto CodePointOffsets(llvm::StringRef text, size_t first) -> std::vector<uint32_
 
 constexpr llvm::StringLiteral kByteOrderMark = "\xEF\xBB\xBF";
 
-// Tokens after which a newline never ends a field: the value continues.
-auto ContinuesOnNextLine(TokenKind kind) -> bool {
-  switch (kind) {
-    case TokenKind::LBrace: case TokenKind::LBracket: case TokenKind::LParen:
-    case TokenKind::Assign: case TokenKind::Colon: case TokenKind::Comma: case TokenKind::Dot:
-    case TokenKind::Plus: case TokenKind::Minus: case TokenKind::Star: case TokenKind::Slash:
-    case TokenKind::Newline: case TokenKind::Semi:
-      return true;
-    default:
-      return false;
-  }
-}
-
-auto IsOpener(TokenKind k) -> bool {
-  return k == TokenKind::LBrace || k == TokenKind::LBracket || k == TokenKind::LParen;
-}
-auto IsCloser(TokenKind k) -> bool {
-  return k == TokenKind::RBrace || k == TokenKind::RBracket || k == TokenKind::RParen;
-}
-auto OpenerOf(TokenKind closer) -> TokenKind {
-  switch (closer) {
-    case TokenKind::RBrace: return TokenKind::LBrace;
-    case TokenKind::RBracket: return TokenKind::LBracket;
-    case TokenKind::RParen: return TokenKind::LParen;
-    default: return TokenKind::EndOfFile;
-  }
-}
-auto CloserOf(TokenKind opener) -> TokenKind {
-  switch (opener) {
-    case TokenKind::LBrace: return TokenKind::RBrace;
-    case TokenKind::LBracket: return TokenKind::RBracket;
-    default: return TokenKind::RParen;
-  }
-}
-auto IsKindKeyword(TokenKind k) -> bool { return k >= TokenKind::KwGpu && k <= TokenKind::KwJob; }
-auto IsAnyName(TokenKind k) -> bool { return k == TokenKind::Identifier || IsKindKeyword(k); }
-
-auto Shorten(llvm::StringRef text) -> std::string { return ShortText(text); }
 
 // Code points that look like nothing (or like a space) in an editor.
 auto InvisibleCharacterName(uint32_t cp) -> const char* {
@@ -178,15 +142,16 @@ class TokenCursor {
 
 // Builds a TokenizedBuffer; a class only so that it may fill the private
 // members of TokenizedBuffer. Two passes: Scan() turns the ANTLR tokens into
-// ours and reports malformed ones; LayOut() drops the newlines that cannot
-// end a field and balances brackets (see lex.h).
+// ours and reports malformed ones; LayOut (layout.cpp) drops the newlines that
+// cannot end a field and balances brackets (see lex.h).
 class Lexer {
  public:
   Lexer(TokenizedBuffer& out, const llvm::SourceMgr& sm, diag::DiagnosticEngine& diags)
       : out_(out), sm_(sm), diags_(diags) {}
 
   void Run() {
-    LayOut(Scan());
+    std::vector<Token> raw = Scan();
+    LayOut(out_, sm_, diags_, dropped_, raw);
     // Past the error limit the parser would only add noise.
     if (diags_.limit_reached()) out_.parseable_ = false;
     uint32_t end = static_cast<uint32_t>(out_.source().size());
@@ -194,11 +159,6 @@ class Lexer {
   }
 
  private:
-  struct OpenBracket {
-    Token token;
-    size_t index;  // of the opener in out_.tokens_
-  };
-
   // Every token of the buffer, newlines included, malformed ones reported;
   // lexing goes on past the error limit so that the count of errors not shown
   // is right.
@@ -391,7 +351,7 @@ class Lexer {
       case units::LiteralError::kNone: return;
       case units::LiteralError::kUnknownUnit: {
         llvm::SMRange range{out_.Loc(t.begin + r.unit_offset), out_.Loc(t.end)};
-        auto b = diags_.Report(diag::DiagId::UnknownUnit, range, Shorten(r.unit));
+        auto b = diags_.Report(diag::DiagId::UnknownUnit, range, diag::ShortText(r.unit));
         if (!r.suggestion.empty()) {
           b.Help(fmt::format("did you mean `{}`?", r.suggestion)).Fix(range, r.suggestion);
         } else {
@@ -401,164 +361,19 @@ class Lexer {
         return;
       }
       case units::LiteralError::kTooLarge:
-        Error(diags_.Report(diag::DiagId::NumberTooLarge, out_.Range(t), Shorten(text)));
+        Error(diags_.Report(diag::DiagId::NumberTooLarge, out_.Range(t), diag::ShortText(text)));
         return;
       case units::LiteralError::kNotFinite:
-        Error(diags_.Report(diag::DiagId::NumberNotFinite, out_.Range(t), Shorten(text)));
+        Error(diags_.Report(diag::DiagId::NumberNotFinite, out_.Range(t), diag::ShortText(text)));
         return;
     }
-  }
-
-  // ------------------------------------------------------------ layout
-
-  void LayOut(const std::vector<Token>& raw) {
-    out_.tokens_.reserve(raw.size() + 1);
-    for (size_t i = 0; i < raw.size(); ++i) {
-      const Token& t = raw[i];
-      if (t.kind == TokenKind::Newline) {
-        PushNewline(raw, i);
-        continue;
-      }
-      if (IsCloser(t.kind)) {
-        Close(t.kind);
-      } else if (IsOpener(t.kind)) {
-        Open(t);
-      } else if (!open_.empty() && StartsDeclaration(raw, i)) {
-        CloseAbove(0);  // a declaration cannot be inside a block
-      }
-      out_.tokens_.push_back(t);
-    }
-    CloseAbove(0);  // at the end of the file
-  }
-
-  // Inside `(` or `[` a newline continues the value, unless the next line
-  // starts a field (`NAME =`): then the bracket was left open.
-  void PushNewline(const std::vector<Token>& raw, size_t i) {
-    if (!open_.empty() && open_.back().token.kind != TokenKind::LBrace) {
-      bool next_is_field = i + 2 < raw.size() && IsAnyName(raw[i + 1].kind) && raw[i + 2].kind == TokenKind::Assign;
-      if (!next_is_field) return;
-      size_t keep = open_.size();
-      while (keep > 0 && open_[keep - 1].token.kind != TokenKind::LBrace) --keep;
-      CloseAbove(keep);
-    }
-    if (out_.tokens_.empty()) return;
-    // `x = @`: the newline still ends the field, so that the next line is not
-    // read as the value.
-    if (ContinuesOnNextLine(out_.tokens_.back().kind) && !DroppedBetween(out_.tokens_.back().end, raw[i].begin)) {
-      return;
-    }
-    out_.tokens_.push_back(raw[i]);
-  }
-
-  auto DroppedBetween(uint32_t begin, uint32_t end) const -> bool {
-    auto it = std::lower_bound(dropped_.begin(), dropped_.end(), begin);
-    return it != dropped_.end() && *it < end;
-  }
-
-  // `KIND NAME {` or `KIND NAME :` first on its line, inside a block: the
-  // block was not closed. An unknown kind counts only in the first column.
-  auto StartsDeclaration(const std::vector<Token>& raw, size_t i) const -> bool {
-    const Token& t = raw[i];
-    if (!IsAnyName(t.kind) || i == 0 || raw[i - 1].kind != TokenKind::Newline) return false;
-    if (i + 2 >= raw.size() || raw[i + 1].kind != TokenKind::Identifier) return false;
-    if (raw[i + 2].kind != TokenKind::LBrace && raw[i + 2].kind != TokenKind::Colon) return false;
-    return IsKindKeyword(t.kind) || ColumnOf(t.begin) == 1;
-  }
-
-  void Open(const Token& t) {
-    open_.push_back({t, out_.tokens_.size()});
-    if (open_.size() == kMaxNesting + 1 && out_.parseable_) {
-      out_.parseable_ = false;
-      Error(diags_.Report(diag::DiagId::NestingTooDeep, out_.Range(t), kMaxNesting));
-    }
-  }
-
-  // A closer ends its opener and every bracket opened after it; one with no
-  // opener is left for the parser to report.
-  void Close(TokenKind closer) {
-    TokenKind opener = OpenerOf(closer);
-    for (size_t i = open_.size(); i > 0; --i) {
-      if (open_[i - 1].token.kind == opener) {
-        CloseAbove(i);
-        open_.pop_back();
-        return;
-      }
-    }
-  }
-
-  // Closes open_[keep..] with inserted (empty) closers after the last token,
-  // reporting the innermost one: the parser then sees balanced brackets.
-  void CloseAbove(size_t keep) {
-    if (open_.size() <= keep) return;
-    auto& tokens = out_.tokens_;
-    size_t at = tokens.size();
-    while (at > 0 && (tokens[at - 1].kind == TokenKind::Newline || tokens[at - 1].kind == TokenKind::Semi)) --at;
-    uint32_t offset = tokens[at - 1].end;
-    ReportUnclosed(open_.back(), offset);
-    std::vector<Token> closers;
-    for (size_t i = open_.size(); i > keep; --i) closers.push_back({CloserOf(open_[i - 1].token.kind), offset, offset});
-    tokens.insert(tokens.begin() + static_cast<ptrdiff_t>(at), closers.begin(), closers.end());
-    open_.resize(keep);
-  }
-
-  void ReportUnclosed(const OpenBracket& open, uint32_t offset) {
-    if (!out_.parseable_) return;  // nested too deep: nothing more to say
-    llvm::SMRange here{out_.Loc(offset), out_.Loc(offset)};
-    if (open.token.kind == TokenKind::LBrace) {
-      // Named by what the block belongs to, and located where that starts.
-      auto [owner, first] = BraceOwner(open.index);
-      uint32_t begin = out_.tokens_[first].begin;
-      Error(diags_.Report(diag::DiagId::UnclosedBlock, here, owner, LineOf(begin), ColumnOf(begin))
-                .Note({out_.Loc(begin), out_.Loc(open.token.end)}, fmt::format("`{}` opened here", owner))
-                .Fix(here, "}"));
-      return;
-    }
-    std::string_view close = open.token.kind == TokenKind::LBracket ? "]" : ")";
-    std::string_view opened = open.token.kind == TokenKind::LBracket ? "[" : "(";
-    Error(diags_.Report(diag::DiagId::UnclosedBracket, here, close, opened, LineOf(open.token.begin),
-                        ColumnOf(open.token.begin))
-              .Note(out_.Range(open.token), fmt::format("`{}` opened here", opened))
-              .Fix(here, std::string(close)));
-  }
-
-  // What a `{` at tokens[index] belongs to, and the index of its first token:
-  // `job pretrain` (KIND NAME [: BASE] {), or the field or record type before
-  // it (`parallel`, `fat_tree`).
-  auto BraceOwner(size_t index) const -> std::pair<std::string, size_t> {
-    const auto& t = out_.tokens_;
-    auto text = [&](size_t k) { return Shorten(out_.Text(t[k])); };
-    if (index >= 4 && t[index - 2].kind == TokenKind::Colon && t[index - 1].kind == TokenKind::Identifier &&
-        t[index - 3].kind == TokenKind::Identifier && IsAnyName(t[index - 4].kind)) {
-      return {text(index - 4) + " " + text(index - 3), index - 4};
-    }
-    if (index >= 2 && t[index - 1].kind == TokenKind::Identifier && IsAnyName(t[index - 2].kind)) {
-      return {text(index - 2) + " " + text(index - 1), index - 2};
-    }
-    if (index >= 1 && IsAnyName(t[index - 1].kind)) return {text(index - 1), index - 1};
-    return {"block", index};
-  }
-
-  auto LineOf(uint32_t offset) const -> unsigned {
-    return sm_.getLineAndColumn(out_.Loc(offset), out_.buffer_id()).first;
-  }
-  auto ColumnOf(uint32_t offset) const -> unsigned {
-    return sm_.getLineAndColumn(out_.Loc(offset), out_.buffer_id()).second;
   }
 
   TokenizedBuffer& out_;
   const llvm::SourceMgr& sm_;
   diag::DiagnosticEngine& diags_;
-  std::vector<OpenBracket> open_;
   std::vector<uint32_t> dropped_;  // offsets of the characters Scan reported and dropped
 };
-
-auto ShortText(llvm::StringRef text) -> std::string {
-  constexpr size_t kMax = 40;
-  if (text.size() <= kMax) return text.str();
-  size_t cut = kMax - 8;
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
-  return text.substr(0, cut).str() + "...";
-}
 
 auto Spelling(TokenKind kind) -> std::string_view { return kSpellings[static_cast<size_t>(kind)]; }
 auto KindName(TokenKind kind) -> std::string_view { return kNames[static_cast<size_t>(kind)]; }

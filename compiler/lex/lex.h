@@ -25,10 +25,6 @@ inline constexpr size_t kMaxNesting = 256;
 auto Lex(const source::SourceSet& sources, unsigned buffer_id, diag::DiagnosticEngine& diags)
     -> TokenizedBuffer;
 
-// Source text for a message: at most 40 bytes, longer text is cut short with
-// `...` (so that a 1 MB name does not make a 1 MB message).
-auto ShortText(llvm::StringRef text) -> std::string;
-
 // Decodes the escapes of a STRING token's text (quotes included). Invalid
 // escapes are reported (once, by the lexer); here they are dropped.
 auto DecodeString(llvm::StringRef token_text) -> std::string;

@@ -47,6 +47,7 @@ class TokenizedBuffer {
 
  private:
   friend class Lexer;
+  friend class Layout;
   unsigned buffer_id_;
   llvm::StringRef text_;
   std::vector<Token> tokens_;

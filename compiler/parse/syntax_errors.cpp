@@ -103,8 +103,8 @@ auto SyntaxErrorStrategy::DescribeFound(antlr4::Token* token) const -> std::stri
   switch (t.kind) {
     case lex::TokenKind::EndOfFile: return "end of file";
     case lex::TokenKind::Newline: return "end of line";
-    case lex::TokenKind::Identifier: return fmt::format("name `{}`", lex::ShortText(text));
-    case lex::TokenKind::Number: return fmt::format("number `{}`", lex::ShortText(text));
+    case lex::TokenKind::Identifier: return fmt::format("name `{}`", diag::ShortText(text));
+    case lex::TokenKind::Number: return fmt::format("number `{}`", diag::ShortText(text));
     case lex::TokenKind::String: case lex::TokenKind::UnterminatedString:
       return text.size() > 40 ? "a string" : fmt::format("string {}", text.str());
     default: return std::string(lex::Spelling(t.kind));
@@ -237,7 +237,7 @@ void SyntaxErrorStrategy::Report(antlr4::Parser* parser, antlr4::Token* offendin
 
 auto SyntaxErrorStrategy::LastFieldName(antlr4::ParserRuleContext* ctx) const -> std::string {
   AvfParser::FieldContext* field = LastField(ctx);
-  return !field || field->children.empty() ? "" : lex::ShortText(field->children.front()->getText());
+  return !field || field->children.empty() ? "" : diag::ShortText(field->children.front()->getText());
 }
 
 // The last field of a block is `NAME =` at the end of a line, its value on the next.
@@ -319,7 +319,7 @@ void SyntaxErrorStrategy::ReportInBlock(antlr4::ParserRuleContext* ctx, llvm::SM
 void SyntaxErrorStrategy::ReportDeclHeader(antlr4::ParserRuleContext* ctx, const lex::Token& found,
                                            const lex::Token* before, const std::string& what) {
   auto* decl = dynamic_cast<AvfParser::DeclContext*>(ctx);
-  std::string kind = decl->kind ? lex::ShortText(decl->kind->getText()) : "kind";
+  std::string kind = decl->kind ? diag::ShortText(decl->kind->getText()) : "kind";
   if (found.kind == lex::TokenKind::Assign && before && before->kind != lex::TokenKind::Colon) {
     diags_.Report(diag::DiagId::ExpectedDeclaration, tokens_.Range(*before), fmt::format("the field `{} =`", kind))
         .Help("fields belong inside a declaration's `{ ... }`; was the block closed too early?");

@@ -212,8 +212,12 @@ auto PerSecondSpelling(std::string_view unit) -> std::string {
 
 // The closest known suffix, or "" when none is close: at most a third of the
 // characters differ (at least one may), and never all of them (`2e`).
+// No known suffix is near a long one, and edit distance grows with the
+// product of the lengths: a 1 MB suffix gets no suggestion.
+constexpr size_t kMaxSuggestedLength = 24;
+
 auto SuggestUnit(std::string_view unit) -> std::string {
-  if (unit.empty()) return "";
+  if (unit.empty() || unit.size() > kMaxSuggestedLength) return "";
   if (std::string per_second = PerSecondSpelling(unit); !per_second.empty()) {
     auto [suffix, distance] = ClosestUnit(per_second);
     if (distance == 0) return std::string(suffix);
