@@ -21,15 +21,13 @@ auto ReportOpenFailure(diag::DiagnosticEngine& diags, llvm::SMRange from, const 
 // Reads what is not a regular file (a pipe, a device such as /dev/zero) in
 // chunks, stopping once it exceeds `limit`: such a file has no size to check
 // up front and may never end.
-auto ReadStream(const std::string& path, uint64_t limit)
+auto ReadStream(llvm::sys::fs::file_t file, const std::string& name, uint64_t limit)
     -> llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> {
-  llvm::Expected<llvm::sys::fs::file_t> file = llvm::sys::fs::openNativeFileForRead(path);
-  if (!file) return llvm::errorToErrorCode(file.takeError());
   std::string data;
   std::vector<char> chunk(1 << 16);
   std::error_code ec;
   while (data.size() <= limit) {
-    llvm::Expected<size_t> n = llvm::sys::fs::readNativeFile(*file, chunk);
+    llvm::Expected<size_t> n = llvm::sys::fs::readNativeFile(file, chunk);
     if (!n) {
       ec = llvm::errorToErrorCode(n.takeError());
       break;
@@ -37,15 +35,25 @@ auto ReadStream(const std::string& path, uint64_t limit)
     if (*n == 0) break;
     data.append(chunk.data(), *n);
   }
-  llvm::sys::fs::closeFile(*file);
   if (ec) return ec;
-  return llvm::MemoryBuffer::getMemBufferCopy(data, path);
+  return llvm::MemoryBuffer::getMemBufferCopy(data, name);
+}
+
+auto ReadStream(const std::string& path, uint64_t limit) -> llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> {
+  llvm::Expected<llvm::sys::fs::file_t> file = llvm::sys::fs::openNativeFileForRead(path);
+  if (!file) return llvm::errorToErrorCode(file.takeError());
+  auto buffer = ReadStream(*file, path, limit);
+  llvm::sys::fs::closeFile(*file);
+  return buffer;
 }
 
 }  // namespace
 
 auto SourceSet::LoadFile(const std::string& path, diag::DiagnosticEngine& diags,
                          llvm::SMRange from) -> std::optional<unsigned> {
+  if (path == "-" && !from.isValid()) {
+    return Add(ReadStream(llvm::sys::fs::getStdinHandle(), "<stdin>", kMaxFileBytes), "<stdin>", false, diags, from);
+  }
   llvm::sys::fs::file_status status;
   if (std::error_code ec = llvm::sys::fs::status(path, status)) {
     ReportOpenFailure(diags, from, path, ec.message());
@@ -62,6 +70,11 @@ auto SourceSet::LoadFile(const std::string& path, diag::DiagnosticEngine& diags,
   bool regular = llvm::sys::fs::is_regular_file(status);
   auto buffer = regular ? llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/true)
                         : ReadStream(path, kMaxFileBytes);
+  return Add(std::move(buffer), path, regular, diags, from);
+}
+
+auto SourceSet::Add(llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer, const std::string& path,
+                    bool regular, diag::DiagnosticEngine& diags, llvm::SMRange from) -> std::optional<unsigned> {
   if (!buffer) {
     ReportOpenFailure(diags, from, path, buffer.getError().message());
     return std::nullopt;
@@ -73,7 +86,7 @@ auto SourceSet::LoadFile(const std::string& path, diag::DiagnosticEngine& diags,
     return std::nullopt;
   }
   unsigned id = mgr_.AddNewSourceBuffer(std::move(*buffer), from.Start);
-  if (!Validate(id, diags)) return std::nullopt;
+  if (!Validate(id, diags, from)) return std::nullopt;
   return id;
 }
 
@@ -84,10 +97,11 @@ auto SourceSet::AddBuffer(std::string name, std::string contents, diag::Diagnost
   return id;
 }
 
-auto SourceSet::Validate(unsigned buffer_id, diag::DiagnosticEngine& diags) -> bool {
+auto SourceSet::Validate(unsigned buffer_id, diag::DiagnosticEngine& diags, llvm::SMRange from) -> bool {
   llvm::StringRef text = Text(buffer_id);
   if (std::memchr(text.data(), '\0', text.size()) != nullptr) {
-    diags.Report(diag::DiagId::FileIsBinary, {}, Name(buffer_id).str());
+    // Pointing into binary data would print it; point at the import instead.
+    diags.Report(diag::DiagId::FileIsBinary, from, Name(buffer_id).str());
     return false;
   }
   const auto* begin = reinterpret_cast<const llvm::UTF8*>(text.begin());

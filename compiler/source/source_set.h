@@ -6,6 +6,8 @@
 #include <optional>
 #include <string>
 
+#include <llvm/Support/ErrorOr.h>
+#include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/SourceMgr.h>
 
 #include "diag/diagnostic.h"
@@ -22,7 +24,8 @@ class SourceSet {
   // command-line file), where the diagnostic is then shown; the diagnostic is
   // the same either way (a missing, unreadable or directory file is an I/O
   // error, exit status 2; a binary or non-UTF-8 one an input error, 1). Files
-  // that are not regular (pipes, devices) are read up to the size limit.
+  // that are not regular (pipes, devices) are read up to the size limit; the
+  // command-line path `-` is standard input, shown as `<stdin>`.
   auto LoadFile(const std::string& path, diag::DiagnosticEngine& diags,
                 llvm::SMRange from = {}) -> std::optional<unsigned>;
 
@@ -40,7 +43,9 @@ class SourceSet {
   }
 
  private:
-  auto Validate(unsigned buffer_id, diag::DiagnosticEngine& diags) -> bool;
+  auto Validate(unsigned buffer_id, diag::DiagnosticEngine& diags, llvm::SMRange from = {}) -> bool;
+  auto Add(llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer, const std::string& path, bool regular,
+           diag::DiagnosticEngine& diags, llvm::SMRange from) -> std::optional<unsigned>;
   llvm::SourceMgr mgr_;
 };
 
