@@ -67,7 +67,8 @@ auto SourceSet::LoadFile(const std::string& path, diag::DiagnosticEngine& diags,
     diags.Report(diag::DiagId::FileTooLarge, from, path, status.getSize(), kMaxFileBytes);
     return std::nullopt;
   }
-  bool regular = llvm::sys::fs::is_regular_file(status);
+  // Files of /proc report size 0 yet have contents: read them as streams.
+  bool regular = llvm::sys::fs::is_regular_file(status) && status.getSize() > 0;
   auto buffer = regular ? llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/true)
                         : ReadStream(path, kMaxFileBytes);
   return Add(std::move(buffer), path, regular, diags, from);
