@@ -10,7 +10,9 @@ config.test_format = lit.formats.ShTest(execute_external=True)
 config.suffixes = [".avf", ".test"]
 config.excludes = ["Inputs", "lit.cfg.py", "fuzz"]
 config.test_source_root = os.path.dirname(__file__)
-config.test_exec_root = os.path.join(config.aviflow_obj_root, "test")
+# A second run of the suite (against the sanitizer build) writes its %t files
+# elsewhere, so that both runs can go at once.
+config.test_exec_root = os.environ.get("AVIFLOW_TEST_EXEC_ROOT", os.path.join(config.aviflow_obj_root, "test"))
 
 src = config.aviflow_src_root
 config.substitutions.append(("%aviflowc", config.aviflowc_path))
