@@ -20,10 +20,8 @@ auto SourceText(llvm::SMRange r) -> std::string {
 }
 
 auto MakeQuantity(const units::Quantity& q, llvm::SMRange range) -> Value {
-  Value v;
-  v.kind = Value::Kind::Quantity;
+  Value v = Value::Of(Value::Kind::Quantity, range);
   v.quantity = q;
-  v.range = range;
   return v;
 }
 
@@ -69,25 +67,16 @@ auto Evaluator::Eval(const ast::Expr& e, const FieldSchema* expected) -> Value {
       return n.valid ? MakeQuantity(n.value, e.range()) : Value::Error();
     }
     case ast::Expr::Kind::String: {
-      Value v;
-      v.kind = Value::Kind::String;
+      Value v = Value::Of(Value::Kind::String, e.range());
       v.text = llvm::cast<ast::StringExpr>(e).value;
-      v.range = e.range();
       return v;
     }
     case ast::Expr::Kind::Bool: {
-      Value v;
-      v.kind = Value::Kind::Bool;
+      Value v = Value::Of(Value::Kind::Bool, e.range());
       v.boolean = llvm::cast<ast::BoolExpr>(e).value;
-      v.range = e.range();
       return v;
     }
-    case ast::Expr::Kind::Auto: {
-      Value v;
-      v.kind = Value::Kind::Auto;
-      v.range = e.range();
-      return v;
-    }
+    case ast::Expr::Kind::Auto: return Value::Of(Value::Kind::Auto, e.range());
     case ast::Expr::Kind::Name: return EvalName(llvm::cast<ast::NameExpr>(e), expected);
     case ast::Expr::Kind::Member: return EvalMember(llvm::cast<ast::MemberExpr>(e));
     case ast::Expr::Kind::List: return EvalList(llvm::cast<ast::ListExpr>(e), expected);
@@ -106,10 +95,8 @@ auto Evaluator::EvalName(const ast::NameExpr& e, const FieldSchema* expected) ->
   if (expected && expected->type == FieldType::Enum) {
     const auto& values = expected->enum_values;
     if (std::find(values.begin(), values.end(), name) != values.end()) {
-      Value v;
-      v.kind = Value::Kind::Enum;
+      Value v = Value::Of(Value::Kind::Enum, e.range());
       v.text = name;
-      v.range = e.range();
       return v;
     }
     if (!a_.Lookup(name)) {
@@ -126,10 +113,8 @@ auto Evaluator::EvalName(const ast::NameExpr& e, const FieldSchema* expected) ->
     ReportUnknownName(e.name, expected);
     return Value::Error();
   }
-  Value v;
-  v.kind = Value::Kind::Ref;
+  Value v = Value::Of(Value::Kind::Ref, e.range());
   v.decl = *id;
-  v.range = e.range();
   return v;
 }
 
@@ -287,9 +272,7 @@ auto Evaluator::EvalUnary(const ast::UnaryExpr& e) -> Value {
 
 auto Evaluator::EvalList(const ast::ListExpr& e, const FieldSchema* expected) -> Value {
   const FieldSchema* element = expected && expected->type == FieldType::List ? expected->element.get() : nullptr;
-  Value v;
-  v.kind = Value::Kind::List;
-  v.range = e.range();
+  Value v = Value::Of(Value::Kind::List, e.range());
   for (const ast::ExprPtr& item : e.elements) {
     Value value = element ? Field(*item, *element) : Eval(*item, nullptr);
     v.list.push_back(std::move(value));
@@ -312,17 +295,10 @@ auto Evaluator::EvalRecord(const ast::RecordExpr& e, const FieldSchema* expected
     ReportUnknownName(e.type, expected);
     return Value::Error();
   }
-  if (!expected || expected->type != FieldType::Ref || a_.decl(*base).kind != expected->ref_kind) {
-    Value ref;
-    ref.kind = Value::Kind::Ref;
-    ref.decl = *base;
-    ref.range = e.range();
-    return ref;  // Check() reports the kind mismatch
-  }
-  Value v;
-  v.kind = Value::Kind::Ref;
-  v.decl = a_.AddInline(e, *base, owner_, path_);
-  v.range = e.range();
+  Value v = Value::Of(Value::Kind::Ref, e.range());
+  // Of another kind than the field takes: Check() reports the mismatch.
+  bool fits = expected && expected->type == FieldType::Ref && a_.decl(*base).kind == expected->ref_kind;
+  v.decl = fits ? a_.AddInline(e, *base, owner_, path_) : *base;
   return v;
 }
 
@@ -338,10 +314,8 @@ auto Evaluator::EvalCall(const ast::CallExpr& e) -> Value {
     diags_.Report(DiagId::BadCallArguments, e.range(), "secret", "one non-empty string: the name of a Kubernetes Secret");
     return Value::Error();
   }
-  Value v;
-  v.kind = Value::Kind::Secret;
+  Value v = Value::Of(Value::Kind::Secret, e.range());
   v.text = arg->value;
-  v.range = e.range();
   return v;
 }
 

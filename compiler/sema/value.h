@@ -33,6 +33,12 @@ struct Value {
   llvm::SMRange range;            // where it was written (empty for defaults)
 
   static auto Error() -> Value { return Value{}; }
+  static auto Of(Kind kind, llvm::SMRange range) -> Value {
+    Value v;
+    v.kind = kind;
+    v.range = range;
+    return v;
+  }
   auto is_error() const -> bool { return kind == Kind::Error; }
 };
 
