@@ -6,6 +6,7 @@
 #include "lex/lex.h"
 
 #include <deque>
+#include <optional>
 
 #include <llvm/Support/ConvertUTF.h>
 #include <llvm/Support/raw_ostream.h>
@@ -57,7 +58,6 @@ auto CodePointOffsets(llvm::StringRef text, size_t first) -> std::vector<uint32_
 
 constexpr llvm::StringLiteral kByteOrderMark = "\xEF\xBB\xBF";
 
-
 // Code points that look like nothing (or like a space) in an editor.
 auto InvisibleCharacterName(uint32_t cp) -> const char* {
   switch (cp) {
@@ -81,6 +81,67 @@ auto DecodeCodePoint(llvm::StringRef text) -> uint32_t {
     return 0xFFFD;
   }
   return cp;
+}
+
+// One escape sequence of a string body, starting at its backslash: the
+// lexer reports the invalid ones and DecodeString decodes the valid ones, so
+// the escape grammar lives here only.
+struct Escape {
+  size_t length = 2;                   // bytes from the backslash
+  std::optional<uint32_t> code_point;  // what it stands for, when valid
+  std::optional<diag::DiagId> error;   // InvalidEscape or InvalidUnicodeEscape
+  std::string detail;                  // the escape as written, or what is wrong
+};
+
+auto ValidEscape(uint32_t code_point, size_t length = 2) -> Escape {
+  Escape e;
+  e.length = length;
+  e.code_point = code_point;
+  return e;
+}
+
+auto InvalidEscape(diag::DiagId error, size_t length, std::string detail) -> Escape {
+  Escape e;
+  e.length = length;
+  e.error = error;
+  e.detail = std::move(detail);
+  return e;
+}
+
+auto ReadUnicodeEscape(llvm::StringRef body, size_t i) -> Escape {
+  size_t open = i + 2;
+  size_t close = body.find('}', open);
+  auto invalid = [&](size_t length, std::string detail) {
+    return InvalidEscape(diag::DiagId::InvalidUnicodeEscape, length, std::move(detail));
+  };
+  if (open >= body.size() || body[open] != '{' || close == llvm::StringRef::npos) {
+    return invalid(std::min(open + 1, body.size()) - i, "write `\\u{` hex digits `}`");
+  }
+  size_t length = close + 1 - i;
+  llvm::StringRef hex = body.slice(open + 1, close);
+  unsigned value = 0;
+  if (hex.empty() || hex.size() > 6 || hex.getAsInteger(16, value)) return invalid(length, "expected 1 to 6 hex digits");
+  if (value > 0x10FFFF || (value >= 0xD800 && value <= 0xDFFF)) {
+    return invalid(length, fmt::format("U+{:X} is not a Unicode scalar value", value));
+  }
+  if (value == 0) return invalid(length, "NUL is not allowed in strings");
+  return ValidEscape(value, length);
+}
+
+// `body` is a string token without its quotes; body[i] is a backslash that
+// is not the last byte.
+auto ReadEscape(llvm::StringRef body, size_t i) -> Escape {
+  char c = body[i + 1];
+  switch (c) {
+    case 'n': return ValidEscape('\n');
+    case 't': return ValidEscape('\t');
+    case '"': case '\\': return ValidEscape(static_cast<uint32_t>(c));
+    case 'u': return ReadUnicodeEscape(body, i);
+    default: break;
+  }
+  size_t len = 1;
+  while (i + 1 + len < body.size() && (static_cast<unsigned char>(body[i + 1 + len]) & 0xC0) == 0x80) ++len;
+  return InvalidEscape(diag::DiagId::InvalidEscape, 1 + len, body.substr(i + 1, len).str());
 }
 
 // The ANTLR lexer as a stream of our tokens (byte offsets, hidden tokens
@@ -305,44 +366,18 @@ class Lexer {
   }
 
   void CheckEscapes(const Token& t, llvm::StringRef text) {
-    for (size_t i = 1; i + 1 < text.size(); ++i) {
-      if (text[i] != '\\') continue;
-      char c = text[i + 1];
-      llvm::SMRange range{out_.Loc(t.begin + i), out_.Loc(t.begin + i + 2)};
-      if (c == 'u') {
-        CheckUnicodeEscape(t, text, i);
-      } else if (c != '"' && c != '\\' && c != 'n' && c != 't') {
-        size_t len = 1;
-        while ((static_cast<unsigned char>(text[i + 1 + len]) & 0xC0) == 0x80) ++len;
-        range.End = out_.Loc(t.begin + i + 1 + len);
-        Error(diags_.Report(diag::DiagId::InvalidEscape, range, text.substr(i + 1, len).str())
-                  .Help("the escapes are `\\\"` `\\\\` `\\n` `\\t` `\\u{...}`"));
+    llvm::StringRef body = text.drop_front().drop_back();
+    for (size_t i = 0; i + 1 < body.size(); ++i) {
+      if (body[i] != '\\') continue;
+      Escape e = ReadEscape(body, i);
+      if (e.error) {
+        uint32_t begin = t.begin + 1 + static_cast<uint32_t>(i);
+        auto b = diags_.Report(*e.error, {out_.Loc(begin), out_.Loc(begin + e.length)}, e.detail);
+        if (*e.error == diag::DiagId::InvalidEscape) b.Help("the escapes are `\\\"` `\\\\` `\\n` `\\t` `\\u{...}`");
+        Error(b);
       }
-      ++i;
+      i += e.code_point ? e.length - 1 : 1;
     }
-  }
-
-  void CheckUnicodeEscape(const Token& t, llvm::StringRef text, size_t i) {
-    size_t open = i + 2;
-    size_t close = text.find('}', open);
-    std::string problem;
-    if (open >= text.size() || text[open] != '{' || close == llvm::StringRef::npos) {
-      problem = "write `\\u{` hex digits `}`";
-      close = open;
-    } else {
-      llvm::StringRef hex = text.slice(open + 1, close);
-      unsigned value = 0;
-      if (hex.empty() || hex.size() > 6 || hex.getAsInteger(16, value)) {
-        problem = "expected 1 to 6 hex digits";
-      } else if (value > 0x10FFFF || (value >= 0xD800 && value <= 0xDFFF)) {
-        problem = fmt::format("U+{:X} is not a Unicode scalar value", value);
-      } else if (value == 0) {
-        problem = "NUL is not allowed in strings";
-      }
-    }
-    if (problem.empty()) return;
-    llvm::SMRange range{out_.Loc(t.begin + i), out_.Loc(t.begin + std::min(close + 1, text.size() - 1))};
-    Error(diags_.Report(diag::DiagId::InvalidUnicodeEscape, range, problem));
   }
 
   void CheckNumber(const Token& t, llvm::StringRef text) {
@@ -390,31 +425,19 @@ auto DecodeString(llvm::StringRef token_text) -> std::string {
   std::string out;
   out.reserve(body.size());
   for (size_t i = 0; i < body.size(); ++i) {
-    char c = body[i];
-    if (c != '\\' || i + 1 >= body.size()) {
-      out.push_back(c);
+    if (body[i] != '\\' || i + 1 >= body.size()) {
+      out.push_back(body[i]);
       continue;
     }
-    char e = body[++i];
-    switch (e) {
-      case 'n': out.push_back('\n'); break;
-      case 't': out.push_back('\t'); break;
-      case '"': case '\\': out.push_back(e); break;
-      case 'u': {
-        size_t close = body.find('}', i);
-        unsigned value = 0;
-        if (i + 1 < body.size() && body[i + 1] == '{' && close != llvm::StringRef::npos &&
-            !body.slice(i + 2, close).getAsInteger(16, value) && value != 0 && value <= 0x10FFFF &&
-            !(value >= 0xD800 && value <= 0xDFFF)) {
-          char buf[UNI_MAX_UTF8_BYTES_PER_CODE_POINT];
-          char* p = buf;
-          llvm::ConvertCodePointToUTF8(value, p);
-          out.append(buf, p);
-          i = close;
-        }
-        break;
-      }
-      default: break;  // reported by the lexer
+    Escape e = ReadEscape(body, i);
+    if (e.code_point) {
+      char buf[UNI_MAX_UTF8_BYTES_PER_CODE_POINT];
+      char* p = buf;
+      llvm::ConvertCodePointToUTF8(*e.code_point, p);
+      out.append(buf, p);
+      i += e.length - 1;
+    } else {
+      ++i;  // reported by the lexer; only the backslash and its letter are dropped
     }
   }
   return out;
