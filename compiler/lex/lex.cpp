@@ -454,7 +454,7 @@ void DumpTokens(const source::SourceSet& sources, const TokenizedBuffer& tokens,
     }
     os << pos.line << ':' << pos.column << ' ' << KindName(t.kind);
     if (!text.empty()) os << " '" << text << '\'';
-    if (text.empty() && IsCloser(t.kind)) os << " (inserted)";
+    if (TokenizedBuffer::IsInserted(t)) os << " (inserted)";
     os << '\n';
   }
 }

@@ -40,6 +40,11 @@ class TokenizedBuffer {
     return llvm::SMLoc::getFromPointer(text_.data() + offset);
   }
   auto Range(const Token& t) const -> llvm::SMRange { return {Loc(t.begin), Loc(t.end)}; }
+  // An empty closer the lexer inserted where a bracket was left open.
+  static auto IsInserted(const Token& t) -> bool {
+    return t.begin == t.end &&
+           (t.kind == TokenKind::RBrace || t.kind == TokenKind::RBracket || t.kind == TokenKind::RParen);
+  }
   // False when lexing found a problem that makes parsing pointless
   // (nesting beyond the limit): the parser then skips this buffer.
   auto parseable() const -> bool { return parseable_; }

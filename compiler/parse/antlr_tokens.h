@@ -27,6 +27,15 @@ inline auto KindOfAntlrType(size_t type) -> lex::TokenKind {
   return lex::TokenKind::BadChar;
 }
 
+// Our token behind an ANTLR token: the parser's token index is the index
+// into TokenizedBuffer::tokens(). A token ANTLR conjured while recovering has
+// no index and maps to the end of the file.
+inline auto OurToken(const lex::TokenizedBuffer& tokens, const antlr4::Token* t) -> const lex::Token& {
+  size_t index = t->getTokenIndex();
+  const auto& all = tokens.tokens();
+  return index < all.size() ? all[index] : all.back();
+}
+
 // IntervalSet::contains is overloaded for size_t and ssize_t.
 inline auto Has(const antlr4::misc::IntervalSet& set, size_t type) -> bool { return set.contains(type); }
 

@@ -72,11 +72,7 @@ class AstBuilder {
   }
 
  private:
-  auto Tok(antlr4::Token* t) const -> const lex::Token& {
-    size_t index = t->getTokenIndex();
-    const auto& all = tokens_.tokens();
-    return index < all.size() ? all[index] : all.back();
-  }
+  auto Tok(antlr4::Token* t) const -> const lex::Token& { return OurToken(tokens_, t); }
 
   // The value of a string token; an unterminated one (reported by the lexer)
   // reads as if it were closed at the end of the line.

@@ -82,22 +82,14 @@ auto LastField(antlr4::ParserRuleContext* ctx) -> AvfParser::FieldContext* {
 }  // namespace
 
 auto SyntaxErrorStrategy::OurToken(antlr4::Token* token) const -> const lex::Token& {
-  size_t index = token->getTokenIndex();
-  const auto& all = tokens_.tokens();
-  return index < all.size() ? all[index] : all.back();
-}
-
-// An empty closer inserted by the lexer where a bracket was left open.
-auto SyntaxErrorStrategy::IsInserted(const lex::Token& t) const -> bool {
-  return t.begin == t.end && (t.kind == lex::TokenKind::RBrace || t.kind == lex::TokenKind::RBracket ||
-                              t.kind == lex::TokenKind::RParen);
+  return parse::OurToken(tokens_, token);
 }
 
 auto SyntaxErrorStrategy::DescribeFound(antlr4::Token* token) const -> std::string {
   // An inserted closer is not in the source: describe what follows it.
   const auto& all = tokens_.tokens();
   size_t index = std::min(token->getTokenIndex(), all.size() - 1);
-  while (index + 1 < all.size() && IsInserted(all[index])) ++index;
+  while (index + 1 < all.size() && lex::TokenizedBuffer::IsInserted(all[index])) ++index;
   const lex::Token& t = all[index];
   llvm::StringRef text = tokens_.Text(t);
   switch (t.kind) {
@@ -175,7 +167,7 @@ auto SyntaxErrorStrategy::singleTokenDeletion(antlr4::Parser* parser) -> antlr4:
   size_t type = parser->getCurrentToken()->getType();
   if (type == AvfParser::NL || type == AvfParser::SEMI || type == AvfParser::RBRACE || type == antlr4::Token::EOF ||
       type == AvfParser::LBRACE || type == AvfParser::LBRACKET || type == AvfParser::LPAREN ||
-      IsInserted(OurToken(parser->getCurrentToken()))) {
+      lex::TokenizedBuffer::IsInserted(OurToken(parser->getCurrentToken()))) {
     return nullptr;
   }
   return DefaultErrorStrategy::singleTokenDeletion(parser);

@@ -55,7 +55,6 @@ class SyntaxErrorStrategy : public antlr4::DefaultErrorStrategy {
   // skipping; kField also at the block's `}`, kValue at any closer.
   enum class SkipTo { kLineEnd, kField, kValue };
   void Skip(antlr4::Parser* parser, SkipTo to);
-  auto IsInserted(const lex::Token& t) const -> bool;
   auto ValueOnNextLine(antlr4::ParserRuleContext* body) const -> bool;
   auto LastFieldName(antlr4::ParserRuleContext* body) const -> std::string;
 
