@@ -1,6 +1,9 @@
 #include "diag/diagnostic.h"
 
+#include <algorithm>
 #include <limits>
+
+#include <llvm/ADT/StringRef.h>
 
 namespace avf::diag {
 
@@ -18,6 +21,19 @@ auto Info(DiagId id) -> const DiagInfo& { return kInfos[static_cast<size_t>(id)]
 auto AllDiagInfos() -> std::vector<DiagInfo> { return {std::begin(kInfos), std::end(kInfos)}; }
 
 auto Quote(std::string_view text) -> std::string { return fmt::format("`{}`", text); }
+
+auto ClosestMatch(std::string_view word, const std::vector<std::string>& candidates) -> std::string {
+  std::string best;
+  unsigned best_distance = std::max<unsigned>(2, word.size() / 3) + 1;
+  for (const std::string& c : candidates) {
+    unsigned d = llvm::StringRef(word.data(), word.size()).edit_distance(c, true, best_distance);
+    if (d < best_distance) {
+      best_distance = d;
+      best = c;
+    }
+  }
+  return best;
+}
 
 auto ShortText(std::string_view text, size_t max) -> std::string {
   if (text.size() <= max) return std::string(text);
@@ -74,6 +90,11 @@ auto DiagnosticBuilder::Note(std::string message) -> DiagnosticBuilder& {
 auto DiagnosticBuilder::Help(std::string message) -> DiagnosticBuilder& {
   if (Diagnostic* d = Get()) d->help.push_back(std::move(message));
   return *this;
+}
+
+auto DiagnosticBuilder::Suggest(llvm::SMRange range, const std::string& replacement) -> DiagnosticBuilder& {
+  if (replacement.empty()) return *this;
+  return Help(fmt::format("did you mean `{}`?", replacement)).Fix(range, replacement);
 }
 
 auto DiagnosticBuilder::Fix(llvm::SMRange range, std::string replacement) -> DiagnosticBuilder& {

@@ -67,6 +67,10 @@ auto Quote(std::string_view text) -> std::string;
 // with `...` at a character boundary (a 1 MB name must not make a 1 MB message).
 auto ShortText(std::string_view text, size_t max = 40) -> std::string;
 
+// The candidate closest to `word` by edit distance, for "did you mean", or ""
+// when none is close (at most max(2, a third of the word) edits).
+auto ClosestMatch(std::string_view word, const std::vector<std::string>& candidates) -> std::string;
+
 class DiagnosticEngine;
 
 // Attaches ranges, notes, help and fix-its to the diagnostic just reported.
@@ -78,6 +82,9 @@ class DiagnosticBuilder {
   auto Note(std::string message) -> DiagnosticBuilder&;
   auto Help(std::string message) -> DiagnosticBuilder&;
   auto Fix(llvm::SMRange range, std::string replacement) -> DiagnosticBuilder&;
+  // "did you mean `X`?" with the fix-it that writes X over `range`; nothing
+  // when `replacement` is empty (no close match).
+  auto Suggest(llvm::SMRange range, const std::string& replacement) -> DiagnosticBuilder&;
 
  private:
   auto Get() -> Diagnostic*;

@@ -300,9 +300,7 @@ class Lexer {
     for (auto [chars, kind] : kLookAlikes) {
       if (text != llvm::StringRef(chars.data(), chars.size())) continue;
       std::string op = kind == TokenKind::Minus ? "-" : kind == TokenKind::Star ? "*" : "/";
-      Error(diags_.Report(diag::DiagId::UnexpectedCharacter, out_.Range(t), text.str())
-                .Help(fmt::format("did you mean `{}`?", op))
-                .Fix(out_.Range(t), op));
+      Error(diags_.Report(diag::DiagId::UnexpectedCharacter, out_.Range(t), text.str()).Suggest(out_.Range(t), op));
       raw.push_back({kind, t.begin, t.end});
       return true;
     }
@@ -388,7 +386,7 @@ class Lexer {
         llvm::SMRange range{out_.Loc(t.begin + r.unit_offset), out_.Loc(t.end)};
         auto b = diags_.Report(diag::DiagId::UnknownUnit, range, diag::ShortText(r.unit));
         if (!r.suggestion.empty()) {
-          b.Help(fmt::format("did you mean `{}`?", r.suggestion)).Fix(range, r.suggestion);
+          b.Suggest(range, r.suggestion);
         } else {
           b.Help("units are listed in docs/language.md; leave a space between a number and a name");
         }

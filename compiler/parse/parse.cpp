@@ -116,14 +116,10 @@ class AstBuilder {
 
   void ReportUnknownKind(const ast::Name& keyword) {
     auto b = diags_.Report(diag::DiagId::UnknownDeclKind, keyword.range, keyword.text);
-    std::string best;
-    unsigned best_distance = 3;
-    for (size_t i = 0; i < ast::kDeclKindCount; ++i) {
-      std::string_view k = ast::KeywordOf(static_cast<ast::DeclKind>(i));
-      unsigned d = llvm::StringRef(keyword.text).edit_distance(llvm::StringRef(k.data(), k.size()));
-      if (d < best_distance) best_distance = d, best = std::string(k);
-    }
-    if (!best.empty()) b.Help(fmt::format("did you mean `{}`?", best)).Fix(keyword.range, best);
+    std::vector<std::string> kinds;
+    for (size_t i = 0; i < ast::kDeclKindCount; ++i) kinds.emplace_back(ast::KeywordOf(static_cast<ast::DeclKind>(i)));
+    std::string best = diag::ClosestMatch(keyword.text, kinds);
+    if (!best.empty()) b.Suggest(keyword.range, best);
     else b.Help("the kinds are gpu, fabric, node, cluster, storage, dataset, model and job");
   }
 

@@ -107,7 +107,5 @@ auto EvaluateField(Analyzer& analyzer, const ast::Expr& expr, const FieldSchema&
 // Rules that relate several fields of one declaration (rules.cpp).
 void CheckRules(Analyzer& analyzer, const Program& program);
 
-// The closest of `candidates` to `word`, or "" when none is close.
-auto ClosestMatch(std::string_view word, const std::vector<std::string>& candidates) -> std::string;
 
 }  // namespace avf::sema

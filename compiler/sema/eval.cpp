@@ -102,9 +102,7 @@ auto Evaluator::EvalName(const ast::NameExpr& e, const FieldSchema* expected) ->
     if (!a_.Lookup(name)) {
       std::vector<std::string> options(values.begin(), values.end());
       auto b = diags_.Report(DiagId::UnknownEnumValue, e.name.range, name, field_name_, JoinAlternatives(values));
-      if (std::string near = ClosestMatch(name, options); !near.empty()) {
-        b.Help(fmt::format("did you mean `{}`?", near)).Fix(e.name.range, near);
-      }
+      b.Suggest(e.name.range, diag::ClosestMatch(name, options));
       return Value::Error();
     }
   }
@@ -123,8 +121,8 @@ void Evaluator::ReportUnknownName(const ast::Name& name, const FieldSchema* expe
   if (expected && expected->type == FieldType::Ref) kind = expected->ref_kind;
   if (expected && expected->type == FieldType::Location) kind = ast::DeclKind::Storage;
   auto b = diags_.Report(DiagId::UnknownName, name.range, name.text);
-  std::string near = ClosestMatch(name.text, a_.NamesOfKind(kind));
-  if (near.empty() && kind) near = ClosestMatch(name.text, a_.NamesOfKind(std::nullopt));
+  std::string near = diag::ClosestMatch(name.text, a_.NamesOfKind(kind));
+  if (near.empty() && kind) near = diag::ClosestMatch(name.text, a_.NamesOfKind(std::nullopt));
   if (expected && expected->type == FieldType::String) {
     // `bucket = datasets`: a string without its quotes.
     b.Help(fmt::format("`{}` takes a string; write it in quotes: `\"{}\"`", field_name_, name.text))
@@ -132,7 +130,7 @@ void Evaluator::ReportUnknownName(const ast::Name& name, const FieldSchema* expe
   } else if (expected && expected->type == FieldType::Bool) {
     b.Help(fmt::format("`{}` takes `true` or `false`", field_name_));
   } else if (!near.empty()) {
-    b.Help(fmt::format("did you mean `{}`?", near)).Fix(name.range, near);
+    b.Suggest(name.range, near);
   } else if (kind && (*kind == ast::DeclKind::Gpu || *kind == ast::DeclKind::Node ||
                       *kind == ast::DeclKind::Fabric || *kind == ast::DeclKind::Model)) {
     b.Help("hardware and models of the standard library need `import \"std/hardware\"` or `import \"std/models\"`");
@@ -154,11 +152,7 @@ auto Evaluator::EvalMember(const ast::MemberExpr& e) -> Value {
       std::string owner = fmt::format("{} `{}`", ast::KeywordOf(kind), a_.decl(decl).name);
       if (!SchemaOf(kind).Find(member.text)) {
         auto b = diags_.Report(DiagId::UnknownMember, member.range, owner, member.text);
-        std::vector<std::string> names;
-        for (std::string_view n : SchemaOf(kind).FieldNames()) names.emplace_back(n);
-        if (std::string near = ClosestMatch(member.text, names); !near.empty()) {
-          b.Help(fmt::format("did you mean `{}`?", near)).Fix(member.range, near);
-        }
+        b.Suggest(member.range, diag::ClosestMatch(member.text, SchemaOf(kind).FieldNames()));
         return Value::Error();
       }
       std::optional<FieldValue> fv = a_.EvalField(decl, {member.text}, member.range);
@@ -305,7 +299,7 @@ auto Evaluator::EvalRecord(const ast::RecordExpr& e, const FieldSchema* expected
 auto Evaluator::EvalCall(const ast::CallExpr& e) -> Value {
   if (e.callee.text != "secret") {
     auto b = diags_.Report(DiagId::UnknownFunction, e.callee.range, e.callee.text);
-    if (ClosestMatch(e.callee.text, {"secret"}) == "secret") b.Fix(e.callee.range, "secret");
+    if (diag::ClosestMatch(e.callee.text, {"secret"}) == "secret") b.Fix(e.callee.range, "secret");
     b.Help("the built-in function is `secret(\"NAME\")`");
     return Value::Error();
   }

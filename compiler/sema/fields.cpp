@@ -108,9 +108,8 @@ auto Analyzer::Compute(DeclId decl, const FieldPath& path, const FieldSchema& sc
     if (site && !InnerBody(*site->field)) return FieldValue{path.back(), Value::Error(), Origin::Written, site->decl};
     llvm::SMRange where = site ? site->field->name.range : decls_[decl].name_range;
     Origin origin = !site ? Origin::Defaulted : site->decl == decl ? Origin::Written : Origin::Inherited;
-    FieldValue fv{path.back(), Value{}, origin, site ? site->decl : decl};
-    fv.value.kind = Value::Kind::Record;
-    fv.value.range = site ? site->field->range : llvm::SMRange();
+    FieldValue fv{path.back(), Value::Of(Value::Kind::Record, site ? site->field->range : llvm::SMRange()),
+                  origin, site ? site->decl : decl};
     fv.value.record = std::make_shared<RecordValue>(BuildRecord(decl, path, *schema.record, where));
     return fv;
   }
@@ -136,24 +135,25 @@ auto Analyzer::DefaultFor(DeclId decl, const FieldPath& path, const FieldSchema&
   if (!schema.default_value) return std::nullopt;
   const DefaultValue& d = *schema.default_value;
   FieldValue fv{path.back(), Value{}, Origin::Defaulted, decl};
+  Value& v = fv.value;
   switch (d.kind) {
     case DefaultValue::Kind::Integer:
-      fv.value.kind = Value::Kind::Quantity;
-      fv.value.quantity = units::Quantity::Integer(d.integer, schema.dim);
+      v = Value::Of(Value::Kind::Quantity, {});
+      v.quantity = units::Quantity::Integer(d.integer, schema.dim);
       break;
     case DefaultValue::Kind::Real:
-      fv.value.kind = Value::Kind::Quantity;
-      fv.value.quantity = units::Quantity::Real(d.real, schema.dim);
+      v = Value::Of(Value::Kind::Quantity, {});
+      v.quantity = units::Quantity::Real(d.real, schema.dim);
       break;
     case DefaultValue::Kind::Enum:
-      fv.value.kind = Value::Kind::Enum;
-      fv.value.text = std::string(d.text);
+      v = Value::Of(Value::Kind::Enum, {});
+      v.text = std::string(d.text);
       break;
     case DefaultValue::Kind::Bool:
-      fv.value.kind = Value::Kind::Bool;
-      fv.value.boolean = d.boolean;
+      v = Value::Of(Value::Kind::Bool, {});
+      v.boolean = d.boolean;
       break;
-    case DefaultValue::Kind::Auto: fv.value.kind = Value::Kind::Auto; break;
+    case DefaultValue::Kind::Auto: v = Value::Of(Value::Kind::Auto, {}); break;
     case DefaultValue::Kind::SameAs: {
       FieldPath sibling = path;
       sibling.back() = std::string(d.text);

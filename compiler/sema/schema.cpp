@@ -217,9 +217,9 @@ auto RecordSchema::Find(std::string_view field) const -> const FieldSchema* {
   return nullptr;
 }
 
-auto RecordSchema::FieldNames() const -> std::vector<std::string_view> {
-  std::vector<std::string_view> names;
-  for (const FieldSchema& f : fields) names.push_back(f.name);
+auto RecordSchema::FieldNames() const -> std::vector<std::string> {
+  std::vector<std::string> names;
+  for (const FieldSchema& f : fields) names.emplace_back(f.name);
   return names;
 }
 

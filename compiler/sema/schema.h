@@ -63,7 +63,7 @@ struct RecordSchema {
   std::string_view name;  // "gpu", "job.parallel", "fat_tree"
   std::vector<FieldSchema> fields;
   auto Find(std::string_view field) const -> const FieldSchema*;
-  auto FieldNames() const -> std::vector<std::string_view>;
+  auto FieldNames() const -> std::vector<std::string>;
 };
 
 auto SchemaOf(ast::DeclKind kind) -> const RecordSchema&;

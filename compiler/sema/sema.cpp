@@ -12,19 +12,6 @@ namespace avf::sema {
 
 auto JoinPath(const FieldPath& path) -> std::string { return fmt::format("{}", fmt::join(path, ".")); }
 
-auto ClosestMatch(std::string_view word, const std::vector<std::string>& candidates) -> std::string {
-  std::string best;
-  unsigned best_distance = std::max<unsigned>(2, word.size() / 3) + 1;
-  for (const std::string& c : candidates) {
-    unsigned d = llvm::StringRef(word.data(), word.size()).edit_distance(c, true, best_distance);
-    if (d < best_distance) {
-      best_distance = d;
-      best = c;
-    }
-  }
-  return best;
-}
-
 Analyzer::Analyzer(const imports::ModuleSet& modules, diag::DiagnosticEngine& diags)
     : modules_(modules), diags_(diags) {}
 
@@ -87,9 +74,7 @@ void Analyzer::ResolveBases() {
     auto base = Lookup(d.base_name->text);
     if (!base) {
       auto b = diags_.Report(diag::DiagId::UnknownName, d.base_name->range, d.base_name->text);
-      if (std::string near = ClosestMatch(d.base_name->text, NamesOfKind(d.kind)); !near.empty()) {
-        b.Help(fmt::format("did you mean `{}`?", near)).Fix(d.base_name->range, near);
-      }
+      b.Suggest(d.base_name->range, diag::ClosestMatch(d.base_name->text, NamesOfKind(d.kind)));
       d.base_broken = true;
       continue;
     }
@@ -203,10 +188,9 @@ void Analyzer::CheckBody(const ast::Body& body, const RecordSchema& schema, cons
     const FieldSchema* f = schema.Find(field.name.text);
     if (!f) {
       auto b = diags_.Report(diag::DiagId::UnknownField, field.name.range, field.name.text, diag::Quote(where));
-      std::vector<std::string> names;
-      for (std::string_view n : schema.FieldNames()) names.emplace_back(n);
-      if (std::string near = ClosestMatch(field.name.text, names); !near.empty()) {
-        b.Help(fmt::format("did you mean `{}`?", near)).Fix(field.name.range, near);
+      std::vector<std::string> names = schema.FieldNames();
+      if (std::string near = diag::ClosestMatch(field.name.text, names); !near.empty()) {
+        b.Suggest(field.name.range, near);
       } else {
         b.Note(fmt::format("`{}` has the fields {}", where, fmt::join(names, ", ")));
       }
