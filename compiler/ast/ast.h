@@ -167,7 +167,8 @@ struct Decl {
 
 struct Import {
   std::string path;
-  llvm::SMRange range;  // the string literal
+  llvm::SMRange range;      // the string literal
+  llvm::SMRange statement;  // `import "path"`
 };
 
 struct File {

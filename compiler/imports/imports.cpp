@@ -1,6 +1,7 @@
 #include "imports/imports.h"
 
 #include <map>
+#include <set>
 
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/Path.h>
@@ -31,28 +32,19 @@ auto IsRelative(llvm::StringRef text) -> bool {
 
 auto IsBlank(char c) -> bool { return c == ' ' || c == '\t' || c == '\r'; }
 
-// What removing the import whose path literal is `literal` takes away: the
-// whole line when the import stands alone on it (a trailing `//` comment
-// goes with it), else `import "path"` itself. Falls back to the literal when
-// the keyword is not found before it.
-auto WholeImport(llvm::StringRef text, llvm::SMRange literal) -> llvm::SMRange {
+// What removing an import takes away: the whole line when the import stands
+// alone on it (a trailing `//` comment goes with it), else the statement.
+auto WholeImport(llvm::StringRef text, const ast::Import& imp) -> llvm::SMRange {
   const char* begin = text.begin();
-  const char* start = literal.Start.getPointer();
-  const char* end = literal.End.getPointer();
-  if (start < begin || end > text.end()) return literal;
-  const char* keyword = start;
-  while (keyword > begin && IsBlank(keyword[-1])) --keyword;
-  if (keyword - begin < 6 || llvm::StringRef(keyword - 6, 6) != "import") return literal;
-  keyword -= 6;
-  const char* line_start = keyword;
+  const char* line_start = imp.statement.Start.getPointer();
+  const char* line_end = imp.statement.End.getPointer();
   while (line_start > begin && IsBlank(line_start[-1])) --line_start;
-  const char* line_end = end;
   while (line_end < text.end() && IsBlank(*line_end)) ++line_end;
   if (llvm::StringRef(line_end, text.end() - line_end).startswith("//")) {
     while (line_end < text.end() && *line_end != '\n') ++line_end;
   }
   bool alone = (line_start == begin || line_start[-1] == '\n') && (line_end == text.end() || *line_end == '\n');
-  if (!alone) return {llvm::SMLoc::getFromPointer(keyword), literal.End};
+  if (!alone) return imp.statement;
   if (line_end < text.end()) ++line_end;  // the newline
   return {llvm::SMLoc::getFromPointer(line_start), llvm::SMLoc::getFromPointer(line_end)};
 }
@@ -73,7 +65,7 @@ class Loader {
     auto id = sources_.LoadFile(main_path, diags_);
     if (!id) return;
     set_.main_loaded = true;
-    Visit(main_path, *id, /*is_main=*/true);
+    Visit(main_path, Identity(main_path), *id, /*is_main=*/true);
   }
 
   auto Take() -> ModuleSet { return std::move(set_); }
@@ -81,14 +73,14 @@ class Loader {
  private:
   // Parses one file, then its imports depth-first; `stack_` holds the files
   // being visited, for cycle detection.
-  void Visit(const std::string& shown_path, unsigned buffer_id, bool is_main) {
-    std::string identity = Identity(shown_path);
-    loaded_[identity] = set_.modules.size();
+  void Visit(const std::string& shown_path, const std::string& identity, unsigned buffer_id, bool is_main) {
+    loaded_.insert(identity);
     lex::TokenizedBuffer tokens = lex::Lex(sources_, buffer_id, diags_);
     ast::File file = parse::Parse(tokens, diags_);
     size_t index = set_.modules.size();
     set_.modules.push_back({shown_path, buffer_id, std::move(tokens), std::move(file), is_main});
     stack_.push_back(identity);
+    // A copy: visiting imports appends to set_.modules.
     std::vector<ast::Import> imports = set_.modules[index].ast.imports;
     std::map<std::string, llvm::SMRange> seen_here;
     for (const ast::Import& imp : imports) {
@@ -117,7 +109,7 @@ class Loader {
     if (auto [it, fresh] = seen_here.emplace(identity, imp.range); !fresh) {
       diags_.Report(diag::DiagId::DuplicateImport, imp.range, imp.path)
           .Note(it->second, "first imported here")
-          .Fix(WholeImport(sources_.Text(importer_buffer), imp.range), "");
+          .Fix(WholeImport(sources_.Text(importer_buffer), imp), "");
       return;
     }
     if (auto cycle = std::find(stack_.begin(), stack_.end(), identity); cycle != stack_.end()) {
@@ -127,7 +119,7 @@ class Loader {
     if (loaded_.count(identity)) return;
     auto id = sources_.LoadFile(*found, diags_, imp.range);
     if (!id) return;
-    Visit(*found, *id, /*is_main=*/false);
+    Visit(*found, identity, *id, /*is_main=*/false);
   }
 
   void ReportNotFound(const ast::Import& imp, const std::vector<std::string>& candidates) {
@@ -152,7 +144,7 @@ class Loader {
   source::SourceSet& sources_;
   diag::DiagnosticEngine& diags_;
   ModuleSet set_;
-  std::map<std::string, size_t> loaded_;
+  std::set<std::string> loaded_;
   std::vector<std::string> stack_;
 };
 

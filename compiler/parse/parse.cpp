@@ -63,7 +63,7 @@ class AstBuilder {
         if (!imp->STRING() || imp->STRING()->getSymbol()->getTokenIndex() >= tokens_.tokens().size()) continue;
         if (!file.decls.empty()) diags_.Report(diag::DiagId::ImportNotAtTop, Range(imp));
         const lex::Token& t = Tok(imp->STRING()->getSymbol());
-        file.imports.push_back({StringValue(t), tokens_.Range(t)});
+        file.imports.push_back({StringValue(t), tokens_.Range(t), Range(imp)});
       } else if (auto* decl = item->decl()) {
         if (auto d = BuildDecl(decl)) file.decls.push_back(std::move(*d));
       }
