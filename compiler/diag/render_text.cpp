@@ -28,17 +28,16 @@ class LineLayout {
     columns_.assign(line_.size() - first_ + 1, 0);
     size_t col = 0;
     for (size_t i = first_; i < line_.size(); ++i) {
-      columns_[i - first_] = col;
       char c = line_[i];
-      if (c == '\t') {
-        size_t next = (col / 8 + 1) * 8;
-        out.append(next - col, ' ');
-        col = next;
-      } else {
-        out.push_back(c);
-        if (!IsContinuationByte(c)) ++col;
-        if (IsContinuationByte(c)) columns_[i - first_] = col - 1;
+      out.push_back(c == '\t' ? ' ' : c);
+      if (IsContinuationByte(c)) {
+        columns_[i - first_] = col - 1;  // the column of its lead byte
+        continue;
       }
+      columns_[i - first_] = col;
+      size_t next = c == '\t' ? (col / 8 + 1) * 8 : col + 1;
+      out.append(next - col - 1, ' ');
+      col = next;
     }
     columns_.back() = col;
   }

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "diag/diagnostic.h"
+
 namespace avf::driver {
 
 enum class Command { Check, Compile };
@@ -21,7 +23,7 @@ struct Options {
   ColorMode color = ColorMode::Auto;
   DiagnosticsFormat format = DiagnosticsFormat::Text;
   bool verify_diagnostics = false;
-  size_t error_limit = 50;
+  size_t error_limit = diag::DiagnosticEngine::kDefaultErrorLimit;
 };
 
 // Either options to run with, or text to print and the exit status.
