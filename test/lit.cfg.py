@@ -20,6 +20,9 @@ config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%stdlib", os.path.join(src, "stdlib")))
 config.substitutions.append(("%examples", os.path.join(src, "examples")))
 config.substitutions.append(("%srcroot", src))
+config.substitutions.append(("%shared", os.path.join(src, "..", "shared")))
+# Test-only tools (avf-calibrate, ...) built beside aviflowc.
+config.substitutions.append(("%bindir", config.aviflow_bin_dir))
 
 config.environment["PATH"] = os.pathsep.join(
     [config.llvm_tools_dir, config.environment.get("PATH", os.environ.get("PATH", ""))])

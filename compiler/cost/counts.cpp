@@ -1,0 +1,47 @@
+#include "cost/counts.h"
+
+namespace avf::cost {
+
+auto DefaultFfn(Arch arch, int64_t hidden) -> int64_t {
+  if (arch == Arch::Gpt2) return 4 * hidden;
+  int64_t raw = 8 * hidden / 3;
+  return (raw + 255) / 256 * 256;
+}
+
+auto CountParams(const ModelShape& m) -> ParamCounts {
+  ParamCounts c;
+  int64_t h = m.hidden;
+  int64_t kv_width = m.kv_heads * (h / m.heads);
+  c.embedding = m.vocab * h;
+  c.output = m.tied_embeddings ? 0 : m.vocab * h;
+  if (m.arch == Arch::Gpt2) {
+    // qkv and output projections with biases, GELU MLP with biases, 2 LayerNorms.
+    c.positions = m.seq_len * h;
+    c.layer_matmul = 4 * h * h + 2 * h * m.ffn;
+    c.per_layer = c.layer_matmul + 4 * h + (m.ffn + h) + 4 * h;
+    c.final_norm = 2 * h;
+  } else {
+    // q, k, v, o without biases (k and v narrowed by GQA), SwiGLU MLP, 2 RMSNorms.
+    c.layer_matmul = 2 * h * h + 2 * h * kv_width + 3 * h * m.ffn;
+    c.per_layer = c.layer_matmul + 2 * h;
+    c.final_norm = h;
+  }
+  c.total = c.embedding + c.positions + m.layers * c.per_layer + c.final_norm + c.output;
+  return c;
+}
+
+auto AttentionFlopsPerTokenLayer(const ModelShape& m) -> double {
+  // QK^T: 2 s h per token; softmax(.) V: 2 s h per token.
+  return 4.0 * static_cast<double>(m.seq_len) * static_cast<double>(m.hidden);
+}
+
+auto ForwardFlopsPerToken(const ModelShape& m) -> double {
+  ParamCounts c = CountParams(m);
+  double matmul = static_cast<double>(m.layers) * static_cast<double>(c.layer_matmul) +
+                  static_cast<double>(m.vocab) * static_cast<double>(m.hidden);
+  return 2.0 * matmul + static_cast<double>(m.layers) * AttentionFlopsPerTokenLayer(m);
+}
+
+auto ModelFlopsPerToken(const ModelShape& m) -> double { return 3.0 * ForwardFlopsPerToken(m); }
+
+}  // namespace avf::cost

@@ -1,0 +1,37 @@
+// Parameter and FLOP counts of a GPT-2 or Llama transformer.
+// Formulas and sources: docs/planner.md, "Parameters and FLOPs".
+#pragma once
+
+#include "cost/shape.h"
+
+namespace avf::cost {
+
+struct ParamCounts {
+  int64_t embedding = 0;    // token embedding (vocab x hidden)
+  int64_t positions = 0;    // learned positions (GPT-2 only)
+  int64_t per_layer = 0;    // one transformer block, norms and biases included
+  int64_t layer_matmul = 0; // the block's weight matrices (what FLOPs scale with)
+  int64_t final_norm = 0;
+  int64_t output = 0;       // untied output projection; 0 when tied
+  int64_t total = 0;
+};
+
+// ffn when the model leaves it out: 4h for GPT-2; Llama's 8h/3 rounded up to
+// a multiple of 256 (Meta's reference model.py, multiple_of = 256).
+auto DefaultFfn(Arch arch, int64_t hidden) -> int64_t;
+
+auto CountParams(const ModelShape& m) -> ParamCounts;
+
+// Forward FLOPs of one token through the whole model: 2 per weight of every
+// matrix (blocks and logits) plus attention scores and values over the full
+// s x s matrix (Megatron's convention: no causal halving).
+auto ForwardFlopsPerToken(const ModelShape& m) -> double;
+
+// Model FLOPs per trained token (forward + backward = 3 x forward); the
+// numerator of MFU. Recomputation is not counted here.
+auto ModelFlopsPerToken(const ModelShape& m) -> double;
+
+// Attention-core forward FLOPs of one token in one layer (QK^T and AV).
+auto AttentionFlopsPerTokenLayer(const ModelShape& m) -> double;
+
+}  // namespace avf::cost

@@ -1,0 +1,118 @@
+// Memory per GPU: model states by ZeRO stage (Rajbhandari et al. 2020, with
+// Megatron's fp32 gradient buffer), activations by recompute mode and
+// sequence parallelism (Korthikanti et al. 2022, Table 2), pipeline
+// in-flight micro-batches, logits and communication buffers.
+#include <algorithm>
+
+#include "cost/counts.h"
+#include "cost/predict.h"
+
+namespace avf::cost {
+
+namespace {
+
+auto D(int64_t v) -> double { return static_cast<double>(v); }
+
+auto WeightBytes(Precision p) -> double { return p == Precision::Fp32 ? 4 : 2; }
+
+
+// fp32 master weights (16-bit training only) plus the optimizer's moments.
+auto OptimizerBytes(Precision p, OptimizerKind kind) -> double {
+  double master = p == Precision::Fp32 ? 0 : 4;
+  double moments = kind == OptimizerKind::AdamW ? 8 : 4;
+  return master + moments;
+}
+
+// NCCL keeps NCCL_BUFFSIZE (4 MiB) per channel and direction; at up to 32
+// channels that is 256 MiB per communicator a rank belongs to.
+constexpr double kBuffersPerCommunicator = 256.0 * 1024 * 1024;
+
+// Korthikanti Table 2 generalised to any ffn width: bytes of one layer's
+// stored activations for one micro-batch, in 16-bit.
+auto LayerActivationBytes(const ModelShape& m, const Layout& l) -> double {
+  double sbh = D(m.seq_len) * D(l.micro_batch) * D(m.hidden);
+  double t = D(l.tensor);
+  // 34 = 18 + 4 ffn/h for GELU; SwiGLU keeps gate, up, activation and product.
+  double ffn_term = (m.arch == Arch::Llama ? 8.0 : 4.0) * D(m.ffn) / D(m.hidden);
+  double linear_part = 8.0 + ffn_term;  // the part tensor parallelism splits
+  double attention_core = 5.0 * D(m.heads) * D(m.seq_len) * D(m.seq_len) * D(l.micro_batch);
+  if (l.recompute == Recompute::Full) return l.sequence_parallel ? 2.0 * sbh / t : 2.0 * sbh;
+  double kept_core = l.recompute == Recompute::Selective ? 0.0 : attention_core / t;
+  if (l.sequence_parallel) return sbh * (10.0 + linear_part) / t + kept_core;
+  return sbh * (10.0 + linear_part / t) + kept_core;
+}
+
+// Micro-batches whose activations the first stage holds at the peak.
+auto InFlightMicroBatches(const Layout& l, int64_t micro_batches) -> double {
+  if (l.pipeline == 1) return 1;
+  if (l.schedule == Schedule::GPipe) return D(micro_batches);
+  double held = D(std::min(l.pipeline, micro_batches));
+  if (l.schedule == Schedule::Interleaved && l.virtual_stages > 1) {
+    held *= 1.0 + D(l.pipeline - 1) / D(l.pipeline * l.virtual_stages);
+  }
+  return held;
+}
+
+auto ActivationBytes(const Workload& w, const Layout& l) -> double {
+  const ModelShape& m = w.model;
+  double scale = w.precision == Precision::Fp32 ? 2.0 : 1.0;
+  double layers = D(m.layers) / D(l.pipeline);
+  double per_layer = LayerActivationBytes(m, l);
+  double stored = per_layer * layers * InFlightMicroBatches(l, MicroBatches(w, l));
+  if (l.recompute == Recompute::Full) {
+    // One layer is rebuilt in full while its backward runs.
+    Layout plain = l;
+    plain.recompute = Recompute::None;
+    stored += LayerActivationBytes(m, plain);
+  }
+  // Output layer and cross entropy on the last stage (Megatron
+  // theoretical_memory_usage: 4 s b h (1 + V/h), vocab-parallel over t).
+  double sbh = D(m.seq_len) * D(l.micro_batch) * D(m.hidden);
+  double logits = 4.0 * sbh * (1.0 + D(m.vocab) / D(m.hidden)) / D(l.tensor);
+  // With one stage both ends are on the same GPU; otherwise the first stage
+  // holds more activations and the last the logits: take the larger.
+  double peak = l.pipeline == 1 ? stored + logits : std::max(stored, per_layer * layers + logits);
+  return peak * scale;
+}
+
+auto Communicators(const Layout& l) -> int {
+  return (l.tensor > 1 ? 1 : 0) + (l.data > 1 ? 1 : 0) + (l.pipeline > 1 ? 1 : 0);
+}
+
+}  // namespace
+
+auto MicroBatches(const Workload& w, const Layout& l) -> int64_t {
+  int64_t per_step = l.data * l.micro_batch;
+  return per_step > 0 ? std::max<int64_t>(1, w.global_batch / per_step) : 1;
+}
+
+auto ParamsPerGpu(const ModelShape& m, const Layout& l) -> double {
+  ParamCounts c = CountParams(m);
+  double layers = D(m.layers) / D(l.pipeline) * D(c.per_layer);
+  double embedding = D(c.embedding + c.positions);
+  // The last stage holds the output projection; tied embeddings keep a copy
+  // there when it is not also the first stage.
+  double output = m.tied_embeddings ? (l.pipeline > 1 ? D(c.embedding) : 0) : D(c.output);
+  double first = layers + embedding + (l.pipeline == 1 ? output + D(c.final_norm) : 0);
+  double last = layers + output + D(c.final_norm);
+  return std::max(first, last) / D(l.tensor);
+}
+
+auto PredictMemory(const Workload& w, const Layout& l) -> MemoryBreakdown {
+  MemoryBreakdown mem;
+  double params = ParamsPerGpu(w.model, l);
+  double d = D(l.data);
+  mem.weights = params * WeightBytes(w.precision) / (l.zero >= 3 ? d : 1);
+  mem.gradients = params * WeightBytes(w.precision) / (l.zero >= 2 ? d : 1);
+  mem.optimizer = params * OptimizerBytes(w.precision, w.optimizer) / (l.zero >= 1 ? d : 1);
+  mem.activations = ActivationBytes(w, l);
+  mem.buffers = Communicators(l) * kBuffersPerCommunicator;
+  if (l.zero >= 3 && l.data > 1) {
+    // The layer being computed and the one prefetched, gathered in full.
+    double layer = D(CountParams(w.model).per_layer) / D(l.tensor);
+    mem.buffers += 2.0 * layer * WeightBytes(w.precision);
+  }
+  return mem;
+}
+
+}  // namespace avf::cost

@@ -1,0 +1,186 @@
+// Time per step: compute at a calibrated fraction of the dense peak, ring
+// collectives over NVLink or the network (nccl-tests PERFORMANCE.md), the
+// pipeline bubble (Narayanan et al. 2021) and the data-parallel reduction
+// overlapped with the last micro-batch's backward pass.
+#include <algorithm>
+
+#include "cost/counts.h"
+#include "cost/predict.h"
+
+namespace avf::cost {
+
+namespace {
+
+auto D(int64_t v) -> double { return static_cast<double>(v); }
+
+auto ActivationBytes(Precision p) -> double { return p == Precision::Fp32 ? 4 : 2; }
+
+struct Link {
+  double bandwidth = 1;  // bytes/s per GPU
+  double latency = 0;    // s per ring step
+};
+
+// The link a group's ring runs over: NVLink inside a node; across nodes, the
+// GPU's share of the node's NICs, cut by the oversubscription when the ring
+// leaves its leaf switch.
+auto LinkFor(const GroupSpan& span, const Hardware& hw) -> Link {
+  if (span.nodes <= 1) return {hw.nvlink_bandwidth, hw.nvlink_latency};
+  double nics = D(std::max<int64_t>(hw.nics_per_node, 1));
+  double share = hw.nic_bandwidth * nics / D(std::max<int64_t>(hw.gpus_per_node, 1));
+  double bw = hw.nvlink_bandwidth > 0 ? std::min(share, hw.nvlink_bandwidth) : share;
+  if (span.leaves > 1) bw /= std::max(1.0, hw.oversubscription);
+  return {bw, hw.network_latency};
+}
+
+auto AllReduce(double bytes, int64_t n, const Link& link) -> double {
+  if (n <= 1) return 0;
+  double steps = D(n - 1);
+  return 2.0 * steps / D(n) * bytes / link.bandwidth + 2.0 * steps * link.latency;
+}
+
+// Reduce-scatter or all-gather of a `bytes`-sized buffer.
+auto HalfRing(double bytes, int64_t n, const Link& link) -> double {
+  if (n <= 1) return 0;
+  double steps = D(n - 1);
+  return steps / D(n) * bytes / link.bandwidth + steps * link.latency;
+}
+
+// FLOPs one GPU of the busiest (last) stage runs for one micro-batch.
+struct MicroBatchWork {
+  double forward = 0;
+  double total = 0;  // forward + backward + recomputation
+};
+
+auto StageWork(const ModelShape& m, const Layout& l) -> MicroBatchWork {
+  ParamCounts c = CountParams(m);
+  double tokens = D(l.micro_batch) * D(m.seq_len);
+  double layers = D(m.layers) / D(l.pipeline);
+  double attention = AttentionFlopsPerTokenLayer(m);
+  double layer_forward = tokens * (2.0 * D(c.layer_matmul) + attention);
+  double logits_forward = tokens * 2.0 * D(m.vocab) * D(m.hidden);
+  MicroBatchWork work;
+  work.forward = (layers * layer_forward + logits_forward) / D(l.tensor);
+  double recompute = 0;
+  if (l.recompute == Recompute::Full) recompute = layers * layer_forward;
+  if (l.recompute == Recompute::Selective) recompute = layers * tokens * attention;
+  work.total = 3.0 * work.forward + recompute / D(l.tensor);
+  return work;
+}
+
+// Tensor-parallel collectives of one micro-batch on one stage: two all-reduces
+// (or reduce-scatter + all-gather pairs under sequence parallelism, the same
+// bytes) forward and two backward per layer; full recomputation repeats the
+// forward pair.
+auto TensorComm(const Workload& w, const Layout& l, const Hardware& hw) -> double {
+  if (l.tensor <= 1) return 0;
+  const ModelShape& m = w.model;
+  double bytes = D(l.micro_batch) * D(m.seq_len) * D(m.hidden) * ActivationBytes(w.precision);
+  double per_layer = l.recompute == Recompute::Full ? 6.0 : 4.0;
+  Link link = LinkFor(SpanOf(1, l.tensor, hw), hw);
+  return D(m.layers) / D(l.pipeline) * per_layer * AllReduce(bytes, l.tensor, link);
+}
+
+// Activations forward and gradients backward across each stage boundary,
+// once per model chunk; split over the tensor group (Megatron scatter/gather).
+auto PipelineComm(const Workload& w, const Layout& l, const Hardware& hw) -> double {
+  if (l.pipeline <= 1) return 0;
+  const ModelShape& m = w.model;
+  double bytes = D(l.micro_batch) * D(m.seq_len) * D(m.hidden) * ActivationBytes(w.precision) / D(l.tensor);
+  Link link = LinkFor(SpanOf(l.tensor * l.data, 2, hw), hw);
+  return 2.0 * D(l.virtual_stages) * (bytes / link.bandwidth + link.latency);
+}
+
+// Bytes per parameter of the optimizer step (read and write of master
+// weights, moments, gradient and the 16-bit copy).
+auto OptimizerTraffic(const Workload& w) -> double {
+  double moments = w.optimizer == OptimizerKind::AdamW ? 16 : 8;
+  double master = w.precision == Precision::Fp32 ? 8 : 8 + 2;
+  return moments + master + 4;
+}
+
+// Gradients are reduced once per step, at the training precision, while the
+// last micro-batch's backward pass runs. ZeRO-1/2 split the all-reduce into a
+// reduce-scatter there and an all-gather of the updated parameters that the
+// next step's first forward pass hides.
+auto ExposedGradientSync(const Workload& w, const Layout& l, double bytes, const Link& link, double compute_mb,
+                         double forward_mb) -> double {
+  if (l.data <= 1) return 0;
+  double backward_window = w.overlap_data_comm ? compute_mb - forward_mb : 0.0;
+  double forward_window = w.overlap_data_comm ? forward_mb : 0.0;
+  if (l.zero == 0) return std::max(0.0, AllReduce(bytes, l.data, link) - backward_window);
+  double scatter = HalfRing(bytes, l.data, link);
+  double gather = HalfRing(bytes, l.data, link);
+  return std::max(0.0, scatter - backward_window) + std::max(0.0, gather - forward_window);
+}
+
+}  // namespace
+
+auto ComputeEfficiency(const ModelShape& m, const Layout& l) -> double {
+  double width = D(m.hidden) / D(l.tensor);
+  return kComputeEfficiency * width / (width + kNarrowMatrixWidth);
+}
+
+auto SpanOf(int64_t stride, int64_t size, const Hardware& hw) -> GroupSpan {
+  int64_t g = std::max<int64_t>(hw.gpus_per_node, 1);
+  int64_t last_node = (size - 1) * stride / g;
+  GroupSpan span;
+  span.nodes = stride >= g ? size : last_node + 1;
+  if (hw.nodes_per_leaf <= 0) return span;
+  span.leaves = std::min(span.nodes, last_node / hw.nodes_per_leaf + 1);
+  return span;
+}
+
+auto PredictTime(const Workload& w, const Layout& l, const Hardware& hw) -> TimeBreakdown {
+  TimeBreakdown t;
+  int64_t m = MicroBatches(w, l);
+  double rate = hw.peak_flops * ComputeEfficiency(w.model, l);
+  MicroBatchWork work = StageWork(w.model, l);
+  double compute_mb = work.total / rate;
+  double tensor_mb = TensorComm(w, l, hw);
+  if (w.overlap_tensor_comm) tensor_mb = std::max(0.0, tensor_mb - compute_mb);
+  double pipeline_mb = PipelineComm(w, l, hw);
+
+  // ZeRO-3 gathers the parameters before each micro-batch's forward and
+  // backward and reduce-scatters its gradients; prefetching hides what the
+  // compute covers.
+  double params = ParamsPerGpu(w.model, l);
+  double weight_bytes = w.precision == Precision::Fp32 ? 4 : 2;
+  GroupSpan data_span = SpanOf(l.tensor, l.data, hw);
+  Link data_link = LinkFor(data_span, hw);
+  double zero3_mb = 0;
+  if (l.zero >= 3 && l.data > 1) {
+    double gather = HalfRing(params * weight_bytes, l.data, data_link);
+    double scatter = HalfRing(params * weight_bytes, l.data, data_link);
+    double forward_s = work.forward / rate;
+    zero3_mb = std::max(0.0, gather - forward_s) + std::max(0.0, gather + scatter - (compute_mb - forward_s));
+  }
+
+  double per_mb = compute_mb + tensor_mb + pipeline_mb + zero3_mb;
+  t.compute = D(m) * compute_mb;
+  t.tensor_comm = D(m) * tensor_mb;
+  t.pipeline_comm = D(m) * pipeline_mb;
+  double v = l.schedule == Schedule::Interleaved ? D(l.virtual_stages) : 1.0;
+  t.bubble = D(l.pipeline - 1) / v * per_mb;
+  t.data_comm = D(m) * zero3_mb;
+  if (l.zero < 3) t.data_comm += ExposedGradientSync(w, l, params * weight_bytes, data_link, compute_mb, work.forward / rate);
+  double owned = l.zero >= 1 ? params / D(l.data) : params;
+  t.optimizer = hw.hbm_bandwidth > 0 ? owned * OptimizerTraffic(w) / hw.hbm_bandwidth : 0;
+  return t;
+}
+
+auto Predict(const Workload& w, const Layout& l, const Hardware& hw) -> Prediction {
+  Prediction p;
+  p.memory = PredictMemory(w, l);
+  p.time = PredictTime(w, l, hw);
+  p.step_time = p.time.step();
+  double tokens = D(w.global_batch) * D(w.model.seq_len);
+  p.tokens_per_s = p.step_time > 0 ? tokens / p.step_time : 0;
+  double flops = ModelFlopsPerToken(w.model) * p.tokens_per_s / D(std::max<int64_t>(w.gpus, 1));
+  p.tflops_per_gpu = flops / 1e12;
+  p.mfu = hw.peak_flops > 0 ? flops / hw.peak_flops : 0;
+  p.fits = p.memory.total() <= hw.gpu_memory;
+  p.data_span = SpanOf(l.tensor, l.data, hw);
+  return p;
+}
+
+}  // namespace avf::cost
