@@ -1,11 +1,12 @@
 // aviflowc: runs the phases in order and renders their diagnostics.
-//   source -> lex -> parse -> imports -> sema   (check, --dump)
+//   source -> lex -> parse -> imports -> sema -> check -> plan -> emit
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/InitLLVM.h>
 #include <llvm/Support/Process.h>
 #include <llvm/Support/raw_ostream.h>
 
 #include "ast/dump.h"
+#include "driver/backend.h"
 #include "diag/render.h"
 #include "diag/verify.h"
 #include "driver/options.h"
@@ -61,6 +62,14 @@ auto Run(const Options& o, const char* argv0) -> int {
   if (!diags.has_errors()) {
     sema::Program program = sema::Analyze(modules, diags);
     if (o.dump == Dump::Sema) sema::DumpProgram(sources.mgr(), program, main.buffer_id, out);
+    if (!diags.has_errors() && o.command != Command::Compile) {
+      BackEndResult r = RunBackEnd(o, sources, program, main.buffer_id, diags, out);
+      if (r.usage_error) {
+        out.flush();
+        llvm::errs() << "aviflowc: error: " << r.message << "\n";
+        return r.usage_error;
+      }
+    }
   }
   out.flush();
   return Finish(o, sources, diags);

@@ -12,6 +12,8 @@ constexpr const char* kDescription =
     "aviflowc compiles .avf training-job descriptions: it checks a job against its\n"
     "cluster before anything is scheduled.\n\n"
     "  aviflowc check FILE.avf           parse and check, write nothing\n"
+    "  aviflowc plan FILE.avf            the chosen layout, predictions and the best alternatives\n"
+    "  aviflowc emit plan FILE.avf       one artifact (plan.json) to standard output\n"
     "  aviflowc --dump=KIND FILE.avf     print a phase's result: tokens, ast or sema\n\n"
     "Exit status: 0 success (warnings allowed), 1 the input has errors, 2 usage or I/O errors.";
 
@@ -20,6 +22,8 @@ struct Spellings {
   std::string dump;
   std::string color = "auto";
   std::string format = "text";
+  std::string plan_format = "table";
+  std::string emit;
 };
 
 // Options shared by every command; CLI11 subcommands fall through to these.
@@ -37,6 +41,20 @@ void AddCommonOptions(CLI::App& app, Options& o, Spellings& s) {
   app.add_flag("--verify-diagnostics", o.verify_diagnostics,
                "Check diagnostics against `// expected-error {{...}}` comments (for tests)");
   app.add_option("--error-limit", o.error_limit, "Stop after N errors (default 50; 0: no limit)")->type_name("N");
+  app.add_option("--job", o.job, "Only the job named NAME (plan, emit)")->type_name("NAME");
+}
+
+auto AddFileCommand(CLI::App& app, const char* name, const char* help) -> CLI::App* {
+  CLI::App* cmd = app.add_subcommand(name, help);
+  cmd->fallthrough();
+  return cmd;
+}
+
+auto UsageError(std::string message) -> ParsedCommandLine {
+  ParsedCommandLine result;
+  result.message = "aviflowc: error: " + message + "\nRun `aviflowc --help` for usage.\n";
+  result.exit_code = 2;
+  return result;
 }
 
 void ApplySpellings(const Spellings& s, Options& o) {
@@ -47,6 +65,11 @@ void ApplySpellings(const Spellings& s, Options& o) {
   o.dump = dumps.at(s.dump);
   o.color = colors.at(s.color);
   o.format = s.format == "json" ? DiagnosticsFormat::Json : DiagnosticsFormat::Text;
+  o.plan_format = s.plan_format == "json" ? PlanFormat::Json : PlanFormat::Table;
+  static const std::map<std::string, EmitKind> emits{
+      {"", EmitKind::Plan}, {"plan", EmitKind::Plan}, {"argo", EmitKind::Argo}, {"k8s", EmitKind::K8s},
+      {"slurm", EmitKind::Slurm}};
+  o.emit = emits.at(s.emit);
 }
 
 }  // namespace
@@ -59,9 +82,20 @@ auto ParseCommandLine(int argc, const char* const* argv) -> ParsedCommandLine {
   AddCommonOptions(app, o, spellings);
   std::string top_file;
   app.add_option("file", top_file, "The .avf file")->type_name("FILE.avf");
-  CLI::App* check = app.add_subcommand("check", "Parse and check FILE.avf; write nothing");
-  check->fallthrough();
+  CLI::App* check = AddFileCommand(app, "check", "Parse and check FILE.avf; write nothing");
   check->add_option("file", o.input, "The .avf file")->required()->type_name("FILE.avf");
+  CLI::App* plan = AddFileCommand(app, "plan", "Print each job's layout, predicted memory/time/MFU and alternatives");
+  plan->add_option("file", o.input, "The .avf file")->required()->type_name("FILE.avf");
+  plan->add_option("--top", o.top, "Show the N best alternative layouts (default 5)")->type_name("N");
+  plan->add_option("--format", spellings.plan_format, "table (default) or json")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->type_name("FORMAT");
+  CLI::App* emit = AddFileCommand(app, "emit", "Write one artifact of one job to standard output");
+  emit->add_option("kind", spellings.emit, "argo, k8s, plan or slurm")
+      ->required()
+      ->check(CLI::IsMember({"argo", "k8s", "plan", "slurm"}))
+      ->type_name("KIND");
+  emit->add_option("file", o.input, "The .avf file")->required()->type_name("FILE.avf");
   app.require_subcommand(0, 1);
 
   ParsedCommandLine result;
@@ -79,22 +113,16 @@ auto ParseCommandLine(int argc, const char* const* argv) -> ParsedCommandLine {
     return result;
   }
   ApplySpellings(spellings, o);
-  if (check->parsed()) {
-    o.command = Command::Check;
-    if (!top_file.empty()) {
-      result.message = "aviflowc: error: expected one input file, found `" + o.input + "` and `" + top_file +
-                       "`\nRun `aviflowc --help` for usage.\n";
-      result.exit_code = 2;
-      return result;
+  if (check->parsed() || plan->parsed() || emit->parsed()) {
+    o.command = check->parsed() ? Command::Check : plan->parsed() ? Command::Plan : Command::Emit;
+    if (!top_file.empty()) return UsageError("expected one input file, found `" + o.input + "` and `" + top_file + "`");
+    if (o.command == Command::Emit && o.emit != EmitKind::Plan) {
+      return UsageError("`emit " + spellings.emit + "` is not available in this version; `emit plan` is");
     }
   } else {
     o.input = top_file;
   }
-  if (o.input.empty()) {
-    result.message = "aviflowc: error: no input file\nRun `aviflowc --help` for usage.\n";
-    result.exit_code = 2;
-    return result;
-  }
+  if (o.input.empty()) return UsageError("no input file");
   if (o.command == Command::Compile && o.dump == Dump::None) {
     result.message =
         "aviflowc: error: writing a job's outputs (plan.json, manifests) is not available in this\n"

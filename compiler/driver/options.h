@@ -10,7 +10,9 @@
 
 namespace avf::driver {
 
-enum class Command { Check, Compile };
+enum class Command { Check, Plan, Emit, Compile };
+enum class PlanFormat { Table, Json };
+enum class EmitKind { Plan, Argo, K8s, Slurm };
 enum class Dump { None, Tokens, Ast, Sema };
 enum class ColorMode { Auto, Always, Never };
 enum class DiagnosticsFormat { Text, Json };
@@ -24,6 +26,10 @@ struct Options {
   DiagnosticsFormat format = DiagnosticsFormat::Text;
   bool verify_diagnostics = false;
   size_t error_limit = diag::DiagnosticEngine::kDefaultErrorLimit;
+  std::string job;           // --job: only this job (plan, emit)
+  size_t top = 5;            // plan --top: alternatives shown
+  PlanFormat plan_format = PlanFormat::Table;
+  EmitKind emit = EmitKind::Plan;
 };
 
 // Either options to run with, or text to print and the exit status.

@@ -103,6 +103,7 @@ const RecordSchema kCluster{"cluster", {
     F("storage_network").Ref(DeclKind::Fabric),
     F("topology").Record(kFatTree),
     F("labels").List(F("label").String(), 0, 256).Doc("`key=value` node selector labels"),
+    F("gpu_hour_price").Number().Min(0).Doc("price of one GPU-hour in the site's currency; `plan` then shows the job's cost"),
 }};
 
 const RecordSchema kStorage{"storage", {

@@ -1,0 +1,110 @@
+// Data, storage and hardware checks of one job (spec §5).
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "check/check.h"
+#include "check/rules.h"
+#include "units/quantity.h"
+
+namespace avf::check {
+
+namespace {
+
+using diag::DiagId;
+
+auto IsFileSystem(const std::string& kind) -> bool {
+  return kind == "beegfs" || kind == "lustre" || kind == "nfs" || kind == "pvc" || kind == "local";
+}
+
+auto NodesSpanned(const JobSpec& s) -> int64_t {
+  int64_t per_node = std::max<int64_t>(s.hardware.gpus_per_node, 1);
+  return (s.workload.gpus + per_node - 1) / per_node;
+}
+
+void CheckHotTier(const JobSpec& s, diag::DiagnosticEngine& diags) {
+  const DatasetSpec& ds = s.dataset;
+  if (!ds.stage_to) return;
+  const Location& hot = *ds.stage_to;
+  if (!IsFileSystem(hot.storage_kind)) {
+    diags.Report(DiagId::StageToNotFileSystem, s.at.stage_to, ds.name, hot.storage_kind, hot.storage)
+        .Note(s.at.hot_decl, "storage declared here")
+        .Help("stage to a file-system tier (`beegfs`, `lustre`, `nfs` or `pvc`)");
+    return;
+  }
+  double need = static_cast<double>(ds.tokens) * ds.token_bytes;
+  if (!hot.capacity || need <= *hot.capacity) return;
+  diags.Report(DiagId::HotTierTooSmall, s.at.stage_to, ds.name, BytesText(need), hot.storage, BytesText(*hot.capacity))
+      .Note(s.at.dataset_tokens, fmt::format("{} tokens x {} bytes ({}) in {} shards of {}", CountText(ds.tokens),
+                                             ds.token_bytes, ds.format, ds.shards, BytesText(need / ds.shards)))
+      .Note(s.at.hot_capacity, "capacity declared here")
+      .Help("stage a subset of the shards, or read the dataset in place without `stage_to`");
+}
+
+void CheckTrainingTokens(const JobSpec& s, diag::DiagnosticEngine& diags) {
+  const DatasetSpec& ds = s.dataset;
+  double per_step = static_cast<double>(s.workload.global_batch) * static_cast<double>(s.workload.model.seq_len);
+  double have = static_cast<double>(ds.tokens);
+  if (have < per_step) {
+    diags.Report(DiagId::DatasetSmallerThanBatch, s.at.dataset_tokens, ds.name, CountText(have), s.name,
+                 CountText(per_step))
+        .Note(s.at.batch, fmt::format("{} sequences x {} tokens per step", s.workload.global_batch,
+                                      s.workload.model.seq_len));
+    return;
+  }
+  // `epochs` asks for repetition explicitly; steps and tokens do not.
+  double wanted = per_step * static_cast<double>(s.steps);
+  if (s.length_field == "epochs" || wanted <= have) return;
+  diags.Report(DiagId::DatasetRepeats, s.at.length, s.name, CountText(wanted), ds.name, CountText(have),
+               fmt::format("{:.2f}", wanted / have))
+      .Note(s.at.dataset_tokens, "dataset size declared here")
+      .Help(fmt::format("write `epochs = {:.2f}` to say the repetition is intended", wanted / have));
+}
+
+void CheckReachable(const JobSpec& s, const Location& loc, llvm::SMRange at, diag::DiagnosticEngine& diags) {
+  int64_t nodes = NodesSpanned(s);
+  if (loc.storage_kind != "local" || nodes <= 1) return;
+  diags.Report(DiagId::StorageNotShared, at, loc.storage, nodes, s.name)
+      .Help("use a shared tier (`beegfs`, `lustre`, `nfs`, `pvc` or an object store) for multi-node jobs");
+}
+
+}  // namespace
+
+void CheckData(const JobSpec& s, diag::DiagnosticEngine& diags) {
+  const DatasetSpec& ds = s.dataset;
+  int64_t vocab = s.workload.model.vocab;
+  if (ds.token_bytes == 2 && vocab > 65536) {
+    diags.Report(DiagId::VocabTooLargeForFormat, s.at.format, vocab, ds.format)
+        .Note(s.at.vocab, fmt::format("model `{}` has `vocab = {}`", s.model_name, vocab))
+        .Help("`tokens_u16` holds token ids below 65,536; use `format = tokens_u32`");
+  }
+  CheckHotTier(s, diags);
+  CheckTrainingTokens(s, diags);
+}
+
+void CheckStorage(const JobSpec& s, diag::DiagnosticEngine& diags) {
+  // The trainer reads the staged copy when there is one, else the source.
+  if (s.dataset.stage_to) CheckReachable(s, *s.dataset.stage_to, s.at.stage_to, diags);
+  else if (s.dataset.source.valid()) CheckReachable(s, s.dataset.source, s.at.dataset_decl, diags);
+  const CheckpointSpec& c = s.checkpoint;
+  if (!c.dir) return;
+  if (!IsFileSystem(c.dir->storage_kind)) {
+    diags.Report(DiagId::CheckpointNotFileSystem, s.at.checkpoint_dir, c.dir->storage_kind, c.dir->storage)
+        .Help("write checkpoints to a file-system tier and copy them out with `export`");
+    return;
+  }
+  CheckReachable(s, *c.dir, s.at.checkpoint_dir, diags);
+}
+
+void CheckHardware(const JobSpec& s, diag::DiagnosticEngine& diags) {
+  if (s.hardware.peak_flops <= 0) {
+    std::string_view precision = cost::Name(s.workload.precision);
+    diags.Report(DiagId::MissingPrecisionRate, s.at.precision, s.name, precision, s.gpu_name, precision)
+        .Help(fmt::format("declare `{} = ...TFLOP/s` in gpu `{}`, or train in `bf16`", precision, s.gpu_name));
+  }
+  if (NodesSpanned(s) > 1 && s.hardware.nic_bandwidth <= 0) {
+    diags.Report(DiagId::NoNetworkBandwidth, s.at.cluster_decl, s.name, NodesSpanned(s), s.network_name);
+  }
+}
+
+}  // namespace avf::check

@@ -1,0 +1,305 @@
+// sema::Program -> JobSpec: follows references (job -> model, dataset,
+// cluster -> node -> gpu, fabrics, storage) and reads plain numbers. Sema has
+// already checked types, units and required fields, so a missing value here
+// means the field is optional and absent.
+#include <cmath>
+
+#include "check/extract.h"
+#include "cost/counts.h"
+
+namespace avf::check {
+
+namespace {
+
+using sema::Decl;
+using sema::FieldValue;
+using sema::Program;
+using sema::RecordValue;
+using sema::Value;
+
+auto Field(const RecordValue& r, std::string_view name) -> const Value* {
+  const FieldValue* f = r.Find(name);
+  return f ? &f->value : nullptr;
+}
+
+auto Number(const RecordValue& r, std::string_view name) -> std::optional<double> {
+  const Value* v = Field(r, name);
+  if (!v || v->kind != Value::Kind::Quantity) return std::nullopt;
+  return v->quantity.real();
+}
+
+auto Integer(const RecordValue& r, std::string_view name) -> std::optional<int64_t> {
+  const Value* v = Field(r, name);
+  if (!v || v->kind != Value::Kind::Quantity) return std::nullopt;
+  if (v->quantity.is_integer()) return v->quantity.integer();
+  return static_cast<int64_t>(std::llround(v->quantity.real()));
+}
+
+auto Text(const RecordValue& r, std::string_view name) -> std::string {
+  const Value* v = Field(r, name);
+  if (!v) return "";
+  bool textual = v->kind == Value::Kind::String || v->kind == Value::Kind::Enum || v->kind == Value::Kind::Secret;
+  return textual ? v->text : "";
+}
+
+auto Flag(const RecordValue& r, std::string_view name) -> bool {
+  const Value* v = Field(r, name);
+  return v && v->kind == Value::Kind::Bool && v->boolean;
+}
+
+auto Ref(const Program& p, const RecordValue& r, std::string_view name) -> const Decl* {
+  const Value* v = Field(r, name);
+  return v && v->kind == Value::Kind::Ref ? &p.decls[v->decl] : nullptr;
+}
+
+auto Sub(const RecordValue& r, std::string_view name) -> const RecordValue* {
+  const Value* v = Field(r, name);
+  return v && v->kind == Value::Kind::Record && v->record ? v->record.get() : nullptr;
+}
+
+// The written value's range, else `fallback` (a default has no range).
+auto RangeOf(const RecordValue& r, std::string_view name, llvm::SMRange fallback) -> llvm::SMRange {
+  const Value* v = Field(r, name);
+  return v && v->range.isValid() ? v->range : fallback;
+}
+
+auto StorageLocation(const Program& p, const Decl& storage, std::string path) -> Location {
+  Location loc;
+  loc.storage = storage.name;
+  loc.storage_kind = Text(storage.fields, "kind");
+  loc.path = std::move(path);
+  loc.endpoint = Text(storage.fields, "endpoint");
+  loc.bucket = Text(storage.fields, "bucket");
+  loc.mount = Text(storage.fields, "mount");
+  loc.claim = Text(storage.fields, "claim");
+  loc.credentials = Text(storage.fields, "credentials");
+  loc.capacity = Number(storage.fields, "capacity");
+  (void)p;
+  return loc;
+}
+
+auto LocationOf(const Program& p, const RecordValue& r, std::string_view name) -> std::optional<Location> {
+  const Value* v = Field(r, name);
+  if (!v || v->kind != Value::Kind::Location) return std::nullopt;
+  return StorageLocation(p, p.decls[v->decl], v->text);
+}
+
+auto ModelOf(const Decl& m, SpecRanges& at) -> cost::ModelShape {
+  cost::ModelShape shape;
+  const RecordValue& f = m.fields;
+  shape.arch = Text(f, "arch") == "llama" ? cost::Arch::Llama : cost::Arch::Gpt2;
+  shape.layers = Integer(f, "layers").value_or(1);
+  shape.hidden = Integer(f, "hidden").value_or(1);
+  shape.heads = Integer(f, "heads").value_or(1);
+  shape.kv_heads = Integer(f, "kv_heads").value_or(shape.heads);
+  shape.ffn = Integer(f, "ffn").value_or(cost::DefaultFfn(shape.arch, shape.hidden));
+  shape.vocab = Integer(f, "vocab").value_or(1);
+  shape.seq_len = Integer(f, "seq_len").value_or(1);
+  // GPT-2 ties its embeddings; Llama does not (the reference checkpoints).
+  const Value* tied = Field(f, "tied_embeddings");
+  shape.tied_embeddings = tied && tied->kind == Value::Kind::Bool ? tied->boolean : shape.arch == cost::Arch::Gpt2;
+  at.model_decl = m.name_range;
+  at.heads = RangeOf(f, "heads", m.name_range);
+  at.kv_heads = RangeOf(f, "kv_heads", at.heads);
+  at.layers = RangeOf(f, "layers", m.name_range);
+  at.vocab = RangeOf(f, "vocab", m.name_range);
+  return shape;
+}
+
+auto PeakFor(const Decl& gpu, cost::Precision p) -> double {
+  std::string_view field = p == cost::Precision::Fp32 ? "fp32" : p == cost::Precision::Fp16 ? "fp16" : "bf16";
+  // A GPU that leaves out its fp16 rate runs fp16 at the bf16 rate.
+  auto rate = Number(gpu.fields, field);
+  if (!rate && p == cost::Precision::Fp16) rate = Number(gpu.fields, "bf16");
+  return rate.value_or(0);
+}
+
+void ReadCluster(const Program& p, const Decl& cluster, JobSpec& spec) {
+  const RecordValue& c = cluster.fields;
+  cost::Hardware& hw = spec.hardware;
+  spec.cluster_name = cluster.name;
+  spec.at.cluster_decl = cluster.name_range;
+  spec.at.nodes = RangeOf(c, "nodes", cluster.name_range);
+  hw.nodes = Integer(c, "nodes").value_or(1);
+  spec.price_per_gpu_hour = Number(c, "gpu_hour_price");
+  if (const Value* labels = Field(c, "labels"); labels && labels->kind == Value::Kind::List) {
+    for (const Value& l : labels->list) spec.labels.push_back(l.text);
+  }
+  if (const RecordValue* tree = Sub(c, "topology")) {
+    hw.nodes_per_leaf = Integer(*tree, "nodes_per_leaf").value_or(0);
+    hw.oversubscription = Number(*tree, "oversubscription").value_or(1);
+    spec.at.topology = RangeOf(c, "topology", cluster.name_range);
+  }
+  if (const Decl* net = Ref(p, c, "network")) {
+    spec.network_name = net->name;
+    hw.nic_bandwidth = Number(net->fields, "bandwidth").value_or(0);
+    hw.network_latency = Number(net->fields, "latency").value_or(0);
+  }
+  const Decl* node = Ref(p, c, "node");
+  if (!node) return;
+  spec.node_name = node->name;
+  spec.at.node_decl = node->name_range;
+  spec.at.node_gpus = RangeOf(node->fields, "gpus", node->name_range);
+  hw.gpus_per_node = Integer(node->fields, "gpus").value_or(1);
+  hw.nics_per_node = Integer(node->fields, "nics").value_or(hw.gpus_per_node);
+  if (const Decl* nvlink = Ref(p, node->fields, "nvlink")) {
+    hw.nvlink_bandwidth = Number(nvlink->fields, "bandwidth").value_or(0);
+    hw.nvlink_latency = Number(nvlink->fields, "latency").value_or(0);
+  }
+  if (const Decl* gpu = Ref(p, node->fields, "gpu")) {
+    spec.gpu_name = gpu->name;
+    hw.gpu_memory = Number(gpu->fields, "memory").value_or(0);
+    hw.hbm_bandwidth = Number(gpu->fields, "memory_bw").value_or(0);
+    hw.peak_flops = PeakFor(*gpu, spec.workload.precision);
+  }
+}
+
+void ReadDataset(const Program& p, const Decl& d, JobSpec& spec) {
+  DatasetSpec& ds = spec.dataset;
+  const RecordValue& f = d.fields;
+  ds.name = d.name;
+  spec.at.dataset_decl = d.name_range;
+  spec.at.dataset_tokens = RangeOf(f, "tokens", d.name_range);
+  spec.at.format = RangeOf(f, "format", d.name_range);
+  ds.tokens = Integer(f, "tokens").value_or(0);
+  ds.shards = Integer(f, "shards").value_or(1);
+  ds.format = Text(f, "format");
+  ds.token_bytes = ds.format == "tokens_u32" ? 4 : 2;
+  if (auto source = LocationOf(p, f, "source")) ds.source = *source;
+  if (const Decl* hot = Ref(p, f, "stage_to")) {
+    ds.stage_to = StorageLocation(p, *hot, d.name);
+    spec.at.stage_to = RangeOf(f, "stage_to", d.name_range);
+    spec.at.hot_decl = hot->name_range;
+    spec.at.hot_capacity = RangeOf(hot->fields, "capacity", hot->name_range);
+  }
+}
+
+auto ChoiceOf(const RecordValue* par, std::string_view name, llvm::SMRange fallback) -> IntChoice {
+  IntChoice c;
+  c.range = fallback;
+  if (!par) return c;
+  const FieldValue* f = par->Find(name);
+  if (!f) return c;
+  c.written = f->origin != sema::Origin::Defaulted;
+  if (f->value.range.isValid()) c.range = f->value.range;
+  if (f->value.kind == Value::Kind::Quantity) c.value = Integer(*par, name);
+  return c;
+}
+
+template <typename T, typename Map>
+auto EnumChoiceOf(const RecordValue* par, std::string_view name, llvm::SMRange fallback, Map map) -> EnumChoice<T> {
+  EnumChoice<T> c;
+  c.range = fallback;
+  if (!par) return c;
+  const FieldValue* f = par->Find(name);
+  if (!f) return c;
+  c.written = f->origin != sema::Origin::Defaulted;
+  if (f->value.range.isValid()) c.range = f->value.range;
+  if (f->value.kind == Value::Kind::Enum || f->value.kind == Value::Kind::Bool) c.value = map(f->value);
+  return c;
+}
+
+void ReadParallel(const RecordValue& job, llvm::SMRange fallback, ParallelChoices& out) {
+  const RecordValue* par = Sub(job, "parallel");
+  out.record_range = RangeOf(job, "parallel", fallback);
+  llvm::SMRange at = out.record_range;
+  out.data = ChoiceOf(par, "data", at);
+  out.tensor = ChoiceOf(par, "tensor", at);
+  out.pipeline = ChoiceOf(par, "pipeline", at);
+  out.virtual_stages = ChoiceOf(par, "virtual_stages", at);
+  out.zero = ChoiceOf(par, "zero", at);
+  out.micro_batch = ChoiceOf(par, "micro_batch", at);
+  out.schedule = EnumChoiceOf<cost::Schedule>(par, "schedule", at, [](const Value& v) {
+    return v.text == "interleaved" ? cost::Schedule::Interleaved
+           : v.text == "gpipe"     ? cost::Schedule::GPipe
+                                   : cost::Schedule::OneFOneB;
+  });
+  out.recompute = EnumChoiceOf<cost::Recompute>(par, "recompute", at, [](const Value& v) {
+    return v.text == "full" ? cost::Recompute::Full : v.text == "selective" ? cost::Recompute::Selective : cost::Recompute::None;
+  });
+  out.sequence_parallel = EnumChoiceOf<bool>(par, "sequence_parallel", at, [](const Value& v) { return v.boolean; });
+}
+
+void ReadOptimizer(const RecordValue& job, OptimizerSpec& o) {
+  const RecordValue* r = Sub(job, "optimizer");
+  if (!r) return;
+  o.kind = Text(*r, "kind") == "sgd" ? cost::OptimizerKind::Sgd : cost::OptimizerKind::AdamW;
+  o.lr = Number(*r, "lr");
+  o.weight_decay = Number(*r, "weight_decay");
+  o.warmup = Integer(*r, "warmup").value_or(0);
+  if (std::string s = Text(*r, "schedule"); !s.empty()) o.schedule = s;
+  const Value* betas = Field(*r, "betas");
+  if (betas && betas->kind == Value::Kind::List && betas->list.size() == 2) {
+    o.betas = {betas->list[0].quantity.real(), betas->list[1].quantity.real()};
+  }
+}
+
+void ReadCheckpoint(const Program& p, const RecordValue& job, CheckpointSpec& c, SpecRanges& at) {
+  const RecordValue* r = Sub(job, "checkpoint");
+  if (!r) return;
+  c.enabled = true;
+  if (const Value* every = Field(*r, "every"); every && every->kind == Value::Kind::Quantity) {
+    if (every->quantity.dimension().IsCount()) c.every_steps = Integer(*r, "every");
+    else c.every_seconds = every->quantity.real();
+  }
+  c.dir = LocationOf(p, *r, "dir");
+  c.export_to = LocationOf(p, *r, "export");
+  c.keep = Integer(*r, "keep");
+  c.async = Flag(*r, "async");
+  at.checkpoint_dir = RangeOf(*r, "dir", RangeOf(job, "checkpoint", at.gpus));
+}
+
+auto PrecisionOf(const std::string& text) -> cost::Precision {
+  if (text == "fp16") return cost::Precision::Fp16;
+  if (text == "fp32") return cost::Precision::Fp32;
+  return cost::Precision::Bf16;
+}
+
+// Optimizer steps from whichever of steps / tokens / epochs the job sets.
+void ReadLength(const RecordValue& f, JobSpec& spec, llvm::SMRange fallback) {
+  double per_step = static_cast<double>(spec.workload.global_batch) * static_cast<double>(spec.workload.model.seq_len);
+  for (std::string_view name : {"steps", "tokens", "epochs"}) {
+    auto value = Number(f, name);
+    if (!value) continue;
+    spec.length_field = std::string(name);
+    spec.at.length = RangeOf(f, name, fallback);
+    double tokens = name == "tokens" ? *value : *value * static_cast<double>(spec.dataset.tokens);
+    spec.steps = name == "steps" ? static_cast<int64_t>(*value)
+                                 : static_cast<int64_t>(std::ceil(per_step > 0 ? tokens / per_step : 0));
+    return;
+  }
+}
+
+}  // namespace
+
+auto ExtractJob(const Program& p, const Decl& job) -> JobSpec {
+  JobSpec spec;
+  const RecordValue& f = job.fields;
+  spec.name = job.name;
+  spec.at.gpus = RangeOf(f, "gpus", job.name_range);
+  spec.at.batch = RangeOf(f, "batch", job.name_range);
+  spec.at.precision = RangeOf(f, "precision", job.name_range);
+  spec.workload.gpus = Integer(f, "gpus").value_or(1);
+  spec.workload.global_batch = Integer(f, "batch").value_or(1);
+  spec.workload.precision = PrecisionOf(Text(f, "precision"));
+  spec.name_range = job.name_range;
+  if (const Decl* model = Ref(p, f, "model")) {
+    spec.model_name = model->name;
+    spec.workload.model = ModelOf(*model, spec.at);
+  }
+  if (const Decl* cluster = Ref(p, f, "cluster")) ReadCluster(p, *cluster, spec);
+  if (const Decl* data = Ref(p, f, "data")) ReadDataset(p, *data, spec);
+  ReadParallel(f, job.name_range, spec.parallel);
+  ReadOptimizer(f, spec.optimizer);
+  spec.workload.optimizer = spec.optimizer.kind;
+  ReadCheckpoint(p, f, spec.checkpoint, spec.at);
+  ReadLength(f, spec, job.name_range);
+  spec.image = Text(f, "image");
+  spec.k8s_namespace = Text(f, "namespace");
+  spec.queue = Text(f, "queue");
+  spec.priority = Text(f, "priority");
+  spec.target = Text(f, "target");
+  return spec;
+}
+
+}  // namespace avf::check

@@ -1,0 +1,16 @@
+// The job checks of check.cpp, split by what they look at.
+#pragma once
+
+#include "check/job_spec.h"
+#include "diag/diagnostic.h"
+
+namespace avf::check {
+
+// Token format, hot-tier capacity, dataset size against the training length.
+void CheckData(const JobSpec& s, diag::DiagnosticEngine& diags);
+// Every location the job uses is reachable from the nodes that run it.
+void CheckStorage(const JobSpec& s, diag::DiagnosticEngine& diags);
+// The GPU and network numbers the planner divides by.
+void CheckHardware(const JobSpec& s, diag::DiagnosticEngine& diags);
+
+}  // namespace avf::check

@@ -1,0 +1,82 @@
+#include "driver/backend.h"
+
+#include <llvm/ADT/StringExtras.h>
+#include <llvm/Support/SHA256.h>
+
+#include "check/check.h"
+#include "emit/plan_json.h"
+#include "emit/plan_report.h"
+#include "plan/planner.h"
+
+namespace avf::driver {
+
+namespace {
+
+// SHA-256 of every loaded file's bytes in load order, each preceded by its
+// length: paths differ between machines, contents identify the job.
+auto SourceHash(const source::SourceSet& sources) -> std::string {
+  llvm::SHA256 hash;
+  const llvm::SourceMgr& mgr = sources.mgr();
+  for (unsigned id = 1; id <= mgr.getNumBuffers(); ++id) {
+    llvm::StringRef text = sources.Text(id);
+    hash.update(std::to_string(text.size()) + ":");
+    hash.update(text);
+  }
+  return llvm::toHex(hash.final(), /*LowerCase=*/true);
+}
+
+auto Usage(std::string message) -> BackEndResult { return {2, std::move(message)}; }
+
+// The main file's jobs, or the one --job names.
+auto SelectJobs(const Options& o, const std::vector<check::CheckedJob>& all, unsigned main_buffer,
+                std::vector<const check::CheckedJob*>& selected) -> BackEndResult {
+  std::vector<std::string> names;
+  for (const check::CheckedJob& job : all) {
+    if (job.buffer_id != main_buffer) continue;
+    names.push_back(job.spec.name);
+    if (o.job.empty() || job.spec.name == o.job) selected.push_back(&job);
+  }
+  if (!o.job.empty() && selected.empty()) {
+    std::string hint = diag::ClosestMatch(o.job, names);
+    return Usage(fmt::format("`{}` declares no job named `{}`{}", o.input, diag::ShortText(o.job),
+                             hint.empty() ? "" : fmt::format("; did you mean `{}`?", hint)));
+  }
+  if (o.command != Command::Check && names.empty()) return Usage(fmt::format("`{}` declares no job", o.input));
+  if (o.command == Command::Emit && selected.size() > 1) {
+    std::string list;
+    for (const std::string& n : names) list += (list.empty() ? "`" : ", `") + n + "`";
+    return Usage(fmt::format("`{}` declares {} jobs ({}); choose one with --job", o.input, names.size(), list));
+  }
+  return {};
+}
+
+}  // namespace
+
+auto RunBackEnd(const Options& o, const source::SourceSet& sources, const sema::Program& program,
+                unsigned main_buffer, diag::DiagnosticEngine& diags, llvm::raw_ostream& out) -> BackEndResult {
+  std::vector<check::CheckedJob> jobs = check::CheckJobs(program, diags);
+  std::vector<const check::CheckedJob*> selected;
+  if (BackEndResult r = SelectJobs(o, jobs, main_buffer, selected); r.usage_error) return r;
+  plan::PlanOptions options;
+  options.alternatives = o.command == Command::Plan ? o.top : 0;
+  options.tables = o.command == Command::Emit;
+  std::vector<plan::Plan> plans;
+  for (const check::CheckedJob* job : selected) {
+    if (!job->ok) continue;
+    if (auto p = plan::PlanJob(job->spec, options, diags)) plans.push_back(std::move(*p));
+  }
+  if (o.command == Command::Check || (o.command == Command::Emit && diags.has_errors())) return {};
+  std::string hash = o.command == Command::Emit ? SourceHash(sources) : "";
+  for (size_t i = 0; i < plans.size(); ++i) {
+    plans[i].source_sha256 = hash;
+    if (o.command == Command::Emit) emit::WritePlanJson(plans[i], out);
+    else if (o.plan_format == PlanFormat::Json) emit::WritePlanSummaryJson(plans[i], out);
+    else {
+      if (i > 0) out << "\n";
+      emit::WritePlanTable(plans[i], out);
+    }
+  }
+  return {};
+}
+
+}  // namespace avf::driver

@@ -1,0 +1,16 @@
+// What `aviflowc plan` prints: an aligned table for people, or one JSON
+// object per job (JSON Lines) for machines.
+#pragma once
+
+#include <llvm/Support/raw_ostream.h>
+
+#include "plan/plan.h"
+
+namespace avf::emit {
+
+void WritePlanTable(const plan::Plan& plan, llvm::raw_ostream& out);
+
+// {"job", "layout", "predicted", "alternatives": [{"layout", "predicted"}...], ...}
+void WritePlanSummaryJson(const plan::Plan& plan, llvm::raw_ostream& out);
+
+}  // namespace avf::emit

@@ -1,0 +1,100 @@
+// Phase 6 output: the plan of one job. Flat tables with integer ids (ranks,
+// nodes, stages, data ranks), so emitters and the runtime read it as rows.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "check/job_spec.h"
+#include "cost/predict.h"
+
+namespace avf::plan {
+
+// One evaluated layout.
+struct Candidate {
+  cost::Layout layout;
+  cost::Prediction prediction;
+  std::string binding;  // what limits it: "memory 97%", "pipeline bubble 18%", "compute"
+};
+
+// Rank r sits on node r / gpus_per_node at GPU r % gpus_per_node; its
+// coordinates follow Megatron's order: tensor fastest, then data, then pipeline.
+struct Rank {
+  int32_t rank = 0;
+  int32_t node = 0;  // index among the nodes this job uses
+  int32_t gpu = 0;   // local GPU index on that node
+  int32_t leaf = 0;  // leaf switch index among the leaves this job uses
+  int32_t tensor = 0;
+  int32_t data = 0;
+  int32_t pipeline = 0;
+};
+
+enum class GroupKind : uint8_t { Tensor, Data, Pipeline, Embedding };
+auto Name(GroupKind kind) -> std::string_view;
+
+struct Group {
+  GroupKind kind;
+  int32_t index = 0;            // among groups of its kind
+  std::vector<int32_t> ranks;   // in ring order
+};
+
+// Model chunk `chunk` of pipeline stage `stage` holds layers
+// [first_layer, first_layer + layers).
+struct StageChunk {
+  int32_t stage = 0;
+  int32_t chunk = 0;
+  int64_t first_layer = 0;
+  int64_t layers = 0;
+  bool embedding = false;  // holds the token embedding (first stage)
+  bool output = false;     // holds the final norm and output projection (last stage)
+};
+
+// The tokens data-parallel rank `data_rank` reads: [first_token, +tokens)
+// of the dataset, i.e. shard files first_shard..last_shard.
+struct DataSlice {
+  int32_t data_rank = 0;
+  int64_t first_token = 0;
+  int64_t tokens = 0;
+  int64_t first_shard = 0;
+  int64_t last_shard = 0;
+  int64_t sequences_per_step = 0;
+};
+
+// ZeRO: data rank `data_rank` of pipeline stage `stage` owns elements
+// [first, first + count) of that stage's flat parameter buffer (each tensor
+// rank splits its own shard the same way).
+struct ZeroSlice {
+  int32_t stage = 0;
+  int32_t data_rank = 0;
+  int64_t first = 0;
+  int64_t count = 0;
+};
+
+struct Totals {
+  int64_t steps = 0;
+  double tokens = 0;
+  double seconds = 0;    // time to train
+  double gpu_hours = 0;
+  std::optional<double> cost;  // gpu_hours x cluster.gpu_hour_price
+};
+
+struct Plan {
+  check::JobSpec job;
+  Candidate chosen;
+  std::vector<Candidate> alternatives;  // best of the whole space, chosen excluded
+  int64_t candidates_evaluated = 0;
+  int64_t nodes_used = 0;
+  int64_t leaves_used = 0;
+  std::vector<Rank> ranks;
+  std::vector<Group> groups;
+  std::vector<StageChunk> stages;
+  std::vector<DataSlice> data;
+  std::vector<ZeroSlice> zero;
+  std::vector<int64_t> stage_params;  // parameters of one tensor rank's shard, per stage
+  Totals totals;
+  std::string source_sha256;  // of every file the job was compiled from
+};
+
+}  // namespace avf::plan

@@ -1,0 +1,150 @@
+#include "plan/planner.h"
+
+#include <fmt/format.h>
+
+#include "cost/counts.h"
+#include "plan/search.h"
+#include "plan/tables.h"
+
+namespace avf::plan {
+
+namespace {
+
+using diag::DiagId;
+
+auto Bytes(double b) -> std::string { return check::BytesText(b); }
+
+auto Breakdown(const Candidate& c) -> std::string {
+  const cost::MemoryBreakdown& m = c.prediction.memory;
+  return fmt::format("per GPU: weights {} + gradients {} + optimizer state {} + activations {} + buffers {} = {} ({})",
+                     Bytes(m.weights), Bytes(m.gradients), Bytes(m.optimizer), Bytes(m.activations), Bytes(m.buffers),
+                     Bytes(m.total()), LayoutSummary(c.layout));
+}
+
+auto Suggestion(const Candidate& from, const Candidate& to) -> std::string {
+  return fmt::format("use `{}`: {} per GPU, {:.4g} s per step", LayoutDifference(from.layout, to.layout),
+                     Bytes(to.prediction.memory.total()), to.prediction.step_time);
+}
+
+void ReportNoFit(const check::JobSpec& job, const SearchResult& constrained, const SearchResult& full,
+                 diag::DiagnosticEngine& diags) {
+  const Candidate& smallest = *constrained.smallest;
+  bool fixed = constrained.valid == 1;
+  auto d = fixed ? diags.Report(DiagId::OutOfMemory, job.parallel.record_range, job.name,
+                                Bytes(smallest.prediction.memory.total()), job.gpu_name, Bytes(job.hardware.gpu_memory))
+                 : diags.Report(DiagId::NoLayoutFits, job.name_range, job.name, Bytes(job.hardware.gpu_memory),
+                                job.gpu_name);
+  d.Note(fixed ? Breakdown(smallest) : "the smallest layout needs " + Breakdown(smallest));
+  if (!full.best.empty()) {
+    d.Help(Suggestion(smallest, full.best.front()));
+  } else {
+    d.Help(fmt::format("no layout of {} GPUs fits; use more GPUs or a GPU with more memory", job.workload.gpus));
+  }
+}
+
+void ReportNoValid(const check::JobSpec& job, const SearchResult& full, diag::DiagnosticEngine& diags) {
+  auto d = diags.Report(DiagId::NoValidLayout, job.parallel.record_range, job.name);
+  d.Note(fmt::format("{} GPUs, {} layers, {} heads ({} key/value), global batch {}, {} GPUs per node",
+                     job.workload.gpus, job.workload.model.layers, job.workload.model.heads,
+                     job.workload.model.kv_heads, job.workload.global_batch, job.hardware.gpus_per_node));
+  if (!full.best.empty()) d.Help("the fastest layout without the fixed fields is `" +
+                                 LayoutSummary(full.best.front().layout) + "`; set the other fields to `auto`");
+}
+
+// The smallest pipeline depth that keeps each data-parallel ring in a leaf.
+auto PipelineForOneLeaf(const check::JobSpec& job, const cost::Layout& l) -> int64_t {
+  const cost::Hardware& hw = job.hardware;
+  int64_t leaf_gpus = hw.nodes_per_leaf * hw.gpus_per_node;
+  int64_t gpus = job.workload.gpus;
+  for (int64_t p = l.pipeline; p <= gpus / l.tensor; ++p) {
+    if (gpus % (l.tensor * p) != 0 || job.workload.model.layers % p != 0) continue;
+    if (gpus / p <= leaf_gpus) return p;
+  }
+  return 0;
+}
+
+void CheckPlacement(const check::JobSpec& job, const Candidate& c, diag::DiagnosticEngine& diags) {
+  const cost::Hardware& hw = job.hardware;
+  const cost::GroupSpan& span = c.prediction.data_span;
+  if (span.leaves <= 1 || hw.oversubscription <= 1) return;
+  auto d = diags.Report(DiagId::CrossSpineAllReduce, job.at.topology, job.name, span.leaves,
+                        fmt::format("{:g}", hw.oversubscription));
+  d.Note(fmt::format("each data-parallel group has {} ranks on {} nodes; a leaf switch holds {} nodes",
+                     c.layout.data, span.nodes, hw.nodes_per_leaf));
+  if (int64_t p = PipelineForOneLeaf(job, c.layout); p > c.layout.pipeline) {
+    d.Help(fmt::format("use `pipeline = {}` so that each data-parallel ring stays inside one leaf", p));
+  }
+}
+
+void FillTotals(Plan& plan) {
+  const check::JobSpec& job = plan.job;
+  Totals& t = plan.totals;
+  t.steps = job.steps;
+  t.tokens = static_cast<double>(job.steps) * static_cast<double>(job.workload.global_batch) *
+             static_cast<double>(job.workload.model.seq_len);
+  t.seconds = static_cast<double>(job.steps) * plan.chosen.prediction.step_time;
+  t.gpu_hours = t.seconds / 3600.0 * static_cast<double>(job.workload.gpus);
+  if (job.price_per_gpu_hour) t.cost = t.gpu_hours * *job.price_per_gpu_hour;
+}
+
+}  // namespace
+
+auto LayoutSummary(const cost::Layout& l) -> std::string {
+  std::string s = fmt::format("tensor {}, pipeline {}, data {}", l.tensor, l.pipeline, l.data);
+  if (l.schedule == cost::Schedule::Interleaved) s += fmt::format(", interleaved x {}", l.virtual_stages);
+  if (l.schedule == cost::Schedule::GPipe) s += ", gpipe";
+  s += fmt::format(", zero {}, micro-batch {}, recompute {}", l.zero, l.micro_batch, cost::Name(l.recompute));
+  if (l.sequence_parallel) s += ", sequence parallel";
+  return s;
+}
+
+auto LayoutDifference(const cost::Layout& from, const cost::Layout& to) -> std::string {
+  std::vector<std::string> parts;
+  auto num = [&](std::string_view name, int64_t a, int64_t b) {
+    if (a != b) parts.push_back(fmt::format("{} = {}", name, b));
+  };
+  num("tensor", from.tensor, to.tensor);
+  num("pipeline", from.pipeline, to.pipeline);
+  if (from.schedule != to.schedule) parts.push_back(fmt::format("schedule = {}", cost::Name(to.schedule)));
+  num("virtual_stages", from.virtual_stages, to.virtual_stages);
+  num("zero", from.zero, to.zero);
+  num("micro_batch", from.micro_batch, to.micro_batch);
+  if (from.recompute != to.recompute) parts.push_back(fmt::format("recompute = {}", cost::Name(to.recompute)));
+  if (from.sequence_parallel != to.sequence_parallel)
+    parts.push_back(fmt::format("sequence_parallel = {}", to.sequence_parallel));
+  if (parts.empty()) return "";
+  std::string out = parts[0];
+  for (size_t i = 1; i < parts.size(); ++i) out += "; " + parts[i];
+  return out;
+}
+
+auto PlanJob(const check::JobSpec& job, const PlanOptions& options, diag::DiagnosticEngine& diags)
+    -> std::optional<Plan> {
+  SearchResult full = Search(job, AllAuto(job.parallel), options.alternatives + 1);
+  SearchResult constrained = Search(job, job.parallel, 1);
+  if (constrained.valid == 0) {
+    ReportNoValid(job, full, diags);
+    return std::nullopt;
+  }
+  if (constrained.best.empty()) {
+    ReportNoFit(job, constrained, full, diags);
+    return std::nullopt;
+  }
+  Plan plan;
+  plan.job = job;
+  plan.chosen = constrained.best.front();
+  plan.candidates_evaluated = full.evaluated;
+  for (const Candidate& c : full.best) {
+    if (plan.alternatives.size() == options.alternatives) break;
+    if (!(c.layout == plan.chosen.layout)) plan.alternatives.push_back(c);
+  }
+  CheckPlacement(job, plan.chosen, diags);
+  int64_t per_node = std::max<int64_t>(job.hardware.gpus_per_node, 1);
+  plan.nodes_used = (job.workload.gpus + per_node - 1) / per_node;
+  plan.leaves_used = job.hardware.nodes_per_leaf > 0 ? (plan.nodes_used + job.hardware.nodes_per_leaf - 1) / job.hardware.nodes_per_leaf : 1;
+  if (options.tables) BuildTables(plan);
+  FillTotals(plan);
+  return plan;
+}
+
+}  // namespace avf::plan

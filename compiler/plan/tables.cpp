@@ -1,0 +1,149 @@
+#include "plan/tables.h"
+
+#include <algorithm>
+
+#include "cost/counts.h"
+
+namespace avf::plan {
+
+namespace {
+
+auto I32(int64_t v) -> int32_t { return static_cast<int32_t>(v); }
+
+void BuildRanks(Plan& plan) {
+  const cost::Layout& l = plan.chosen.layout;
+  const cost::Hardware& hw = plan.job.hardware;
+  int64_t per_node = std::max<int64_t>(hw.gpus_per_node, 1);
+  int64_t world = l.world();
+  plan.ranks.reserve(world);
+  for (int64_t r = 0; r < world; ++r) {
+    Rank rank;
+    rank.rank = I32(r);
+    rank.node = I32(r / per_node);
+    rank.gpu = I32(r % per_node);
+    rank.leaf = hw.nodes_per_leaf > 0 ? I32(r / per_node / hw.nodes_per_leaf) : 0;
+    rank.tensor = I32(r % l.tensor);
+    rank.data = I32(r / l.tensor % l.data);
+    rank.pipeline = I32(r / (l.tensor * l.data));
+    plan.ranks.push_back(rank);
+  }
+}
+
+auto RankOf(const cost::Layout& l, int64_t t, int64_t d, int64_t p) -> int32_t {
+  return I32(t + l.tensor * (d + l.data * p));
+}
+
+void BuildGroups(Plan& plan) {
+  const cost::Layout& l = plan.chosen.layout;
+  auto add = [&](GroupKind kind, int32_t index) -> Group& {
+    plan.groups.push_back(Group{kind, index, {}});
+    return plan.groups.back();
+  };
+  int32_t index = 0;
+  for (int64_t p = 0; p < l.pipeline; ++p)
+    for (int64_t d = 0; d < l.data; ++d) {
+      Group& g = add(GroupKind::Tensor, index++);
+      for (int64_t t = 0; t < l.tensor; ++t) g.ranks.push_back(RankOf(l, t, d, p));
+    }
+  index = 0;
+  for (int64_t p = 0; p < l.pipeline; ++p)
+    for (int64_t t = 0; t < l.tensor; ++t) {
+      Group& g = add(GroupKind::Data, index++);
+      for (int64_t d = 0; d < l.data; ++d) g.ranks.push_back(RankOf(l, t, d, p));
+    }
+  index = 0;
+  for (int64_t d = 0; d < l.data; ++d)
+    for (int64_t t = 0; t < l.tensor; ++t) {
+      Group& g = add(GroupKind::Pipeline, index++);
+      for (int64_t p = 0; p < l.pipeline; ++p) g.ranks.push_back(RankOf(l, t, d, p));
+    }
+  // Tied embeddings live on the first and the last stage; their gradients
+  // are summed across the two.
+  if (!plan.job.workload.model.tied_embeddings || l.pipeline == 1) return;
+  index = 0;
+  for (int64_t d = 0; d < l.data; ++d)
+    for (int64_t t = 0; t < l.tensor; ++t) {
+      Group& g = add(GroupKind::Embedding, index++);
+      g.ranks = {RankOf(l, t, d, 0), RankOf(l, t, d, l.pipeline - 1)};
+    }
+}
+
+// Megatron's interleaved assignment: chunk c of stage s holds the
+// (c * p + s)-th block of layers / (p * v) layers.
+void BuildStages(Plan& plan) {
+  const cost::Layout& l = plan.chosen.layout;
+  const cost::ModelShape& m = plan.job.workload.model;
+  int64_t chunks = l.schedule == cost::Schedule::Interleaved ? l.virtual_stages : 1;
+  int64_t per_chunk = m.layers / (l.pipeline * chunks);
+  for (int64_t s = 0; s < l.pipeline; ++s) {
+    for (int64_t c = 0; c < chunks; ++c) {
+      StageChunk chunk{I32(s), I32(c), (c * l.pipeline + s) * per_chunk, per_chunk, false, false};
+      chunk.embedding = s == 0 && c == 0;
+      chunk.output = s == l.pipeline - 1 && c == chunks - 1;
+      plan.stages.push_back(chunk);
+    }
+  }
+  cost::ParamCounts counts = cost::CountParams(m);
+  for (int64_t s = 0; s < l.pipeline; ++s) {
+    int64_t params = m.layers / l.pipeline * counts.per_layer;
+    if (s == 0) params += counts.embedding + counts.positions;
+    if (s == l.pipeline - 1) {
+      params += counts.final_norm + counts.output;
+      if (counts.output == 0 && l.pipeline > 1) params += counts.embedding;  // tied copy
+    }
+    plan.stage_params.push_back(params / l.tensor);
+  }
+}
+
+void BuildData(Plan& plan) {
+  const cost::Layout& l = plan.chosen.layout;
+  const check::DatasetSpec& ds = plan.job.dataset;
+  int64_t shards = std::max<int64_t>(ds.shards, 1);
+  int64_t shard_tokens = std::max<int64_t>(ds.tokens / shards, 1);
+  for (int64_t d = 0; d < l.data; ++d) {
+    DataSlice slice;
+    slice.data_rank = I32(d);
+    slice.first_token = ds.tokens / l.data * d;
+    int64_t end = d + 1 == l.data ? ds.tokens : ds.tokens / l.data * (d + 1);
+    slice.tokens = end - slice.first_token;
+    slice.first_shard = std::min(slice.first_token / shard_tokens, shards - 1);
+    slice.last_shard = std::min(std::max<int64_t>(end - 1, 0) / shard_tokens, shards - 1);
+    slice.sequences_per_step = plan.job.workload.global_batch / l.data;
+    plan.data.push_back(slice);
+  }
+}
+
+void BuildZero(Plan& plan) {
+  const cost::Layout& l = plan.chosen.layout;
+  if (l.zero == 0) return;
+  for (int64_t s = 0; s < l.pipeline; ++s) {
+    int64_t total = plan.stage_params[s];
+    for (int64_t d = 0; d < l.data; ++d) {
+      int64_t first = total / l.data * d;
+      int64_t end = d + 1 == l.data ? total : total / l.data * (d + 1);
+      plan.zero.push_back(ZeroSlice{I32(s), I32(d), first, end - first});
+    }
+  }
+}
+
+}  // namespace
+
+auto Name(GroupKind kind) -> std::string_view {
+  switch (kind) {
+    case GroupKind::Tensor: return "tensor";
+    case GroupKind::Data: return "data";
+    case GroupKind::Pipeline: return "pipeline";
+    case GroupKind::Embedding: return "embedding";
+  }
+  return "tensor";
+}
+
+void BuildTables(Plan& plan) {
+  BuildRanks(plan);
+  BuildGroups(plan);
+  BuildStages(plan);
+  BuildData(plan);
+  BuildZero(plan);
+}
+
+}  // namespace avf::plan
