@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the whole test suite through ctest: the lit tests of every phase, the
 # unit tests, the lit suite again against an ASan/UBSan build, and a libFuzzer
-# run over the front end. Installs and builds whatever is missing first.
+# run over the front end and one over every phase through plan.json. Installs and builds whatever is missing first.
 #   AVIFLOW_QUICK=1 tools/test.sh   skips the sanitizer and fuzz builds
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,11 +12,12 @@ if [ "${AVIFLOW_QUICK:-0}" != 1 ]; then
   cmake -S . -B build-asan -G Ninja -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAVIFLOW_SANITIZE=ON -DAVIFLOW_FUZZ=ON -DAVIFLOW_TESTS=OFF \
     -DAVIFLOW_ENABLE_CUDA=OFF >/dev/null
-  cmake --build build-asan --target aviflowc avf_fuzz_frontend avf_stdlib
+  cmake --build build-asan --target aviflowc avf_fuzz_frontend avf_fuzz_planner avf_stdlib
   extra=(-DAVIFLOW_SANITIZED_AVIFLOWC="$PWD/build-asan/bin/aviflowc"
-         -DAVIFLOW_FUZZER="$PWD/build-asan/bin/avf_fuzz_frontend")
+         -DAVIFLOW_FUZZER="$PWD/build-asan/bin/avf_fuzz_frontend"
+         -DAVIFLOW_PLANNER_FUZZER="$PWD/build-asan/bin/avf_fuzz_planner")
 else
-  extra=(-DAVIFLOW_SANITIZED_AVIFLOWC= -DAVIFLOW_FUZZER=)
+  extra=(-DAVIFLOW_SANITIZED_AVIFLOWC= -DAVIFLOW_FUZZER= -DAVIFLOW_PLANNER_FUZZER=)
 fi
 tools/build.sh "${extra[@]}"
 ctest --test-dir build --output-on-failure -j2

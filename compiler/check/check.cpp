@@ -156,21 +156,24 @@ auto CountText(double count) -> std::string { return Compact(count); }
 
 auto CheckJobs(const sema::Program& program, DiagnosticEngine& diags) -> std::vector<CheckedJob> {
   std::vector<CheckedJob> jobs;
+  DataChecked data_checked;
   for (const sema::Decl& decl : program.decls) {
     if (decl.kind != ast::DeclKind::Job) continue;
-    size_t errors_before = diags.error_count();
     CheckedJob job{ExtractJob(program, decl), decl.buffer_id, true};
     const JobSpec& s = job.spec;
+    // Only errors in what the planner computes with stop it from planning:
+    // a data or storage error still leaves the memory and time to report.
+    size_t errors_before = diags.error_count();
     CheckCapacity(s, diags);
     CheckTensor(s, diags);
     CheckPipeline(s, diags);
     CheckWorld(s, diags);
     CheckBatch(s, diags);
-    CheckSequenceParallel(s, diags);
-    CheckData(s, diags);
-    CheckStorage(s, diags);
     CheckHardware(s, diags);
     job.ok = diags.error_count() == errors_before;
+    CheckSequenceParallel(s, diags);
+    CheckData(s, data_checked, diags);
+    CheckStorage(s, diags);
     jobs.push_back(std::move(job));
   }
   return jobs;

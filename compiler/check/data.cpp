@@ -35,8 +35,9 @@ void CheckHotTier(const JobSpec& s, diag::DiagnosticEngine& diags) {
   double need = static_cast<double>(ds.tokens) * ds.token_bytes;
   if (!hot.capacity || need <= *hot.capacity) return;
   diags.Report(DiagId::HotTierTooSmall, s.at.stage_to, ds.name, BytesText(need), hot.storage, BytesText(*hot.capacity))
-      .Note(s.at.dataset_tokens, fmt::format("{} tokens x {} bytes ({}) in {} shards of {}", CountText(ds.tokens),
-                                             ds.token_bytes, ds.format, ds.shards, BytesText(need / ds.shards)))
+      .Note(s.at.dataset_tokens, fmt::format("{} tokens x {} bytes ({}) in {} shard{} of {}", CountText(ds.tokens),
+                                             ds.token_bytes, ds.format, ds.shards, ds.shards == 1 ? "" : "s",
+                                             BytesText(need / ds.shards)))
       .Note(s.at.hot_capacity, "capacity declared here")
       .Help("stage a subset of the shards, or read the dataset in place without `stage_to`");
 }
@@ -70,15 +71,15 @@ void CheckReachable(const JobSpec& s, const Location& loc, llvm::SMRange at, dia
 
 }  // namespace
 
-void CheckData(const JobSpec& s, diag::DiagnosticEngine& diags) {
+void CheckData(const JobSpec& s, DataChecked& checked, diag::DiagnosticEngine& diags) {
   const DatasetSpec& ds = s.dataset;
   int64_t vocab = s.workload.model.vocab;
-  if (ds.token_bytes == 2 && vocab > 65536) {
+  if (ds.token_bytes == 2 && vocab > 65536 && checked.formats.insert({ds.name, s.model_name}).second) {
     diags.Report(DiagId::VocabTooLargeForFormat, s.at.format, vocab, ds.format)
         .Note(s.at.vocab, fmt::format("model `{}` has `vocab = {}`", s.model_name, vocab))
         .Help("`tokens_u16` holds token ids below 65,536; use `format = tokens_u32`");
   }
-  CheckHotTier(s, diags);
+  if (checked.datasets.insert(ds.name).second) CheckHotTier(s, diags);
   CheckTrainingTokens(s, diags);
 }
 

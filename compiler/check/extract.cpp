@@ -2,6 +2,7 @@
 // cluster -> node -> gpu, fabrics, storage) and reads plain numbers. Sema has
 // already checked types, units and required fields, so a missing value here
 // means the field is optional and absent.
+#include <algorithm>
 #include <cmath>
 
 #include "check/extract.h"
@@ -264,8 +265,10 @@ void ReadLength(const RecordValue& f, JobSpec& spec, llvm::SMRange fallback) {
     spec.length_field = std::string(name);
     spec.at.length = RangeOf(f, name, fallback);
     double tokens = name == "tokens" ? *value : *value * static_cast<double>(spec.dataset.tokens);
-    spec.steps = name == "steps" ? static_cast<int64_t>(*value)
-                                 : static_cast<int64_t>(std::ceil(per_step > 0 ? tokens / per_step : 0));
+    // Clamped so that absurd lengths stay representable (they are reported
+    // by the dataset checks, not by undefined behaviour here).
+    double steps = name == "steps" ? *value : std::ceil(per_step > 0 ? tokens / per_step : 0);
+    spec.steps = static_cast<int64_t>(std::min(steps, 1e18));
     return;
   }
 }

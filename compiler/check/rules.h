@@ -1,13 +1,24 @@
 // The job checks of check.cpp, split by what they look at.
 #pragma once
 
+#include <set>
+#include <string>
+#include <utility>
+
 #include "check/job_spec.h"
 #include "diag/diagnostic.h"
 
 namespace avf::check {
 
+// What several jobs share is reported once: datasets already checked, and
+// dataset/model pairs whose token format was checked.
+struct DataChecked {
+  std::set<std::string> datasets;
+  std::set<std::pair<std::string, std::string>> formats;
+};
+
 // Token format, hot-tier capacity, dataset size against the training length.
-void CheckData(const JobSpec& s, diag::DiagnosticEngine& diags);
+void CheckData(const JobSpec& s, DataChecked& checked, diag::DiagnosticEngine& diags);
 // Every location the job uses is reachable from the nodes that run it.
 void CheckStorage(const JobSpec& s, diag::DiagnosticEngine& diags);
 // The GPU and network numbers the planner divides by.

@@ -149,8 +149,11 @@ auto PredictTime(const Workload& w, const Layout& l, const Hardware& hw) -> Time
   Link data_link = LinkFor(data_span, hw);
   double zero3_mb = 0;
   if (l.zero >= 3 && l.data > 1) {
-    double gather = HalfRing(params * weight_bytes, l.data, data_link);
-    double scatter = HalfRing(params * weight_bytes, l.data, data_link);
+    // One collective per layer: the latency term is paid layers/pipeline times.
+    double layers = D(w.model.layers) / D(l.pipeline);
+    double latency = layers * D(l.data - 1) * data_link.latency;
+    double gather = HalfRing(params * weight_bytes, l.data, data_link) + latency;
+    double scatter = HalfRing(params * weight_bytes, l.data, data_link) + latency;
     double forward_s = work.forward / rate;
     zero3_mb = std::max(0.0, gather - forward_s) + std::max(0.0, gather + scatter - (compute_mb - forward_s));
   }

@@ -35,7 +35,11 @@ void ReportNoFit(const check::JobSpec& job, const SearchResult& constrained, con
                  : diags.Report(DiagId::NoLayoutFits, job.name_range, job.name, Bytes(job.hardware.gpu_memory),
                                 job.gpu_name);
   d.Note(fixed ? Breakdown(smallest) : "the smallest layout needs " + Breakdown(smallest));
-  if (!full.best.empty()) {
+  // Prefer a fix that keeps every field the user wrote.
+  SearchResult relaxed = Search(job, WrittenOnly(job.parallel), 1);
+  if (!relaxed.best.empty()) {
+    d.Help(Suggestion(smallest, relaxed.best.front()));
+  } else if (!full.best.empty()) {
     d.Help(Suggestion(smallest, full.best.front()));
   } else {
     d.Help(fmt::format("no layout of {} GPUs fits; use more GPUs or a GPU with more memory", job.workload.gpus));
@@ -73,7 +77,18 @@ void CheckPlacement(const check::JobSpec& job, const Candidate& c, diag::Diagnos
                      c.layout.data, span.nodes, hw.nodes_per_leaf));
   if (int64_t p = PipelineForOneLeaf(job, c.layout); p > c.layout.pipeline) {
     d.Help(fmt::format("use `pipeline = {}` so that each data-parallel ring stays inside one leaf", p));
+  } else {
+    d.Note(fmt::format("no pipeline depth keeps a data-parallel ring inside one leaf of {} GPUs; the predicted step "
+                       "time includes the oversubscribed bandwidth",
+                       hw.nodes_per_leaf * hw.gpus_per_node));
   }
+}
+
+auto IsAllAuto(const check::ParallelChoices& c) -> bool {
+  for (const check::IntChoice* i : {&c.data, &c.tensor, &c.pipeline, &c.virtual_stages, &c.zero, &c.micro_batch}) {
+    if (i->value) return false;
+  }
+  return !c.schedule.value && !c.recompute.value && !c.sequence_parallel.value;
 }
 
 void FillTotals(Plan& plan) {
@@ -121,7 +136,8 @@ auto LayoutDifference(const cost::Layout& from, const cost::Layout& to) -> std::
 auto PlanJob(const check::JobSpec& job, const PlanOptions& options, diag::DiagnosticEngine& diags)
     -> std::optional<Plan> {
   SearchResult full = Search(job, AllAuto(job.parallel), options.alternatives + 1);
-  SearchResult constrained = Search(job, job.parallel, 1);
+  // With every field `auto` the constrained search is the full one.
+  SearchResult constrained = IsAllAuto(job.parallel) ? full : Search(job, job.parallel, 1);
   if (constrained.valid == 0) {
     ReportNoValid(job, full, diags);
     return std::nullopt;

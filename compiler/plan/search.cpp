@@ -11,6 +11,18 @@ namespace {
 
 using check::IntChoice;
 
+// Bounds on what `auto` tries (a written value may exceed them). Megatron's
+// own configurations use at most a handful of model chunks per stage, and
+// beyond 64 sequences per micro-batch the model predicts no further gain;
+// the bounds keep the search fast even for GPU counts with many divisors.
+constexpr int64_t kMaxAutoVirtualStages = 8;
+constexpr int64_t kMaxAutoMicroBatch = 64;
+
+auto UpTo(std::vector<int64_t> values, int64_t limit) -> std::vector<int64_t> {
+  values.erase(std::remove_if(values.begin(), values.end(), [&](int64_t v) { return v > limit; }), values.end());
+  return values;
+}
+
 auto Divisors(int64_t n) -> std::vector<int64_t> {
   std::vector<int64_t> low, high;
   for (int64_t i = 1; i * i <= n; ++i) {
@@ -74,7 +86,8 @@ struct Space {
 void EnumerateInner(Space& s, cost::Layout l) {
   const cost::Workload& w = s.job.workload;
   int64_t per_rank = w.global_batch / l.data;
-  for (int64_t mb : Domain(s.choices.micro_batch, Divisors(per_rank))) {
+  std::vector<int64_t> sizes = s.choices.micro_batch.value ? Divisors(per_rank) : UpTo(Divisors(per_rank), kMaxAutoMicroBatch);
+  for (int64_t mb : Domain(s.choices.micro_batch, sizes)) {
     l.micro_batch = mb;
     int64_t micro_batches = per_rank / mb;
     if (l.schedule == cost::Schedule::Interleaved && micro_batches % l.pipeline != 0) continue;
@@ -108,7 +121,10 @@ void EnumerateSchedules(Space& s, cost::Layout l) {
     std::vector<int64_t> chunks{1};
     if (schedule == cost::Schedule::Interleaved && l.pipeline > 1) {
       chunks = Divisors(layers_per_stage);
-      if (!s.choices.virtual_stages.value) chunks.erase(chunks.begin());  // v = 1 is plain 1F1B
+      if (!s.choices.virtual_stages.value) {
+        chunks = UpTo(chunks, kMaxAutoVirtualStages);
+        chunks.erase(chunks.begin());  // v = 1 is plain 1F1B
+      }
     }
     for (int64_t v : Domain(s.choices.virtual_stages, chunks)) {
       l.virtual_stages = v;
@@ -135,6 +151,17 @@ auto AllAuto(const check::ParallelChoices& choices) -> check::ParallelChoices {
   all.recompute.value.reset();
   all.sequence_parallel.value.reset();
   return all;
+}
+
+auto WrittenOnly(const check::ParallelChoices& choices) -> check::ParallelChoices {
+  check::ParallelChoices out = choices;
+  for (IntChoice* c : {&out.data, &out.tensor, &out.pipeline, &out.virtual_stages, &out.zero, &out.micro_batch}) {
+    if (!c->written) c->value.reset();
+  }
+  if (!out.schedule.written) out.schedule.value.reset();
+  if (!out.recompute.written) out.recompute.value.reset();
+  if (!out.sequence_parallel.written) out.sequence_parallel.value.reset();
+  return out;
 }
 
 auto Search(const check::JobSpec& job, const check::ParallelChoices& choices, size_t keep) -> SearchResult {

@@ -24,6 +24,9 @@ auto Search(const check::JobSpec& job, const check::ParallelChoices& choices, si
 // Every field `auto`: the whole space, for alternatives and suggestions.
 auto AllAuto(const check::ParallelChoices& choices) -> check::ParallelChoices;
 
+// Only the fields the user wrote stay fixed; defaulted ones become `auto`.
+auto WrittenOnly(const check::ParallelChoices& choices) -> check::ParallelChoices;
+
 // Orders candidates: faster first, then less memory, then smaller degrees, so
 // that equal predictions always rank the same way.
 auto Better(const Candidate& a, const Candidate& b) -> bool;

@@ -98,7 +98,7 @@ const RecordSchema kFatTree{"fat_tree", {
 
 const RecordSchema kCluster{"cluster", {
     F("node").Ref(DeclKind::Node).Required(),
-    F("nodes").Count().Required(),
+    F("nodes").Count().Required().Max(1048576),
     F("network").Ref(DeclKind::Fabric).Required().Doc("fabric between nodes"),
     F("storage_network").Ref(DeclKind::Fabric),
     F("topology").Record(kFatTree),
@@ -128,13 +128,15 @@ const RecordSchema kDataset{"dataset", {
 
 const RecordSchema kModel{"model", {
     F("arch").Enum({"gpt2", "llama"}).Required(),
-    F("layers").Count().Required(),
-    F("hidden").Count().Required(),
-    F("heads").Count().Required(),
-    F("kv_heads").Count().SameAs("heads"),
-    F("ffn").Count(),
-    F("vocab").Count().Required(),
-    F("seq_len").Count().Required(),
+    // The limits keep every count the planner multiplies inside 64 bits; they
+    // are far above any model trained so far.
+    F("layers").Count().Required().Max(100000),
+    F("hidden").Count().Required().Max(1048576),
+    F("heads").Count().Required().Max(1048576),
+    F("kv_heads").Count().SameAs("heads").Max(1048576),
+    F("ffn").Count().Max(4194304),
+    F("vocab").Count().Required().Max(100000000),
+    F("seq_len").Count().Required().Max(100000000),
     F("tied_embeddings").Bool(),
 }};
 
@@ -171,13 +173,13 @@ const RecordSchema kJob{"job", {
     F("model").Ref(DeclKind::Model).Required(),
     F("data").Ref(DeclKind::Dataset).Required(),
     F("cluster").Ref(DeclKind::Cluster).Required(),
-    F("gpus").Count().Required(),
+    F("gpus").Count().Required().Max(1048576),
     F("precision").Enum({"bf16", "fp16", "fp32"}).DefaultEnum("bf16"),
     F("parallel").Record(kParallel),
-    F("batch").Count().Required().Doc("global batch, in sequences"),
+    F("batch").Count().Required().Max(16777216).Doc("global batch, in sequences"),
     F("steps").Count(),
     F("tokens").Count(),
-    F("epochs").Number().Min(0, true),
+    F("epochs").Number().Min(0, true).Max(1000000),
     F("optimizer").Record(kOptimizer),
     F("checkpoint").Record(kCheckpoint),
     F("image").String(),
