@@ -263,6 +263,9 @@ auto DescribeType(const FieldSchema& field) -> std::string {
 }
 
 auto DescribeRange(const FieldSchema& field) -> std::string {
+  if (field.min && field.max && field.min_exclusive) {
+    return fmt::format("greater than {} and at most {}", FormatNumber(*field.min), FormatNumber(*field.max));
+  }
   if (field.min && field.max) return fmt::format("between {} and {}", FormatNumber(*field.min), FormatNumber(*field.max));
   if (field.min) return fmt::format("{} {}", field.min_exclusive ? "greater than" : "at least", FormatNumber(*field.min));
   if (field.max) return fmt::format("at most {}", FormatNumber(*field.max));
