@@ -8,7 +8,7 @@ packages=(
   llvm-14-dev llvm-14-tools
   libfmt-dev libyaml-cpp-dev libgtest-dev libcli11-dev
   clang-14 libclang-rt-14-dev
-  cmake ninja-build g++ python3 git
+  cmake ninja-build g++ python3 python3-jsonschema git
 )
 
 missing=()

@@ -38,8 +38,13 @@ void CheckTensor(const JobSpec& s, DiagnosticEngine& diags) {
         .Help(fmt::format("tensor parallelism must stay inside one node's NVLink domain; use `tensor = {}` and "
                           "pipeline parallelism across nodes", per_node));
   } else if (per_node % tensor != 0) {
+    std::string divisors;
+    for (int64_t d = 1; d <= per_node; ++d) {
+      if (per_node % d == 0) divisors += fmt::format("{}{}", divisors.empty() ? "" : ", ", d);
+    }
     diags.Report(DiagId::TensorDoesNotDivideNode, t.range, tensor, per_node, s.node_name)
-        .Note(s.at.node_decl, "node type declared here");
+        .Note(s.at.node_decl, "node type declared here")
+        .Help(fmt::format("tensor groups must tile a node; use one of {}", divisors));
   }
   if (m.heads % tensor != 0) {
     diags.Report(DiagId::HeadsNotDivisibleByTensor, t.range, m.heads, tensor)
@@ -53,16 +58,21 @@ void CheckTensor(const JobSpec& s, DiagnosticEngine& diags) {
 void CheckPipeline(const JobSpec& s, DiagnosticEngine& diags) {
   const ParallelChoices& p = s.parallel;
   int64_t layers = s.workload.model.layers;
-  if (p.virtual_stages.value && *p.virtual_stages.value > 1 && p.schedule.value &&
-      *p.schedule.value != cost::Schedule::Interleaved) {
-    diags.Report(DiagId::VirtualStagesNeedInterleaved, p.virtual_stages.range, *p.virtual_stages.value)
-        .Note(p.schedule.range, "the schedule is set here")
-        .Help("write `schedule = interleaved`, or remove `virtual_stages`");
+  bool chunked = p.virtual_stages.value && *p.virtual_stages.value > 1;
+  if (chunked && p.schedule.value && *p.schedule.value != cost::Schedule::Interleaved) {
+    auto d = diags.Report(DiagId::VirtualStagesNeedInterleaved, p.virtual_stages.range, *p.virtual_stages.value);
+    if (p.schedule.written) d.Note(p.schedule.range, "the schedule is set here");
+    else d.Note(fmt::format("the schedule defaults to `{}`", cost::Name(*p.schedule.value)));
+    d.Help("write `schedule = interleaved`, or remove `virtual_stages`");
+  } else if (chunked && p.pipeline.value == 1) {
+    diags.Report(DiagId::InterleavedWithoutPipeline, p.virtual_stages.range, *p.virtual_stages.value)
+        .Help("model chunks interleave pipeline stages; set `pipeline` above 1, or remove `virtual_stages`");
   }
   if (!p.pipeline.value || !p.virtual_stages.value) return;
   int64_t chunks = *p.pipeline.value * *p.virtual_stages.value;
   if (layers % chunks == 0) return;
-  diags.Report(DiagId::LayersNotDivisible, p.pipeline.range, layers, *p.pipeline.value, *p.virtual_stages.value)
+  std::string tail = *p.virtual_stages.value > 1 ? fmt::format(" x {} virtual stages", *p.virtual_stages.value) : "";
+  diags.Report(DiagId::LayersNotDivisible, p.pipeline.range, layers, *p.pipeline.value, tail)
       .Note(s.at.layers, fmt::format("model `{}` has {} layers", s.model_name, layers))
       .Help("`layers` must be a multiple of `pipeline x virtual_stages`");
 }
@@ -79,6 +89,12 @@ auto KnownData(const JobSpec& s) -> std::optional<int64_t> {
 
 void CheckWorld(const JobSpec& s, DiagnosticEngine& diags) {
   const ParallelChoices& p = s.parallel;
+  if (p.tensor.value && !p.pipeline.value && s.workload.gpus % *p.tensor.value != 0) {
+    diags.Report(DiagId::GpusNotDivisibleByTensor, s.at.gpus, s.workload.gpus, *p.tensor.value)
+        .Note(p.tensor.range, "tensor parallelism set here")
+        .Help(fmt::format("use a multiple of {} GPUs", *p.tensor.value));
+    return;
+  }
   if (!p.tensor.value || !p.pipeline.value) return;
   int64_t t = *p.tensor.value, pp = *p.pipeline.value, gpus = s.workload.gpus;
   if (p.data.value) {
@@ -104,7 +120,8 @@ void CheckBatch(const JobSpec& s, DiagnosticEngine& diags) {
     auto d = diags.Report(DiagId::BatchNotDivisible, s.at.batch, batch, *data, *p.micro_batch.value);
     d.Note(p.micro_batch.range, "micro-batch size set here");
     int64_t lower = batch / per_step * per_step;
-    d.Help(fmt::format("use `batch = {}` or `batch = {}`", lower > 0 ? lower : per_step, lower + per_step));
+    if (lower > 0) d.Help(fmt::format("use `batch = {}` or `batch = {}`", lower, lower + per_step));
+    else d.Help(fmt::format("use `batch = {}`, or a smaller micro-batch", per_step));
     return;
   }
   int64_t micro_batches = batch / per_step;
@@ -154,11 +171,16 @@ auto BytesText(double bytes) -> std::string { return Compact(bytes) + "B"; }
 
 auto CountText(double count) -> std::string { return Compact(count); }
 
-auto CheckJobs(const sema::Program& program, DiagnosticEngine& diags) -> std::vector<CheckedJob> {
+auto CheckJobs(const sema::Program& program, DiagnosticEngine& diags, std::string_view only_job)
+    -> std::vector<CheckedJob> {
   std::vector<CheckedJob> jobs;
   DataChecked data_checked;
   for (const sema::Decl& decl : program.decls) {
     if (decl.kind != ast::DeclKind::Job) continue;
+    if (!only_job.empty() && decl.name != only_job) {
+      jobs.push_back(CheckedJob{JobSpec{.name = decl.name}, decl.buffer_id, false});
+      continue;
+    }
     CheckedJob job{ExtractJob(program, decl), decl.buffer_id, true};
     const JobSpec& s = job.spec;
     // Only errors in what the planner computes with stop it from planning:

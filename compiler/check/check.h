@@ -4,6 +4,7 @@
 // need the cost model (memory fit, placement) are the planner's.
 #pragma once
 
+#include <string_view>
 #include <vector>
 
 #include "check/job_spec.h"
@@ -18,7 +19,9 @@ struct CheckedJob {
   bool ok = true;          // false: this job has errors and is not planned
 };
 
-auto CheckJobs(const sema::Program& program, diag::DiagnosticEngine& diags) -> std::vector<CheckedJob>;
+// `only_job`: check just that job (`plan --job`); empty checks every job.
+auto CheckJobs(const sema::Program& program, diag::DiagnosticEngine& diags, std::string_view only_job = {})
+    -> std::vector<CheckedJob>;
 
 // "8.4TB", "80GB", "38.7GB": bytes for messages, decimal prefixes (as GPU
 // memory is sold), three significant digits.

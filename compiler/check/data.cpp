@@ -47,14 +47,17 @@ void CheckTrainingTokens(const JobSpec& s, diag::DiagnosticEngine& diags) {
   double per_step = static_cast<double>(s.workload.global_batch) * static_cast<double>(s.workload.model.seq_len);
   double have = static_cast<double>(ds.tokens);
   if (have < per_step) {
-    diags.Report(DiagId::DatasetSmallerThanBatch, s.at.dataset_tokens, ds.name, CountText(have), s.name,
-                 CountText(per_step))
+    // Rounded figures can look equal ("262K" and "262K"); then print them whole.
+    bool exact = CountText(have) == CountText(per_step);
+    auto text = [&](double v) { return exact ? fmt::format("{:.0f}", v) : CountText(v); };
+    diags.Report(DiagId::DatasetSmallerThanBatch, s.at.dataset_tokens, ds.name, text(have), s.name, text(per_step))
         .Note(s.at.batch, fmt::format("{} sequences x {} tokens per step", s.workload.global_batch,
                                       s.workload.model.seq_len));
     return;
   }
-  // `epochs` asks for repetition explicitly; steps and tokens do not.
-  double wanted = per_step * static_cast<double>(s.steps);
+  // `epochs` asks for repetition explicitly; steps and tokens do not. The
+  // written length counts, not the steps it rounds up to.
+  double wanted = s.requested_tokens;
   if (s.length_field == "epochs" || wanted <= have) return;
   diags.Report(DiagId::DatasetRepeats, s.at.length, s.name, CountText(wanted), ds.name, CountText(have),
                fmt::format("{:.2f}", wanted / have))
@@ -86,7 +89,7 @@ void CheckData(const JobSpec& s, DataChecked& checked, diag::DiagnosticEngine& d
 void CheckStorage(const JobSpec& s, diag::DiagnosticEngine& diags) {
   // The trainer reads the staged copy when there is one, else the source.
   if (s.dataset.stage_to) CheckReachable(s, *s.dataset.stage_to, s.at.stage_to, diags);
-  else if (s.dataset.source.valid()) CheckReachable(s, s.dataset.source, s.at.dataset_decl, diags);
+  else if (s.dataset.source.valid()) CheckReachable(s, s.dataset.source, s.at.dataset_source, diags);
   const CheckpointSpec& c = s.checkpoint;
   if (!c.dir) return;
   if (!IsFileSystem(c.dir->storage_kind)) {
@@ -98,13 +101,39 @@ void CheckStorage(const JobSpec& s, diag::DiagnosticEngine& diags) {
 }
 
 void CheckHardware(const JobSpec& s, diag::DiagnosticEngine& diags) {
-  if (s.hardware.peak_flops <= 0) {
+  const cost::Hardware& hw = s.hardware;
+  if (hw.peak_flops <= 0) {
     std::string_view precision = cost::Name(s.workload.precision);
     diags.Report(DiagId::MissingPrecisionRate, s.at.precision, s.name, precision, s.gpu_name, precision)
+        .Note(s.at.gpu_decl, "gpu declared here")
         .Help(fmt::format("declare `{} = ...TFLOP/s` in gpu `{}`, or train in `bf16`", precision, s.gpu_name));
+    return;
   }
-  if (NodesSpanned(s) > 1 && s.hardware.nic_bandwidth <= 0) {
-    diags.Report(DiagId::NoNetworkBandwidth, s.at.cluster_decl, s.name, NodesSpanned(s), s.network_name);
+  // Figures so small that a step would outlast the universe: a unit typo,
+  // reported instead of predicting an infinite step.
+  struct Figure {
+    double value, minimum;
+    units::Dimension dim;
+    const char *field, *kind;
+    const std::string& name;
+    llvm::SMRange at;
+  };
+  auto floor = [&](const Figure& f) {
+    if (f.value >= f.minimum) return;
+    diags.Report(DiagId::HardwareFigureTooSmall, f.at, f.field, f.kind, f.name,
+                 units::Quantity::Real(f.value, f.dim).DisplayText(), units::Quantity::Real(f.minimum, f.dim).DisplayText());
+  };
+  const char* rate_field = s.workload.precision == cost::Precision::Fp32 ? "fp32" : "bf16";
+  floor({hw.peak_flops, 1e9, units::kComputeRate, rate_field, "gpu", s.gpu_name, s.at.gpu_decl});
+  floor({hw.hbm_bandwidth, 1e6, units::kBandwidth, "memory_bw", "gpu", s.gpu_name, s.at.gpu_decl});
+  floor({hw.nvlink_bandwidth, 1e6, units::kBandwidth, "bandwidth", "the NVLink fabric of node", s.node_name,
+         s.at.node_decl});
+  if (NodesSpanned(s) <= 1) return;
+  floor({hw.nic_bandwidth, 1e6, units::kBandwidth, "bandwidth", "network", s.network_name, s.at.cluster_decl});
+  if (hw.nics_per_node == 0) {
+    diags.Report(DiagId::NoComputeNics, s.at.gpus, s.name, NodesSpanned(s), s.node_name)
+        .Note(s.at.node_decl, "node type declared here")
+        .Help("a job on several nodes needs compute NICs; set `nics`, or use at most one node's GPUs");
   }
 }
 

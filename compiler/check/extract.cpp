@@ -149,6 +149,7 @@ void ReadCluster(const Program& p, const Decl& cluster, JobSpec& spec) {
   }
   if (const Decl* gpu = Ref(p, node->fields, "gpu")) {
     spec.gpu_name = gpu->name;
+    spec.at.gpu_decl = gpu->name_range;
     hw.gpu_memory = Number(gpu->fields, "memory").value_or(0);
     hw.hbm_bandwidth = Number(gpu->fields, "memory_bw").value_or(0);
     hw.peak_flops = PeakFor(*gpu, spec.workload.precision);
@@ -167,6 +168,7 @@ void ReadDataset(const Program& p, const Decl& d, JobSpec& spec) {
   ds.format = Text(f, "format");
   ds.token_bytes = ds.format == "tokens_u32" ? 4 : 2;
   if (auto source = LocationOf(p, f, "source")) ds.source = *source;
+  spec.at.dataset_source = RangeOf(f, "source", d.name_range);
   if (const Decl* hot = Ref(p, f, "stage_to")) {
     ds.stage_to = StorageLocation(p, *hot, d.name);
     spec.at.stage_to = RangeOf(f, "stage_to", d.name_range);
@@ -236,8 +238,11 @@ void ReadOptimizer(const RecordValue& job, OptimizerSpec& o) {
 }
 
 void ReadCheckpoint(const Program& p, const RecordValue& job, CheckpointSpec& c, SpecRanges& at) {
+  // The schema gives every job a defaulted checkpoint record; only a written
+  // (or inherited) one turns checkpoints on.
+  const FieldValue* written = job.Find("checkpoint");
   const RecordValue* r = Sub(job, "checkpoint");
-  if (!r) return;
+  if (!r || !written || written->origin == sema::Origin::Defaulted) return;
   c.enabled = true;
   if (const Value* every = Field(*r, "every"); every && every->kind == Value::Kind::Quantity) {
     if (every->quantity.dimension().IsCount()) c.every_steps = Integer(*r, "every");
@@ -265,6 +270,7 @@ void ReadLength(const RecordValue& f, JobSpec& spec, llvm::SMRange fallback) {
     spec.length_field = std::string(name);
     spec.at.length = RangeOf(f, name, fallback);
     double tokens = name == "tokens" ? *value : *value * static_cast<double>(spec.dataset.tokens);
+    spec.requested_tokens = name == "steps" ? *value * per_step : tokens;
     // Clamped so that absurd lengths stay representable (they are reported
     // by the dataset checks, not by undefined behaviour here).
     double steps = name == "steps" ? *value : std::ceil(per_step > 0 ? tokens / per_step : 0);

@@ -78,7 +78,8 @@ struct SpecRanges {
   llvm::SMRange gpus, batch, precision, length;
   llvm::SMRange model_decl, heads, kv_heads, layers, vocab;
   llvm::SMRange cluster_decl, nodes, node_decl, node_gpus;
-  llvm::SMRange dataset_decl, dataset_tokens, format, stage_to;
+  llvm::SMRange dataset_decl, dataset_source, dataset_tokens, format, stage_to;
+  llvm::SMRange gpu_decl;
   llvm::SMRange hot_decl, hot_capacity, checkpoint_dir, topology;
 };
 
@@ -95,6 +96,7 @@ struct JobSpec {
   CheckpointSpec checkpoint;
   int64_t steps = 0;  // training length in optimizer steps, from steps/tokens/epochs
   std::string length_field;  // "steps", "tokens" or "epochs": what the user wrote
+  double requested_tokens = 0;  // as written (steps x batch x seq_len for `steps`), before rounding to steps
   std::optional<double> price_per_gpu_hour;
   std::string image, k8s_namespace, queue, priority, target;
   std::vector<std::string> labels;

@@ -19,15 +19,34 @@ auto CountParams(const ModelShape& m) -> ParamCounts {
     c.positions = m.seq_len * h;
     c.layer_matmul = 4 * h * h + 2 * h * m.ffn;
     c.per_layer = c.layer_matmul + 4 * h + (m.ffn + h) + 4 * h;
+    c.layer_replicated = 4 * h + 2 * h;  // two LayerNorms; attention-out and MLP-out biases
     c.final_norm = 2 * h;
   } else {
     // q, k, v, o without biases (k and v narrowed by GQA), SwiGLU MLP, 2 RMSNorms.
     c.layer_matmul = 2 * h * h + 2 * h * kv_width + 3 * h * m.ffn;
     c.per_layer = c.layer_matmul + 2 * h;
+    c.layer_replicated = 2 * h;
     c.final_norm = h;
   }
   c.total = c.embedding + c.positions + m.layers * c.per_layer + c.final_norm + c.output;
   return c;
+}
+
+auto StageParamsPerRank(const ModelShape& m, int64_t pipeline, int64_t tensor, int64_t stage) -> int64_t {
+  ParamCounts c = CountParams(m);
+  int64_t layers = m.layers / pipeline;
+  int64_t split = layers * (c.per_layer - c.layer_replicated);
+  int64_t whole = layers * c.layer_replicated;
+  if (stage == 0) {
+    split += c.embedding;
+    whole += c.positions;
+  }
+  if (stage == pipeline - 1) {
+    whole += c.final_norm;
+    // Tied embeddings keep a copy on the last stage when it is not the first.
+    split += c.output != 0 ? c.output : (pipeline > 1 ? c.embedding : 0);
+  }
+  return split / tensor + whole;
 }
 
 auto AttentionFlopsPerTokenLayer(const ModelShape& m) -> double {

@@ -11,6 +11,9 @@ struct ParamCounts {
   int64_t positions = 0;    // learned positions (GPT-2 only)
   int64_t per_layer = 0;    // one transformer block, norms and biases included
   int64_t layer_matmul = 0; // the block's weight matrices (what FLOPs scale with)
+  // Of per_layer, what every tensor rank keeps whole (norms, the biases of
+  // row-parallel layers); the rest is split over the tensor group.
+  int64_t layer_replicated = 0;
   int64_t final_norm = 0;
   int64_t output = 0;       // untied output projection; 0 when tied
   int64_t total = 0;
@@ -21,6 +24,12 @@ struct ParamCounts {
 auto DefaultFfn(Arch arch, int64_t hidden) -> int64_t;
 
 auto CountParams(const ModelShape& m) -> ParamCounts;
+
+// Parameters one tensor rank of pipeline stage `stage` holds (Megatron's
+// split): its layers, the vocab-parallel embedding on the first stage, the
+// final norm and output projection (or the tied embedding's copy) on the
+// last; positions and norms are replicated across the tensor group.
+auto StageParamsPerRank(const ModelShape& m, int64_t pipeline, int64_t tensor, int64_t stage) -> int64_t;
 
 // Forward FLOPs of one token through the whole model: 2 per weight of every
 // matrix (blocks and logits) plus attention scores and values over the full

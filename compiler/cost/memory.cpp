@@ -1,5 +1,5 @@
-// Memory per GPU: model states by ZeRO stage (Rajbhandari et al. 2020, with
-// Megatron's fp32 gradient buffer), activations by recompute mode and
+// Memory per GPU: model states by ZeRO stage (Rajbhandari et al. 2020:
+// 16-bit weights and gradients, fp32 master weights and moments), activations by recompute mode and
 // sequence parallelism (Korthikanti et al. 2022, Table 2), pipeline
 // in-flight micro-batches, logits and communication buffers.
 #include <algorithm>
@@ -58,21 +58,21 @@ auto ActivationBytes(const Workload& w, const Layout& l) -> double {
   double scale = w.precision == Precision::Fp32 ? 2.0 : 1.0;
   double layers = D(m.layers) / D(l.pipeline);
   double per_layer = LayerActivationBytes(m, l);
-  double stored = per_layer * layers * InFlightMicroBatches(l, MicroBatches(w, l));
-  if (l.recompute == Recompute::Full) {
-    // One layer is rebuilt in full while its backward runs.
-    Layout plain = l;
-    plain.recompute = Recompute::None;
-    stored += LayerActivationBytes(m, plain);
-  }
+  int64_t micro_batches = MicroBatches(w, l);
+  // One layer is rebuilt in full while its backward runs.
+  Layout plain = l;
+  plain.recompute = Recompute::None;
+  double rebuilt = l.recompute == Recompute::Full ? LayerActivationBytes(m, plain) : 0.0;
   // Output layer and cross entropy on the last stage (Megatron
   // theoretical_memory_usage: 4 s b h (1 + V/h), vocab-parallel over t).
   double sbh = D(m.seq_len) * D(l.micro_batch) * D(m.hidden);
   double logits = 4.0 * sbh * (1.0 + D(m.vocab) / D(m.hidden)) / D(l.tensor);
-  // With one stage both ends are on the same GPU; otherwise the first stage
-  // holds more activations and the last the logits: take the larger.
-  double peak = l.pipeline == 1 ? stored + logits : std::max(stored, per_layer * layers + logits);
-  return peak * scale;
+  double first = per_layer * layers * InFlightMicroBatches(l, micro_batches) + rebuilt;
+  if (l.pipeline == 1) return (first + logits) * scale;
+  // The last stage holds one micro-batch under 1F1B, all of them under GPipe.
+  double last_held = l.schedule == Schedule::GPipe ? D(micro_batches) : 1.0;
+  double last = per_layer * layers * last_held + rebuilt + logits;
+  return std::max(first, last) * scale;
 }
 
 auto Communicators(const Layout& l) -> int {
@@ -87,15 +87,9 @@ auto MicroBatches(const Workload& w, const Layout& l) -> int64_t {
 }
 
 auto ParamsPerGpu(const ModelShape& m, const Layout& l) -> double {
-  ParamCounts c = CountParams(m);
-  double layers = D(m.layers) / D(l.pipeline) * D(c.per_layer);
-  double embedding = D(c.embedding + c.positions);
-  // The last stage holds the output projection; tied embeddings keep a copy
-  // there when it is not also the first stage.
-  double output = m.tied_embeddings ? (l.pipeline > 1 ? D(c.embedding) : 0) : D(c.output);
-  double first = layers + embedding + (l.pipeline == 1 ? output + D(c.final_norm) : 0);
-  double last = layers + output + D(c.final_norm);
-  return std::max(first, last) / D(l.tensor);
+  int64_t first = StageParamsPerRank(m, l.pipeline, l.tensor, 0);
+  int64_t last = StageParamsPerRank(m, l.pipeline, l.tensor, l.pipeline - 1);
+  return D(std::max(first, last));
 }
 
 auto PredictMemory(const Workload& w, const Layout& l) -> MemoryBreakdown {

@@ -60,8 +60,17 @@ auto ComputeEfficiency(const ModelShape& m, const Layout& l) -> double;
 auto MicroBatches(const Workload& w, const Layout& l) -> int64_t;
 
 // Megatron rank order: tensor fastest, then data, then pipeline; a group with
-// `size` members `stride` ranks apart, placed from node 0 on leaf boundaries.
-auto SpanOf(int64_t stride, int64_t size, const Hardware& hw) -> GroupSpan;
+// `size` members `stride` ranks apart starting at rank `first`, ranks placed
+// in order from node 0, leaf by leaf.
+auto SpanOf(int64_t stride, int64_t size, const Hardware& hw, int64_t first = 0) -> GroupSpan;
+
+// The widest data-parallel group of the layout (the slowest ring sets the
+// pace): every pipeline stage's groups, not only the one at rank 0.
+auto DataSpan(const Layout& l, const Hardware& hw) -> GroupSpan;
+
+// The widest hop between neighbouring pipeline stages: 2 nodes (leaves) when
+// any stage boundary crosses a node (leaf) boundary.
+auto PipelineHopSpan(const Layout& l, const Hardware& hw) -> GroupSpan;
 
 auto PredictMemory(const Workload& w, const Layout& l) -> MemoryBreakdown;
 auto PredictTime(const Workload& w, const Layout& l, const Hardware& hw) -> TimeBreakdown;

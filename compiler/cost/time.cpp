@@ -86,31 +86,36 @@ auto PipelineComm(const Workload& w, const Layout& l, const Hardware& hw) -> dou
   if (l.pipeline <= 1) return 0;
   const ModelShape& m = w.model;
   double bytes = D(l.micro_batch) * D(m.seq_len) * D(m.hidden) * ActivationBytes(w.precision) / D(l.tensor);
-  Link link = LinkFor(SpanOf(l.tensor * l.data, 2, hw), hw);
-  return 2.0 * D(l.virtual_stages) * (bytes / link.bandwidth + link.latency);
+  Link link = LinkFor(PipelineHopSpan(l, hw), hw);
+  double chunks = l.schedule == Schedule::Interleaved ? D(l.virtual_stages) : 1.0;
+  return 2.0 * chunks * (bytes / link.bandwidth + link.latency);
 }
 
-// Bytes per parameter of the optimizer step (read and write of master
-// weights, moments, gradient and the 16-bit copy).
+// Bytes per parameter of the optimizer step: moments and fp32 master
+// weights read and written, the gradient read, the 16-bit copy written.
 auto OptimizerTraffic(const Workload& w) -> double {
   double moments = w.optimizer == OptimizerKind::AdamW ? 16 : 8;
   double master = w.precision == Precision::Fp32 ? 8 : 8 + 2;
-  return moments + master + 4;
+  double gradient = w.precision == Precision::Fp32 ? 4 : 2;
+  return moments + master + gradient;
 }
 
-// Gradients are reduced once per step, at the training precision, while the
-// last micro-batch's backward pass runs. ZeRO-1/2 split the all-reduce into a
-// reduce-scatter there and an all-gather of the updated parameters that the
-// next step's first forward pass hides.
-auto ExposedGradientSync(const Workload& w, const Layout& l, double bytes, const Link& link, double compute_mb,
-                         double forward_mb) -> double {
+// Gradients are reduced at the training precision while a backward pass
+// runs: once per step, in the last micro-batch, for ZeRO-0/1 (which keep a
+// whole gradient buffer); after every micro-batch for ZeRO-2, whose
+// gradient shard cannot accumulate the other ranks' parts. ZeRO-1/2 split
+// the all-reduce into that reduce-scatter and an all-gather of the updated
+// parameters that the next step's first forward pass hides.
+auto ExposedGradientSync(const Workload& w, const Layout& l, int64_t micro_batches, double bytes, const Link& link,
+                         double compute_mb, double forward_mb) -> double {
   if (l.data <= 1) return 0;
   double backward_window = w.overlap_data_comm ? compute_mb - forward_mb : 0.0;
   double forward_window = w.overlap_data_comm ? forward_mb : 0.0;
   if (l.zero == 0) return std::max(0.0, AllReduce(bytes, l.data, link) - backward_window);
+  double scatters = l.zero == 2 ? D(micro_batches) : 1.0;
   double scatter = HalfRing(bytes, l.data, link);
   double gather = HalfRing(bytes, l.data, link);
-  return std::max(0.0, scatter - backward_window) + std::max(0.0, gather - forward_window);
+  return scatters * std::max(0.0, scatter - backward_window) + std::max(0.0, gather - forward_window);
 }
 
 }  // namespace
@@ -120,13 +125,38 @@ auto ComputeEfficiency(const ModelShape& m, const Layout& l) -> double {
   return kComputeEfficiency * width / (width + kNarrowMatrixWidth);
 }
 
-auto SpanOf(int64_t stride, int64_t size, const Hardware& hw) -> GroupSpan {
+auto SpanOf(int64_t stride, int64_t size, const Hardware& hw, int64_t first) -> GroupSpan {
   int64_t g = std::max<int64_t>(hw.gpus_per_node, 1);
-  int64_t last_node = (size - 1) * stride / g;
+  int64_t first_node = first / g;
+  int64_t last_node = (first + (size - 1) * stride) / g;
   GroupSpan span;
-  span.nodes = stride >= g ? size : last_node + 1;
+  span.nodes = stride >= g ? size : last_node - first_node + 1;
   if (hw.nodes_per_leaf <= 0) return span;
-  span.leaves = std::min(span.nodes, last_node / hw.nodes_per_leaf + 1);
+  span.leaves = std::min(span.nodes, last_node / hw.nodes_per_leaf - first_node / hw.nodes_per_leaf + 1);
+  return span;
+}
+
+auto DataSpan(const Layout& l, const Hardware& hw) -> GroupSpan {
+  GroupSpan widest;
+  // Within a stage the groups differ only by the tensor offset; the first and
+  // the last offset bound the others.
+  for (int64_t stage = 0; stage < l.pipeline; ++stage) {
+    for (int64_t offset : {int64_t{0}, l.tensor - 1}) {
+      GroupSpan s = SpanOf(l.tensor, l.data, hw, stage * l.tensor * l.data + offset);
+      if (s.leaves > widest.leaves || (s.leaves == widest.leaves && s.nodes > widest.nodes)) widest = s;
+    }
+  }
+  return widest;
+}
+
+auto PipelineHopSpan(const Layout& l, const Hardware& hw) -> GroupSpan {
+  GroupSpan span;
+  if (l.pipeline <= 1) return span;
+  // Ranks fill nodes in order, so some hop crosses a node boundary exactly
+  // when the job has more ranks than one node (and likewise for a leaf).
+  int64_t g = std::max<int64_t>(hw.gpus_per_node, 1);
+  if (l.world() > g) span.nodes = 2;
+  if (hw.nodes_per_leaf > 0 && l.world() > g * hw.nodes_per_leaf) span.leaves = 2;
   return span;
 }
 
@@ -145,7 +175,7 @@ auto PredictTime(const Workload& w, const Layout& l, const Hardware& hw) -> Time
   // compute covers.
   double params = ParamsPerGpu(w.model, l);
   double weight_bytes = w.precision == Precision::Fp32 ? 4 : 2;
-  GroupSpan data_span = SpanOf(l.tensor, l.data, hw);
+  GroupSpan data_span = DataSpan(l, hw);
   Link data_link = LinkFor(data_span, hw);
   double zero3_mb = 0;
   if (l.zero >= 3 && l.data > 1) {
@@ -165,7 +195,9 @@ auto PredictTime(const Workload& w, const Layout& l, const Hardware& hw) -> Time
   double v = l.schedule == Schedule::Interleaved ? D(l.virtual_stages) : 1.0;
   t.bubble = D(l.pipeline - 1) / v * per_mb;
   t.data_comm = D(m) * zero3_mb;
-  if (l.zero < 3) t.data_comm += ExposedGradientSync(w, l, params * weight_bytes, data_link, compute_mb, work.forward / rate);
+  if (l.zero < 3) {
+    t.data_comm += ExposedGradientSync(w, l, m, params * weight_bytes, data_link, compute_mb, work.forward / rate);
+  }
   double owned = l.zero >= 1 ? params / D(l.data) : params;
   t.optimizer = hw.hbm_bandwidth > 0 ? owned * OptimizerTraffic(w) / hw.hbm_bandwidth : 0;
   return t;
@@ -182,7 +214,7 @@ auto Predict(const Workload& w, const Layout& l, const Hardware& hw) -> Predicti
   p.tflops_per_gpu = flops / 1e12;
   p.mfu = hw.peak_flops > 0 ? flops / hw.peak_flops : 0;
   p.fits = p.memory.total() <= hw.gpu_memory;
-  p.data_span = SpanOf(l.tensor, l.data, hw);
+  p.data_span = DataSpan(l, hw);
   return p;
 }
 

@@ -66,7 +66,7 @@ auto Run(const Options& o, const char* argv0) -> int {
       BackEndResult r = RunBackEnd(o, sources, program, main.buffer_id, diags, out);
       if (r.usage_error) {
         out.flush();
-        llvm::errs() << "aviflowc: error: " << r.message << "\n";
+        llvm::errs() << "aviflowc: error: " << r.message << "\nRun `aviflowc --help` for usage.\n";
         return r.usage_error;
       }
     }

@@ -86,7 +86,9 @@ auto ParseCommandLine(int argc, const char* const* argv) -> ParsedCommandLine {
   check->add_option("file", o.input, "The .avf file")->required()->type_name("FILE.avf");
   CLI::App* plan = AddFileCommand(app, "plan", "Print each job's layout, predicted memory/time/MFU and alternatives");
   plan->add_option("file", o.input, "The .avf file")->required()->type_name("FILE.avf");
-  plan->add_option("--top", o.top, "Show the N best alternative layouts (default 5)")->type_name("N");
+  plan->add_option("--top", o.top, "Show the N best alternative layouts (default 5)")
+      ->check(CLI::Range(0, 1000000))
+      ->type_name("N");
   plan->add_option("--format", spellings.plan_format, "table (default) or json")
       ->check(CLI::IsMember({"table", "json"}))
       ->type_name("FORMAT");

@@ -69,8 +69,8 @@ void WriteMemory(const Candidate& c, double capacity, llvm::raw_ostream& out) {
                      Bytes(m.weights), Bytes(m.gradients), Bytes(m.optimizer), Bytes(m.activations), Bytes(m.buffers),
                      Bytes(m.total()), Bytes(capacity));
   const cost::TimeBreakdown& t = c.prediction.time;
-  out << fmt::format("time per step: compute {} s + tensor comm {} + pipeline comm {} + bubble {} + data comm {} + "
-                     "optimizer {} = {} s\n",
+  out << fmt::format("time per step: compute {} s + tensor comm {} s + pipeline comm {} s + bubble {} s + "
+                     "data comm {} s + optimizer {} s = {} s\n",
                      StepText(t.compute), StepText(t.tensor_comm), StepText(t.pipeline_comm), StepText(t.bubble),
                      StepText(t.data_comm), StepText(t.optimizer), StepText(t.step()));
 }

@@ -1,5 +1,10 @@
 #include "plan/planner.h"
 
+#include <functional>
+#include <string_view>
+#include <utility>
+#include <vector>
+
 #include <fmt/format.h>
 
 #include "cost/counts.h"
@@ -46,23 +51,58 @@ void ReportNoFit(const check::JobSpec& job, const SearchResult& constrained, con
   }
 }
 
+// The written parallel fields, each with a way to set it back to `auto`.
+auto FreeableFields(const check::ParallelChoices& c)
+    -> std::vector<std::pair<std::string_view, std::function<void(check::ParallelChoices&)>>> {
+  std::vector<std::pair<std::string_view, std::function<void(check::ParallelChoices&)>>> out;
+  auto add_int = [&](std::string_view name, check::IntChoice check::ParallelChoices::*field) {
+    if ((c.*field).written && (c.*field).value) out.emplace_back(name, [field](auto& p) { (p.*field).value.reset(); });
+  };
+  add_int("data", &check::ParallelChoices::data);
+  add_int("tensor", &check::ParallelChoices::tensor);
+  add_int("pipeline", &check::ParallelChoices::pipeline);
+  add_int("virtual_stages", &check::ParallelChoices::virtual_stages);
+  add_int("zero", &check::ParallelChoices::zero);
+  add_int("micro_batch", &check::ParallelChoices::micro_batch);
+  if (c.schedule.written && c.schedule.value) out.emplace_back("schedule", [](auto& p) { p.schedule.value.reset(); });
+  return out;
+}
+
 void ReportNoValid(const check::JobSpec& job, const SearchResult& full, diag::DiagnosticEngine& diags) {
   auto d = diags.Report(DiagId::NoValidLayout, job.parallel.record_range, job.name);
   d.Note(fmt::format("{} GPUs, {} layers, {} heads ({} key/value), global batch {}, {} GPUs per node",
                      job.workload.gpus, job.workload.model.layers, job.workload.model.heads,
                      job.workload.model.kv_heads, job.workload.global_batch, job.hardware.gpus_per_node));
-  if (!full.best.empty()) d.Help("the fastest layout without the fixed fields is `" +
-                                 LayoutSummary(full.best.front().layout) + "`; set the other fields to `auto`");
+  // Name the written fields that, left to the planner, would admit a layout.
+  std::vector<std::string> culprits;
+  for (const auto& [name, free] : FreeableFields(job.parallel)) {
+    check::ParallelChoices relaxed = job.parallel;
+    free(relaxed);
+    SearchResult r = Search(job, relaxed, 1);
+    if (!r.best.empty()) {
+      culprits.push_back(
+          fmt::format("`{}` (the planner would choose `{}`)", name, LayoutSummary(r.best.front().layout)));
+    }
+  }
+  if (!culprits.empty()) {
+    std::string list = culprits[0];
+    for (size_t i = 1; i < culprits.size(); ++i) list += "; or " + culprits[i];
+    d.Help("no layout satisfies every fixed field together; set to `auto`: " + list);
+  } else if (!full.best.empty()) {
+    d.Help("with every parallel field `auto` the planner chooses `" + LayoutSummary(full.best.front().layout) + "`");
+  }
 }
 
-// The smallest pipeline depth that keeps each data-parallel ring in a leaf.
+// The smallest deeper pipeline whose data-parallel rings all stay in a leaf.
 auto PipelineForOneLeaf(const check::JobSpec& job, const cost::Layout& l) -> int64_t {
-  const cost::Hardware& hw = job.hardware;
-  int64_t leaf_gpus = hw.nodes_per_leaf * hw.gpus_per_node;
   int64_t gpus = job.workload.gpus;
-  for (int64_t p = l.pipeline; p <= gpus / l.tensor; ++p) {
+  for (int64_t p = l.pipeline + 1; p <= gpus / l.tensor; ++p) {
     if (gpus % (l.tensor * p) != 0 || job.workload.model.layers % p != 0) continue;
-    if (gpus / p <= leaf_gpus) return p;
+    cost::Layout deeper = l;
+    deeper.pipeline = p;
+    deeper.data = gpus / (l.tensor * p);
+    if (job.workload.global_batch % deeper.data != 0) continue;
+    if (cost::DataSpan(deeper, job.hardware).leaves == 1) return p;
   }
   return 0;
 }
@@ -75,7 +115,7 @@ void CheckPlacement(const check::JobSpec& job, const Candidate& c, diag::Diagnos
                         fmt::format("{:g}", hw.oversubscription));
   d.Note(fmt::format("each data-parallel group has {} ranks on {} nodes; a leaf switch holds {} nodes",
                      c.layout.data, span.nodes, hw.nodes_per_leaf));
-  if (int64_t p = PipelineForOneLeaf(job, c.layout); p > c.layout.pipeline) {
+  if (int64_t p = PipelineForOneLeaf(job, c.layout); p > 0) {
     d.Help(fmt::format("use `pipeline = {}` so that each data-parallel ring stays inside one leaf", p));
   } else {
     d.Note(fmt::format("no pipeline depth keeps a data-parallel ring inside one leaf of {} GPUs; the predicted step "

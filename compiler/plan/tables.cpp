@@ -83,16 +83,7 @@ void BuildStages(Plan& plan) {
       plan.stages.push_back(chunk);
     }
   }
-  cost::ParamCounts counts = cost::CountParams(m);
-  for (int64_t s = 0; s < l.pipeline; ++s) {
-    int64_t params = m.layers / l.pipeline * counts.per_layer;
-    if (s == 0) params += counts.embedding + counts.positions;
-    if (s == l.pipeline - 1) {
-      params += counts.final_norm + counts.output;
-      if (counts.output == 0 && l.pipeline > 1) params += counts.embedding;  // tied copy
-    }
-    plan.stage_params.push_back(params / l.tensor);
-  }
+  for (int64_t s = 0; s < l.pipeline; ++s) plan.stage_params.push_back(cost::StageParamsPerRank(m, l.pipeline, l.tensor, s));
 }
 
 void BuildData(Plan& plan) {
