@@ -195,7 +195,7 @@ auto CheckJobs(const sema::Program& program, DiagnosticEngine& diags, std::strin
     job.ok = diags.error_count() == errors_before;
     CheckSequenceParallel(s, diags);
     CheckData(s, data_checked, diags);
-    CheckStorage(s, diags);
+    CheckStorage(s, data_checked, diags);
     jobs.push_back(std::move(job));
   }
   return jobs;

@@ -65,9 +65,12 @@ void CheckTrainingTokens(const JobSpec& s, diag::DiagnosticEngine& diags) {
       .Help(fmt::format("write `epochs = {:.2f}` to say the repetition is intended", wanted / have));
 }
 
-void CheckReachable(const JobSpec& s, const Location& loc, llvm::SMRange at, diag::DiagnosticEngine& diags) {
+void CheckReachable(const JobSpec& s, const Location& loc, llvm::SMRange at, DataChecked& checked,
+                    diag::DiagnosticEngine& diags) {
   int64_t nodes = NodesSpanned(s);
   if (loc.storage_kind != "local" || nodes <= 1) return;
+  // Jobs sharing a dataset or checkpoint field hear about it once.
+  if (!checked.unreachable.insert(at.Start.getPointer()).second) return;
   diags.Report(DiagId::StorageNotShared, at, loc.storage, nodes, s.name)
       .Help("use a shared tier (`beegfs`, `lustre`, `nfs`, `pvc` or an object store) for multi-node jobs");
 }
@@ -86,10 +89,10 @@ void CheckData(const JobSpec& s, DataChecked& checked, diag::DiagnosticEngine& d
   CheckTrainingTokens(s, diags);
 }
 
-void CheckStorage(const JobSpec& s, diag::DiagnosticEngine& diags) {
+void CheckStorage(const JobSpec& s, DataChecked& checked, diag::DiagnosticEngine& diags) {
   // The trainer reads the staged copy when there is one, else the source.
-  if (s.dataset.stage_to) CheckReachable(s, *s.dataset.stage_to, s.at.stage_to, diags);
-  else if (s.dataset.source.valid()) CheckReachable(s, s.dataset.source, s.at.dataset_source, diags);
+  if (s.dataset.stage_to) CheckReachable(s, *s.dataset.stage_to, s.at.stage_to, checked, diags);
+  else if (s.dataset.source.valid()) CheckReachable(s, s.dataset.source, s.at.dataset_source, checked, diags);
   const CheckpointSpec& c = s.checkpoint;
   if (!c.dir) return;
   if (!IsFileSystem(c.dir->storage_kind)) {
@@ -97,7 +100,7 @@ void CheckStorage(const JobSpec& s, diag::DiagnosticEngine& diags) {
         .Help("write checkpoints to a file-system tier and copy them out with `export`");
     return;
   }
-  CheckReachable(s, *c.dir, s.at.checkpoint_dir, diags);
+  CheckReachable(s, *c.dir, s.at.checkpoint_dir, checked, diags);
 }
 
 void CheckHardware(const JobSpec& s, diag::DiagnosticEngine& diags) {

@@ -15,12 +15,13 @@ namespace avf::check {
 struct DataChecked {
   std::set<std::string> datasets;
   std::set<std::pair<std::string, std::string>> formats;
+  std::set<const char*> unreachable;  // source locations already reported by E0718
 };
 
 // Token format, hot-tier capacity, dataset size against the training length.
 void CheckData(const JobSpec& s, DataChecked& checked, diag::DiagnosticEngine& diags);
 // Every location the job uses is reachable from the nodes that run it.
-void CheckStorage(const JobSpec& s, diag::DiagnosticEngine& diags);
+void CheckStorage(const JobSpec& s, DataChecked& checked, diag::DiagnosticEngine& diags);
 // The GPU and network numbers the planner divides by.
 void CheckHardware(const JobSpec& s, diag::DiagnosticEngine& diags);
 
