@@ -64,7 +64,7 @@ auto RangeOf(const RecordValue& r, std::string_view name, llvm::SMRange fallback
   return v && v->range.isValid() ? v->range : fallback;
 }
 
-auto StorageLocation(const Program& p, const Decl& storage, std::string path) -> Location {
+auto StorageLocation(const Decl& storage, std::string path) -> Location {
   Location loc;
   loc.storage = storage.name;
   loc.storage_kind = Text(storage.fields, "kind");
@@ -75,14 +75,13 @@ auto StorageLocation(const Program& p, const Decl& storage, std::string path) ->
   loc.claim = Text(storage.fields, "claim");
   loc.credentials = Text(storage.fields, "credentials");
   loc.capacity = Number(storage.fields, "capacity");
-  (void)p;
   return loc;
 }
 
 auto LocationOf(const Program& p, const RecordValue& r, std::string_view name) -> std::optional<Location> {
   const Value* v = Field(r, name);
   if (!v || v->kind != Value::Kind::Location) return std::nullopt;
-  return StorageLocation(p, p.decls[v->decl], v->text);
+  return StorageLocation(p.decls[v->decl], v->text);
 }
 
 auto ModelOf(const Decl& m, SpecRanges& at) -> cost::ModelShape {
@@ -170,7 +169,7 @@ void ReadDataset(const Program& p, const Decl& d, JobSpec& spec) {
   if (auto source = LocationOf(p, f, "source")) ds.source = *source;
   spec.at.dataset_source = RangeOf(f, "source", d.name_range);
   if (const Decl* hot = Ref(p, f, "stage_to")) {
-    ds.stage_to = StorageLocation(p, *hot, d.name);
+    ds.stage_to = StorageLocation(*hot, d.name);
     spec.at.stage_to = RangeOf(f, "stage_to", d.name_range);
     spec.at.hot_decl = hot->name_range;
     spec.at.hot_capacity = RangeOf(hot->fields, "capacity", hot->name_range);

@@ -160,7 +160,11 @@ auto PipelineHopSpan(const Layout& l, const Hardware& hw) -> GroupSpan {
   return span;
 }
 
-auto PredictTime(const Workload& w, const Layout& l, const Hardware& hw) -> TimeBreakdown {
+namespace {
+
+// PredictTime with the data-parallel span already known (Predict reports the
+// span too, and walking every stage's groups twice per candidate is waste).
+auto TimeWithSpan(const Workload& w, const Layout& l, const Hardware& hw, const GroupSpan& data_span) -> TimeBreakdown {
   TimeBreakdown t;
   int64_t m = MicroBatches(w, l);
   double rate = hw.peak_flops * ComputeEfficiency(w.model, l);
@@ -175,7 +179,6 @@ auto PredictTime(const Workload& w, const Layout& l, const Hardware& hw) -> Time
   // compute covers.
   double params = ParamsPerGpu(w.model, l);
   double weight_bytes = w.precision == Precision::Fp32 ? 4 : 2;
-  GroupSpan data_span = DataSpan(l, hw);
   Link data_link = LinkFor(data_span, hw);
   double zero3_mb = 0;
   if (l.zero >= 3 && l.data > 1) {
@@ -203,10 +206,17 @@ auto PredictTime(const Workload& w, const Layout& l, const Hardware& hw) -> Time
   return t;
 }
 
+}  // namespace
+
+auto PredictTime(const Workload& w, const Layout& l, const Hardware& hw) -> TimeBreakdown {
+  return TimeWithSpan(w, l, hw, DataSpan(l, hw));
+}
+
 auto Predict(const Workload& w, const Layout& l, const Hardware& hw) -> Prediction {
   Prediction p;
+  p.data_span = DataSpan(l, hw);
   p.memory = PredictMemory(w, l);
-  p.time = PredictTime(w, l, hw);
+  p.time = TimeWithSpan(w, l, hw, p.data_span);
   p.step_time = p.time.step();
   double tokens = D(w.global_batch) * D(w.model.seq_len);
   p.tokens_per_s = p.step_time > 0 ? tokens / p.step_time : 0;
@@ -214,7 +224,6 @@ auto Predict(const Workload& w, const Layout& l, const Hardware& hw) -> Predicti
   p.tflops_per_gpu = flops / 1e12;
   p.mfu = hw.peak_flops > 0 ? flops / hw.peak_flops : 0;
   p.fits = p.memory.total() <= hw.gpu_memory;
-  p.data_span = DataSpan(l, hw);
   return p;
 }
 

@@ -60,6 +60,7 @@ auto RunBackEnd(const Options& o, const source::SourceSet& sources, const sema::
   plan::PlanOptions options;
   options.alternatives = o.command == Command::Plan ? o.top : 0;
   options.tables = o.command == Command::Emit;
+  options.whole_space = o.command == Command::Plan;
   std::vector<plan::Plan> plans;
   for (const check::CheckedJob* job : selected) {
     if (!job->ok) continue;

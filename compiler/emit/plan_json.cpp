@@ -10,6 +10,7 @@
 
 #include "cost/counts.h"
 #include "emit/json_writer.h"
+#include "emit/plan_fields.h"
 
 namespace avf::emit {
 
@@ -29,7 +30,6 @@ auto OptimizerName(cost::OptimizerKind kind) -> std::string_view {
 }
 
 // Byte counts are whole numbers; the cost model works in doubles.
-auto WholeBytes(double bytes) -> int64_t { return static_cast<int64_t>(std::llround(bytes)); }
 
 // An empty string in JobSpec means "not written": null.
 void TextOrNull(JsonWriter& j, std::string_view key, const std::string& v) {
@@ -133,19 +133,7 @@ void TrainingSection(JsonWriter& j, const plan::Plan& plan) {
 }
 
 void LayoutSection(JsonWriter& j, const plan::Plan& plan) {
-  const cost::Layout& l = plan.chosen.layout;
-  j.ObjectField("layout", [&] {
-    j.Field("data", l.data);
-    j.Field("tensor", l.tensor);
-    j.Field("pipeline", l.pipeline);
-    j.Field("virtual_stages", l.virtual_stages);
-    j.Field("schedule", cost::Name(l.schedule));
-    j.Field("zero", l.zero);
-    j.Field("micro_batch", l.micro_batch);
-    j.Field("recompute", cost::Name(l.recompute));
-    j.Field("sequence_parallel", l.sequence_parallel);
-    j.Field("rank_order", kRankOrder);
-  });
+  LayoutField(j, plan.chosen.layout, [&] { j.Field("rank_order", kRankOrder); });
 }
 
 void RanksSection(JsonWriter& j, const plan::Plan& plan) {
@@ -289,14 +277,7 @@ void CheckpointSection(JsonWriter& j, const plan::Plan& plan) {
 }
 
 void PredictedBreakdowns(JsonWriter& j, const cost::Prediction& p) {
-  j.Field("memory_per_gpu_bytes", WholeBytes(p.memory.total()));
-  j.ObjectField("memory_breakdown_bytes", [&] {
-    j.Field("weights", WholeBytes(p.memory.weights));
-    j.Field("gradients", WholeBytes(p.memory.gradients));
-    j.Field("optimizer", WholeBytes(p.memory.optimizer));
-    j.Field("activations", WholeBytes(p.memory.activations));
-    j.Field("buffers", WholeBytes(p.memory.buffers));
-  });
+  MemoryFields(j, p.memory);
   j.NumberField("step_time_s", p.step_time);
   j.ObjectField("time_breakdown_s", [&] {
     j.NumberField("compute", p.time.compute);

@@ -7,6 +7,7 @@
 #include "check/check.h"
 #include "cost/counts.h"
 #include "emit/json_writer.h"
+#include "emit/plan_fields.h"
 
 namespace avf::emit {
 
@@ -95,31 +96,10 @@ void WritePlanTable(const plan::Plan& plan, llvm::raw_ostream& out) {
 
 namespace {
 
-void LayoutObject(JsonWriter& j, const cost::Layout& l) {
-  j.ObjectField("layout", [&] {
-    j.Field("data", l.data);
-    j.Field("tensor", l.tensor);
-    j.Field("pipeline", l.pipeline);
-    j.Field("virtual_stages", l.virtual_stages);
-    j.Field("schedule", cost::Name(l.schedule));
-    j.Field("zero", l.zero);
-    j.Field("micro_batch", l.micro_batch);
-    j.Field("recompute", cost::Name(l.recompute));
-    j.Field("sequence_parallel", l.sequence_parallel);
-  });
-}
-
 void PredictedObject(JsonWriter& j, const Candidate& c) {
   const cost::Prediction& p = c.prediction;
   j.ObjectField("predicted", [&] {
-    j.NumberField("memory_per_gpu_bytes", std::round(p.memory.total()));
-    j.ObjectField("memory_breakdown_bytes", [&] {
-      j.NumberField("weights", std::round(p.memory.weights));
-      j.NumberField("gradients", std::round(p.memory.gradients));
-      j.NumberField("optimizer", std::round(p.memory.optimizer));
-      j.NumberField("activations", std::round(p.memory.activations));
-      j.NumberField("buffers", std::round(p.memory.buffers));
-    });
+    MemoryFields(j, p.memory);
     j.NumberField("step_time_s", p.step_time);
     j.NumberField("tokens_per_s", p.tokens_per_s);
     j.NumberField("tflops_per_gpu", p.tflops_per_gpu);
@@ -135,12 +115,12 @@ void WritePlanSummaryJson(const plan::Plan& plan, llvm::raw_ostream& out) {
   JsonWriter j(out, 0);
   j.Object([&] {
     j.Field("job", plan.job.name);
-    LayoutObject(j, plan.chosen.layout);
+    LayoutField(j, plan.chosen.layout);
     PredictedObject(j, plan.chosen);
     j.ArrayField("alternatives", [&] {
       for (const Candidate& c : plan.alternatives) {
         j.Object([&] {
-          LayoutObject(j, c.layout);
+          LayoutField(j, c.layout);
           PredictedObject(j, c);
         });
       }

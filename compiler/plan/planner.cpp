@@ -34,7 +34,7 @@ auto Suggestion(const Candidate& from, const Candidate& to) -> std::string {
 void ReportNoFit(const check::JobSpec& job, const SearchResult& constrained, const SearchResult& full,
                  diag::DiagnosticEngine& diags) {
   const Candidate& smallest = *constrained.smallest;
-  bool fixed = constrained.valid == 1;
+  bool fixed = constrained.evaluated == 1;
   auto d = fixed ? diags.Report(DiagId::OutOfMemory, job.parallel.record_range, job.name,
                                 Bytes(smallest.prediction.memory.total()), job.gpu_name, Bytes(job.hardware.gpu_memory))
                  : diags.Report(DiagId::NoLayoutFits, job.name_range, job.name, Bytes(job.hardware.gpu_memory),
@@ -175,20 +175,23 @@ auto LayoutDifference(const cost::Layout& from, const cost::Layout& to) -> std::
 
 auto PlanJob(const check::JobSpec& job, const PlanOptions& options, diag::DiagnosticEngine& diags)
     -> std::optional<Plan> {
-  SearchResult full = Search(job, AllAuto(job.parallel), options.alternatives + 1);
-  // With every field `auto` the constrained search is the full one.
-  SearchResult constrained = IsAllAuto(job.parallel) ? full : Search(job, job.parallel, 1);
-  if (constrained.valid == 0) {
-    ReportNoValid(job, full, diags);
+  size_t keep = options.alternatives + 1;
+  bool all_auto = IsAllAuto(job.parallel);
+  SearchResult constrained = Search(job, job.parallel, all_auto ? keep : 1);
+  // With every field `auto` the constrained search is the whole space.
+  auto whole_space = [&] { return all_auto ? constrained : Search(job, AllAuto(job.parallel), keep); };
+  if (constrained.evaluated == 0) {
+    ReportNoValid(job, whole_space(), diags);
     return std::nullopt;
   }
   if (constrained.best.empty()) {
-    ReportNoFit(job, constrained, full, diags);
+    ReportNoFit(job, constrained, whole_space(), diags);
     return std::nullopt;
   }
   Plan plan;
   plan.job = job;
   plan.chosen = constrained.best.front();
+  SearchResult full = options.whole_space ? whole_space() : SearchResult{};
   plan.candidates_evaluated = full.evaluated;
   for (const Candidate& c : full.best) {
     if (plan.alternatives.size() == options.alternatives) break;
@@ -197,7 +200,8 @@ auto PlanJob(const check::JobSpec& job, const PlanOptions& options, diag::Diagno
   CheckPlacement(job, plan.chosen, diags);
   int64_t per_node = std::max<int64_t>(job.hardware.gpus_per_node, 1);
   plan.nodes_used = (job.workload.gpus + per_node - 1) / per_node;
-  plan.leaves_used = job.hardware.nodes_per_leaf > 0 ? (plan.nodes_used + job.hardware.nodes_per_leaf - 1) / job.hardware.nodes_per_leaf : 1;
+  int64_t per_leaf = job.hardware.nodes_per_leaf;
+  plan.leaves_used = per_leaf > 0 ? (plan.nodes_used + per_leaf - 1) / per_leaf : 1;
   if (options.tables) BuildTables(plan);
   FillTotals(plan);
   return plan;

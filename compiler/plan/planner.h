@@ -13,6 +13,9 @@ namespace avf::plan {
 
 struct PlanOptions {
   size_t alternatives = 5;  // how many of the best other layouts to keep
+  // Search the whole space for the alternatives and the count of layouts
+  // (`plan`); `check` and `emit` skip it unless a diagnostic needs it.
+  bool whole_space = true;
   bool tables = true;       // build the rank/group/data tables (plan.json needs them)
 };
 

@@ -58,7 +58,6 @@ class Collector {
   explicit Collector(size_t keep) : keep_(keep) {}
   void Add(Candidate c) {
     ++result_.evaluated;
-    ++result_.valid;
     double mem = c.prediction.memory.total();
     if (!result_.smallest || mem < result_.smallest->prediction.memory.total() ||
         (mem == result_.smallest->prediction.memory.total() && Better(c, *result_.smallest))) {

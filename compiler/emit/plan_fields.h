@@ -1,0 +1,20 @@
+// JSON fields that `plan --format=json` and plan.json share, written once so
+// the two stay the same shape.
+#pragma once
+
+#include "cost/predict.h"
+#include "emit/json_writer.h"
+
+namespace avf::emit {
+
+// Bytes as a JSON integer.
+auto WholeBytes(double bytes) -> int64_t;
+
+// "layout": {data, tensor, pipeline, virtual_stages, schedule, zero,
+// micro_batch, recompute, sequence_parallel}, plus `extra` fields at the end.
+void LayoutField(JsonWriter& j, const cost::Layout& l, const std::function<void()>& extra = {});
+
+// "memory_per_gpu_bytes" and "memory_breakdown_bytes", whole bytes.
+void MemoryFields(JsonWriter& j, const cost::MemoryBreakdown& m);
+
+}  // namespace avf::emit
