@@ -178,7 +178,9 @@ auto CheckJobs(const sema::Program& program, DiagnosticEngine& diags, std::strin
   for (const sema::Decl& decl : program.decls) {
     if (decl.kind != ast::DeclKind::Job) continue;
     if (!only_job.empty() && decl.name != only_job) {
-      jobs.push_back(CheckedJob{JobSpec{.name = decl.name}, decl.buffer_id, false});
+      CheckedJob skipped{{}, decl.buffer_id, false};
+      skipped.spec.name = decl.name;
+      jobs.push_back(std::move(skipped));
       continue;
     }
     CheckedJob job{ExtractJob(program, decl), decl.buffer_id, true};

@@ -74,7 +74,11 @@ auto StorageLocation(const Decl& storage, std::string path) -> Location {
   loc.mount = Text(storage.fields, "mount");
   loc.claim = Text(storage.fields, "claim");
   loc.credentials = Text(storage.fields, "credentials");
+  loc.storage_class = Text(storage.fields, "storage_class");
   loc.capacity = Number(storage.fields, "capacity");
+  loc.read_bw = Number(storage.fields, "read_bw");
+  loc.write_bw = Number(storage.fields, "write_bw");
+  loc.decl_range = storage.name_range;
   return loc;
 }
 
@@ -278,6 +282,66 @@ void ReadLength(const RecordValue& f, JobSpec& spec, llvm::SMRange fallback) {
   }
 }
 
+auto WrittenText(const RecordValue& r, std::string_view name, llvm::SMRange fallback) -> Written {
+  return {Text(r, name), RangeOf(r, name, fallback)};
+}
+
+auto WrittenList(const RecordValue& r, std::string_view name, llvm::SMRange fallback) -> std::vector<Written> {
+  std::vector<Written> out;
+  const Value* list = Field(r, name);
+  if (!list || list->kind != Value::Kind::List) return out;
+  for (const Value& v : list->list) out.push_back({v.text, v.range.isValid() ? v.range : fallback});
+  return out;
+}
+
+void ReadDeployCluster(const Program& p, const Decl& cluster, DeploySpec& d) {
+  const RecordValue& c = cluster.fields;
+  llvm::SMRange at = cluster.name_range;
+  d.cluster_decl = at;
+  if (std::string s = Text(c, "scheduler"); !s.empty()) d.scheduler = s;
+  d.node_resources = WrittenList(c, "node_resources", at);
+  d.node_taints = WrittenList(c, "node_taints", at);
+  d.labels = WrittenList(c, "labels", at);
+  for (const Written& h : WrittenList(c, "hcas", at)) d.hcas.push_back(h.value);
+  d.socket_interface = Text(c, "socket_interface");
+  if (const RecordValue* tree = Sub(c, "topology")) {
+    d.nodes_per_leaf = Integer(*tree, "nodes_per_leaf").value_or(0);
+    d.leaf_label = WrittenText(*tree, "leaf_label", RangeOf(c, "topology", at));
+    d.spine_label = WrittenText(*tree, "spine_label", RangeOf(c, "topology", at));
+  }
+  if (const Decl* net = Ref(p, c, "network")) d.network_kind = Text(net->fields, "kind");
+  if (const Decl* node = Ref(p, c, "node")) {
+    d.node_cpus = Integer(node->fields, "cpus");
+    d.node_memory = Number(node->fields, "cpu_memory");
+    d.node_cpus_range = RangeOf(node->fields, "cpus", node->name_range);
+    d.node_memory_range = RangeOf(node->fields, "cpu_memory", node->name_range);
+  }
+}
+
+void ReadDeployJob(const Decl& job, DeploySpec& d) {
+  const RecordValue& f = job.fields;
+  llvm::SMRange at = job.name_range;
+  d.image = WrittenText(f, "image", at);
+  d.tools_image = WrittenText(f, "tools_image", at);
+  d.k8s_namespace = WrittenText(f, "namespace", at);
+  d.queue = WrittenText(f, "queue", at);
+  d.priority = WrittenText(f, "priority", at);
+  d.max_restarts = Integer(f, "max_restarts").value_or(3);
+  if (const RecordValue* r = Sub(f, "resources")) {
+    llvm::SMRange rec = RangeOf(f, "resources", at);
+    d.cpus = Integer(*r, "cpus");
+    d.memory = Number(*r, "memory");
+    d.shm = Number(*r, "shm");
+    d.cpus_range = RangeOf(*r, "cpus", rec);
+    d.memory_range = RangeOf(*r, "memory", rec);
+    d.shm_range = RangeOf(*r, "shm", rec);
+  }
+  if (const RecordValue* s = Sub(f, "staging")) {
+    d.copiers = Integer(*s, "copiers");
+    d.cleanup_staged = Flag(*s, "cleanup");
+  }
+}
+
 }  // namespace
 
 auto ExtractJob(const Program& p, const Decl& job) -> JobSpec {
@@ -295,7 +359,10 @@ auto ExtractJob(const Program& p, const Decl& job) -> JobSpec {
     spec.model_name = model->name;
     spec.workload.model = ModelOf(*model, spec.at);
   }
-  if (const Decl* cluster = Ref(p, f, "cluster")) ReadCluster(p, *cluster, spec);
+  if (const Decl* cluster = Ref(p, f, "cluster")) {
+    ReadCluster(p, *cluster, spec);
+    ReadDeployCluster(p, *cluster, spec.deploy);
+  }
   if (const Decl* data = Ref(p, f, "data")) ReadDataset(p, *data, spec);
   ReadParallel(f, job.name_range, spec.parallel);
   ReadOptimizer(f, spec.optimizer);
@@ -307,6 +374,7 @@ auto ExtractJob(const Program& p, const Decl& job) -> JobSpec {
   spec.queue = Text(f, "queue");
   spec.priority = Text(f, "priority");
   spec.target = Text(f, "target");
+  ReadDeployJob(job, spec.deploy);
   return spec;
 }
 

@@ -42,7 +42,10 @@ struct Location {
   std::string storage_kind;  // ceph, s3, minio, beegfs, lustre, nfs, pvc, local
   std::string path;
   std::string endpoint, bucket, mount, claim, credentials;  // as declared; empty when absent
+  std::string storage_class;  // for kind = pvc
   std::optional<double> capacity;  // bytes
+  std::optional<double> read_bw, write_bw;  // bytes per second
+  llvm::SMRange decl_range;  // the storage declaration's name
   auto valid() const -> bool { return !storage.empty(); }
 };
 
@@ -83,6 +86,37 @@ struct SpecRanges {
   llvm::SMRange hot_decl, hot_capacity, checkpoint_dir, topology;
 };
 
+// A string as written, with where it was written (the declaration's name
+// when it is defaulted or inherited from a stdlib file).
+struct Written {
+  std::string value;
+  llvm::SMRange range;
+};
+
+// What the manifests need beyond the plan: scheduling, pod resources, NCCL
+// and fabric settings, staging. Read here so that deploy/ sees no sema.
+struct DeploySpec {
+  std::string scheduler = "kueue";        // kueue, volcano or default
+  std::string network_kind;               // the inter-node fabric: infiniband or ethernet
+  std::vector<Written> node_resources;    // `name=count`
+  std::vector<Written> node_taints;       // `key[=value]:Effect`
+  std::vector<Written> labels;            // `key=value` node selector
+  std::vector<std::string> hcas;
+  std::string socket_interface;
+  Written leaf_label, spine_label;
+  int64_t nodes_per_leaf = 0;             // 0: no topology declared
+  std::optional<int64_t> node_cpus;
+  std::optional<double> node_memory;      // the node's cpu_memory, bytes
+  std::optional<int64_t> cpus;            // job.resources
+  std::optional<double> memory, shm;
+  llvm::SMRange cpus_range, memory_range, shm_range, node_cpus_range, node_memory_range;
+  std::optional<int64_t> copiers;
+  bool cleanup_staged = false;
+  int64_t max_restarts = 3;
+  Written image, tools_image, k8s_namespace, queue, priority;
+  llvm::SMRange cluster_decl;
+};
+
 struct JobSpec {
   std::string name;
   SpecRanges at;
@@ -100,6 +134,7 @@ struct JobSpec {
   std::optional<double> price_per_gpu_hour;
   std::string image, k8s_namespace, queue, priority, target;
   std::vector<std::string> labels;
+  DeploySpec deploy;
 };
 
 }  // namespace avf::check

@@ -6,6 +6,7 @@
 #include "check/check.h"
 #include "emit/plan_json.h"
 #include "emit/plan_report.h"
+#include "driver/outputs.h"
 #include "plan/planner.h"
 
 namespace avf::driver {
@@ -59,17 +60,22 @@ auto RunBackEnd(const Options& o, const source::SourceSet& sources, const sema::
   if (BackEndResult r = SelectJobs(o, jobs, main_buffer, selected); r.usage_error) return r;
   plan::PlanOptions options;
   options.alternatives = o.command == Command::Plan ? o.top : 0;
-  options.tables = o.command == Command::Emit;
+  options.tables = o.command == Command::Emit || o.command == Command::Compile;
   options.whole_space = o.command == Command::Plan;
   std::vector<plan::Plan> plans;
   for (const check::CheckedJob* job : selected) {
     if (!job->ok) continue;
     if (auto p = plan::PlanJob(job->spec, options, diags)) plans.push_back(std::move(*p));
   }
-  if (o.command == Command::Check || (o.command == Command::Emit && diags.has_errors())) return {};
-  std::string hash = o.command == Command::Emit ? SourceHash(sources) : "";
+  bool writes = o.command == Command::Emit || o.command == Command::Compile;
+  if (o.command == Command::Check || (writes && diags.has_errors())) return {};
+  std::string hash = writes ? SourceHash(sources) : "";
+  for (plan::Plan& p : plans) p.source_sha256 = hash;
+  if (o.command == Command::Compile || (o.command == Command::Emit && o.emit != EmitKind::Plan)) {
+    WriteArtifacts(o, plans, diags, out);
+    return {};
+  }
   for (size_t i = 0; i < plans.size(); ++i) {
-    plans[i].source_sha256 = hash;
     if (o.command == Command::Emit) emit::WritePlanJson(plans[i], out);
     else if (o.plan_format == PlanFormat::Json) emit::WritePlanSummaryJson(plans[i], out);
     else {

@@ -62,7 +62,8 @@ auto Run(const Options& o, const char* argv0) -> int {
   if (!diags.has_errors()) {
     sema::Program program = sema::Analyze(modules, diags);
     if (o.dump == Dump::Sema) sema::DumpProgram(sources.mgr(), program, main.buffer_id, out);
-    if (!diags.has_errors() && o.command != Command::Compile) {
+    bool dump_only = o.command == Command::Compile && o.dump != Dump::None;
+    if (!diags.has_errors() && !dump_only) {
       BackEndResult r = RunBackEnd(o, sources, program, main.buffer_id, diags, out);
       if (r.usage_error) {
         out.flush();

@@ -11,9 +11,11 @@ namespace {
 constexpr const char* kDescription =
     "aviflowc compiles .avf training-job descriptions: it checks a job against its\n"
     "cluster before anything is scheduled.\n\n"
+    "  aviflowc FILE.avf [-o DIR]        compile every job: DIR/<job>/plan.json, workflow.yaml, job.yaml,\n"
+    "                                    plan-configmap.yaml, rbac.yaml (or slurm.sbatch)\n"
     "  aviflowc check FILE.avf           parse and check, write nothing\n"
     "  aviflowc plan FILE.avf            the chosen layout, predictions and the best alternatives\n"
-    "  aviflowc emit plan FILE.avf       one artifact (plan.json) to standard output\n"
+    "  aviflowc emit KIND FILE.avf       one artifact to standard output: plan, argo, k8s or slurm\n"
     "  aviflowc --dump=KIND FILE.avf     print a phase's result: tokens, ast or sema\n\n"
     "Exit status: 0 success (warnings allowed), 1 the input has errors, 2 usage or I/O errors.";
 
@@ -41,7 +43,8 @@ void AddCommonOptions(CLI::App& app, Options& o, Spellings& s) {
   app.add_flag("--verify-diagnostics", o.verify_diagnostics,
                "Check diagnostics against `// expected-error {{...}}` comments (for tests)");
   app.add_option("--error-limit", o.error_limit, "Stop after N errors (default 50; 0: no limit)")->type_name("N");
-  app.add_option("--job", o.job, "Only the job named NAME (plan, emit)")->type_name("NAME");
+  app.add_option("--job", o.job, "Only the job named NAME (plan, emit, compile)")->type_name("NAME");
+  app.add_flag("--template", o.template_workflow, "Write an Argo WorkflowTemplate instead of a Workflow");
 }
 
 auto AddFileCommand(CLI::App& app, const char* name, const char* help) -> CLI::App* {
@@ -82,6 +85,8 @@ auto ParseCommandLine(int argc, const char* const* argv) -> ParsedCommandLine {
   AddCommonOptions(app, o, spellings);
   std::string top_file;
   app.add_option("file", top_file, "The .avf file")->type_name("FILE.avf");
+  CLI::Option* output = app.add_option("-o,--output", o.output_dir, "Write each job's artifacts to DIR/<job>/ (default: .)")
+                            ->type_name("DIR");
   CLI::App* check = AddFileCommand(app, "check", "Parse and check FILE.avf; write nothing");
   check->add_option("file", o.input, "The .avf file")->required()->type_name("FILE.avf");
   CLI::App* plan = AddFileCommand(app, "plan", "Print each job's layout, predicted memory/time/MFU and alternatives");
@@ -118,20 +123,15 @@ auto ParseCommandLine(int argc, const char* const* argv) -> ParsedCommandLine {
   if (check->parsed() || plan->parsed() || emit->parsed()) {
     o.command = check->parsed() ? Command::Check : plan->parsed() ? Command::Plan : Command::Emit;
     if (!top_file.empty()) return UsageError("expected one input file, found `" + o.input + "` and `" + top_file + "`");
-    if (o.command == Command::Emit && o.emit != EmitKind::Plan) {
-      return UsageError("`emit " + spellings.emit + "` is not available in this version; `emit plan` is");
+    if (output->count() > 0) return UsageError("`-o` names the output folder of `aviflowc FILE.avf -o DIR`; `check`, `plan` and `emit` write no files");
+    if (o.template_workflow && !(o.command == Command::Emit && o.emit == EmitKind::Argo)) {
+      return UsageError("`--template` applies to `aviflowc FILE.avf` and `emit argo`");
     }
   } else {
     o.input = top_file;
   }
   if (o.input.empty()) return UsageError("no input file");
-  if (o.command == Command::Compile && o.dump == Dump::None) {
-    result.message =
-        "aviflowc: error: writing a job's outputs (plan.json, manifests) is not available in this\n"
-        "version; use `aviflowc check " + o.input + "`\n";
-    result.exit_code = 2;
-    return result;
-  }
+  if (o.output_dir.empty()) return UsageError("`-o` needs a folder");
   result.options = std::move(o);
   return result;
 }

@@ -30,6 +30,8 @@ struct Options {
   size_t top = 5;            // plan --top: alternatives shown
   PlanFormat plan_format = PlanFormat::Table;
   EmitKind emit = EmitKind::Plan;
+  std::string output_dir = ".";  // -o: where `aviflowc FILE.avf` writes DIR/<job>/
+  bool template_workflow = false;  // --template: a WorkflowTemplate instead of a Workflow
 };
 
 // Either options to run with, or text to print and the exit status.

@@ -44,6 +44,14 @@ void YamlWriter::Text(std::string_view v) {
   else String(v);
 }
 
+void YamlWriter::Comment(std::string_view text) { emitter_ << YAML::Comment(std::string(text)); }
+
+void YamlWriter::StringSeq(const std::vector<std::string>& items) {
+  Seq([&] {
+    for (const std::string& item : items) String(item);
+  });
+}
+
 void YamlWriter::NewDocument() { emitter_ << YAML::EndDoc << YAML::BeginDoc; }
 
 auto YamlWriter::Output() const -> std::string {

@@ -10,6 +10,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <yaml-cpp/yaml.h>
 
@@ -30,6 +31,9 @@ class YamlWriter {
   // round trip (one trailing newline, no leading space), else quoted.
   void Text(std::string_view v);
   void NewDocument();  // `---` between documents
+  // ` # text` after the value just written (or on its own line in a sequence).
+  void Comment(std::string_view text);
+  void StringSeq(const std::vector<std::string>& items);  // a flow-free block list of strings
 
   void Field(std::string_view key, std::string_view v) { Key(key); String(v); }
   void Field(std::string_view key, const char* v) { Key(key); String(v); }

@@ -88,12 +88,15 @@ const RecordSchema kNode{"node", {
     F("nvlink").Ref(DeclKind::Fabric).Required().Doc("fabric inside the node"),
     F("nics").Count().Min(0).Doc("compute NICs per node"),
     F("cpu_memory").Bytes(),
+    F("cpus").Count().Max(1048576).Doc("logical CPUs (Kubernetes `cpu` units) per node"),
 }};
 
 const RecordSchema kFatTree{"fat_tree", {
     F("nodes_per_leaf").Count().Required(),
     F("leaves_per_spine").Count(),
     F("oversubscription").Number().Min(1).DefaultReal(1).Doc("downlink:uplink ratio at a leaf"),
+    F("leaf_label").String().Doc("node label whose value names a node's leaf switch"),
+    F("spine_label").String().Doc("node label whose value names a node's spine block"),
 }};
 
 const RecordSchema kCluster{"cluster", {
@@ -104,6 +107,11 @@ const RecordSchema kCluster{"cluster", {
     F("topology").Record(kFatTree),
     F("labels").List(F("label").String(), 0, 256).Doc("`key=value` node selector labels"),
     F("gpu_hour_price").Number().Min(0).Doc("price of one GPU-hour in the site's currency; `plan` then shows the job's cost"),
+    F("scheduler").Enum({"kueue", "volcano", "default"}).DefaultEnum("kueue").Doc("gang scheduler of the Kubernetes cluster"),
+    F("node_resources").List(F("resource").String(), 0, 64).Doc("`name=count` extended resources each training pod requests (RDMA device-plugin pools)"),
+    F("node_taints").List(F("taint").String(), 0, 64).Doc("`key[=value]:Effect` taints of the nodes, tolerated by the training pods"),
+    F("hcas").List(F("hca").String(), 0, 64).Doc("InfiniBand/RoCE adapters NCCL uses (NCCL_IB_HCA)"),
+    F("socket_interface").String().Doc("network interface for NCCL's bootstrap and socket traffic (NCCL_SOCKET_IFNAME)"),
 }};
 
 const RecordSchema kStorage{"storage", {
@@ -116,6 +124,7 @@ const RecordSchema kStorage{"storage", {
     F("read_bw").Bandwidth(),
     F("write_bw").Bandwidth(),
     F("credentials").Secret(),
+    F("storage_class").String().Doc("StorageClass of the PersistentVolumeClaim, for kind = pvc"),
 }};
 
 const RecordSchema kDataset{"dataset", {
@@ -169,6 +178,17 @@ const RecordSchema kCheckpoint{"checkpoint", {
     F("export").Location().Doc("cold-tier copy of each kept checkpoint"),
 }};
 
+const RecordSchema kResources{"resources", {
+    F("cpus").Count().Doc("CPUs each training pod requests"),
+    F("memory").Bytes().Doc("host memory each training pod requests and is limited to"),
+    F("shm").Bytes().Doc("size of the pod's /dev/shm (counts against `memory`)"),
+}};
+
+const RecordSchema kStaging{"staging", {
+    F("copiers").Count().Max(4096).Doc("parallel copier pods of the stage-in step"),
+    F("cleanup").Bool().DefaultBool(false).Doc("delete the staged copy when the workflow ends"),
+}};
+
 const RecordSchema kJob{"job", {
     F("model").Ref(DeclKind::Model).Required(),
     F("data").Ref(DeclKind::Dataset).Required(),
@@ -187,6 +207,10 @@ const RecordSchema kJob{"job", {
     F("queue").String(),
     F("priority").String(),
     F("target").Enum({"kubeflow", "jobset", "slurm"}).DefaultEnum("kubeflow"),
+    F("tools_image").String().Doc("image with rclone and a POSIX shell for staging and export (default: `image`)"),
+    F("max_restarts").Count().Min(0).Max(1000).Default(3).Doc("whole-job restarts before the run fails"),
+    F("resources").Record(kResources),
+    F("staging").Record(kStaging),
 }};
 
 auto FormatNumber(double v) -> std::string { return fmt::format("{}", v); }

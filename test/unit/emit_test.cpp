@@ -3,11 +3,15 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
-#include "emit/k8s_names.h"
+#include "deploy/k8s_names.h"
 #include "emit/yaml_writer.h"
 
 namespace avf::emit {
 namespace {
+
+using deploy::Dns1035Label;
+using deploy::IsDns1035Label;
+using deploy::IsDns1123Label;
 
 TEST(K8sNames, MapsAvfNames) {
   EXPECT_EQ(Dns1035Label("llama7b_pretrain"), "llama7b-pretrain");

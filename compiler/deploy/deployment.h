@@ -1,0 +1,152 @@
+// Phase 7 output: one planned job lowered to what a cluster runs. Every
+// decision the manifests make (names, pods, resources, volumes, environment,
+// placement, staging ranges) is taken here, so the emitters only spell it as
+// Argo, Kubernetes or Slurm text and never decide anything themselves.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace avf::deploy {
+
+enum class Target : uint8_t { Kubeflow, JobSet, Slurm };
+enum class Scheduler : uint8_t { Kueue, Volcano, Default };
+
+// One environment variable: a literal value, a downward-API field, or a key
+// of a Secret (credentials are only ever referenced, never written).
+struct EnvVar {
+  std::string name;
+  std::string value;
+  std::string field_path;              // fieldRef, when set
+  std::string secret_name, secret_key; // secretKeyRef, when set
+};
+
+enum class VolumeKind : uint8_t { HostPath, Claim, ConfigMap, Memory };
+
+struct Volume {
+  VolumeKind kind = VolumeKind::HostPath;
+  std::string name;        // the volume's name in the pod (DNS-1123 label)
+  std::string source;      // host path, claim name or ConfigMap name
+  std::string mount_path;  // inside the containers
+  std::string size_limit;  // Memory volumes: a Kubernetes quantity
+  bool read_only = false;
+  std::string storage;     // the .avf storage tier, "" for plan and shm
+};
+
+// A PersistentVolumeClaim the artifacts create (a `kind = pvc` tier that
+// declares its capacity).
+struct Claim {
+  std::string name, storage_class, capacity;  // capacity: a Kubernetes quantity
+  std::string storage;
+};
+
+// An object store as an rclone remote configured from the environment.
+struct Remote {
+  std::string name;        // rclone remote name: `avfsrc`, `avfdst`
+  std::string storage;     // the .avf storage tier
+  std::string provider;    // rclone's s3 provider: Ceph, Minio, AWS
+  std::string endpoint, bucket;
+  std::string secret;      // credentials Secret; "" when the tier declares none
+  // A file-system tier instead of an object store: its path in the pod.
+  std::string local_root;
+  auto is_local() const -> bool { return !local_root.empty(); }
+};
+
+// Shards first..last (inclusive) copied by one copier pod.
+struct ShardRange {
+  int64_t first = 0;
+  int64_t last = 0;
+};
+
+struct Staging {
+  Remote source;
+  std::string source_path;  // key prefix (or directory) of the shards
+  std::string dest_dir;     // the hot-tier directory in the pods
+  std::string hot_storage;  // the hot tier
+  std::vector<ShardRange> ranges;   // one per copier
+  int64_t bwlimit_kib = 0;  // per copier, KiB/s; 0 = unlimited
+  double total_bandwidth = 0;       // bytes/s the copiers share (0: unknown)
+  int64_t shards = 0;
+  int64_t tokens_per_shard = 0;     // every shard but the last
+  int64_t tokens_last_shard = 0;
+  int64_t token_bytes = 2;
+  std::string marker;       // identifies the staged copy (source, size, format)
+  bool cleanup = false;     // default of the workflow's cleanup-staged parameter
+};
+
+struct Export {
+  Remote dest;
+  std::string dest_path;
+  std::string checkpoint_dir;  // in the pods
+  std::string checkpoint_storage;  // the tier that holds it
+  std::optional<int64_t> keep; // newest N committed checkpoints; nullopt: all
+};
+
+struct Toleration {
+  std::string key, value, effect;  // operator Equal when value is set, else Exists
+};
+
+// Where the pods go on the fat tree, from the planner's placement.
+enum class TopologyMode : uint8_t {
+  None,       // no leaf label declared, or one node
+  OneLeaf,    // every pod under one leaf switch (required)
+  Slices,     // Kueue: each slice of `slice_nodes` pods under one leaf
+  Preferred,  // pack as few leaves as possible (preferred)
+};
+
+struct Placement {
+  TopologyMode mode = TopologyMode::None;
+  std::string leaf_label, spine_label;
+  int64_t slice_nodes = 0;
+  int64_t leaves_used = 0;
+};
+
+struct Resources {
+  int64_t gpus = 0;                   // nvidia.com/gpu per pod
+  std::optional<int64_t> cpus;
+  std::string memory;                 // Kubernetes quantity, "" for none
+  int64_t memory_mib = 0;             // the same, for Slurm's --mem
+  std::string shm;                    // /dev/shm size limit
+  std::vector<std::pair<std::string, int64_t>> extended;  // RDMA pools, ...
+};
+
+struct SecurityProfile {
+  // RDMA registers pinned memory beyond RLIMIT_MEMLOCK: the trainer keeps
+  // IPC_LOCK, which Kubernetes only grants to UID 0.
+  bool ipc_lock = false;
+  int64_t user = 1000, group = 1000;
+};
+
+struct Deployment {
+  std::string source_name;  // the main .avf file as given on the command line
+  std::string job;          // the job's .avf name
+  std::string plan_sha256;  // of the plan.json bytes below
+  std::string plan_json;
+  std::string name;         // base name of every object (DNS-1035)
+  std::string k8s_namespace;  // "" = the namespace applied to
+  Target target = Target::Kubeflow;
+  Scheduler scheduler = Scheduler::Kueue;
+  std::string image, tools_image, queue, priority;
+  int64_t nodes = 1;
+  int64_t procs_per_node = 1;  // ranks (GPUs) per pod
+  int64_t max_restarts = 3;
+  int port = 29500;            // the rendezvous store on node 0
+  Resources resources;
+  SecurityProfile security;
+  std::vector<std::string> command;  // avf-run and its flags
+  std::vector<EnvVar> env;           // NCCL and aviflow settings
+  std::vector<std::string> env_notes;  // why each NCCL setting is what it is
+  std::vector<Volume> volumes;       // of the training pods
+  std::vector<Claim> claims;
+  std::vector<std::pair<std::string, std::string>> node_selector;
+  std::vector<Toleration> tolerations;
+  Placement placement;
+  std::optional<Staging> staging;
+  std::optional<Export> export_checkpoints;
+  // Names of the companion objects.
+  std::string configmap, service_account, workflow;
+};
+
+}  // namespace avf::deploy

@@ -1,0 +1,291 @@
+// Identity, pod resources, networking and placement of a deployment; storage
+// is in lower_storage.cpp.
+#include "deploy/lower.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "check/check.h"
+#include "deploy/k8s_names.h"
+#include "deploy/lower_context.h"
+
+namespace avf::deploy {
+
+namespace {
+
+using diag::DiagId;
+
+// Object names get suffixes (`-worker-127`, `-plan`, `-node-0-3-abcde`, Argo's
+// pod hashes), so the base name keeps room for them inside 63 characters.
+constexpr size_t kMaxBaseName = 40;
+// Without an explicit request a pod takes this share of the node's CPUs and
+// memory, leaving the rest to the kubelet and system daemons.
+constexpr double kNodeShare = 0.9;
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+auto TargetOf(const std::string& t) -> Target {
+  return t == "jobset" ? Target::JobSet : t == "slurm" ? Target::Slurm : Target::Kubeflow;
+}
+
+auto SchedulerOf(const std::string& s) -> Scheduler {
+  return s == "volcano" ? Scheduler::Volcano : s == "default" ? Scheduler::Default : Scheduler::Kueue;
+}
+
+void ReportInvalid(LowerContext& c, const check::Written& w, const std::string& what, const std::string& why) {
+  c.diags.Report(DiagId::InvalidKubernetesValue, w.range, w.value, what, why);
+}
+
+// Namespace, queue and priority class, as Kubernetes validates them.
+void CheckNames(LowerContext& c) {
+  const check::DeploySpec& d = c.job.deploy;
+  if (!d.k8s_namespace.value.empty() && !IsDns1123Label(d.k8s_namespace.value)) {
+    ReportInvalid(c, d.k8s_namespace, "Kubernetes namespace",
+                  "lower-case letters, digits and `-`, at most 63, starting and ending with a letter or digit");
+  }
+  if (!d.queue.value.empty() && c.out.target != Target::Slurm) {
+    std::string why = LabelValueProblem(d.queue.value);
+    if (!why.empty()) ReportInvalid(c, d.queue, "queue name (a label value)", why);
+  }
+  if (!d.priority.value.empty() && c.out.target != Target::Slurm && !IsDns1123Subdomain(d.priority.value)) {
+    ReportInvalid(c, d.priority, "PriorityClass name", "lower-case letters, digits, `-` and `.`");
+  }
+}
+
+void LowerIdentity(LowerContext& c, std::optional<Target> target) {
+  const check::JobSpec& j = c.job;
+  Deployment& o = c.out;
+  o.job = j.name;
+  o.target = target.value_or(TargetOf(j.target));
+  o.scheduler = SchedulerOf(j.deploy.scheduler);
+  std::optional<std::string> name = Dns1035Label(j.name, kMaxBaseName);
+  if (!name) {
+    c.diags.Report(DiagId::NoKubernetesName, j.name_range, j.name)
+        .Help("Kubernetes names start with a letter; rename the job, e.g. `job run_" + j.name + "`");
+    return;
+  }
+  o.name = *name;
+  o.configmap = o.name + "-plan";
+  o.service_account = o.name + "-workflow";
+  o.workflow = o.name;
+  // Explicit, so that RoleBinding subjects and cleanup name it.
+  o.k8s_namespace = j.deploy.k8s_namespace.value.empty() ? "default" : j.deploy.k8s_namespace.value;
+  o.image = j.deploy.image.value;
+  o.tools_image = j.deploy.tools_image.value.empty() ? o.image : j.deploy.tools_image.value;
+  o.queue = j.deploy.queue.value;
+  o.priority = j.deploy.priority.value;
+  o.max_restarts = j.deploy.max_restarts;
+  o.nodes = c.plan.nodes_used;
+  o.procs_per_node = std::min(j.workload.gpus, std::max<int64_t>(j.hardware.gpus_per_node, 1));
+  if (o.target != Target::Slurm && o.image.empty()) {
+    c.diags.Report(DiagId::MissingImage, j.name_range, j.name)
+        .Help("add `image = \"registry.example/aviflow/train:1.0\"` to the job");
+  }
+  if (o.target != Target::Slurm && o.scheduler == Scheduler::Kueue && o.queue.empty()) {
+    c.diags.Report(DiagId::NoQueueForKueue, j.name_range, j.name)
+        .Help("add `queue = \"LOCAL_QUEUE\"` (a Kueue LocalQueue of the namespace), or give the cluster "
+              "`scheduler = volcano` or `scheduler = default`");
+  }
+  CheckNames(c);
+}
+
+// `name=count` extended resources of the cluster.
+void LowerExtendedResources(LowerContext& c) {
+  for (const check::Written& w : c.job.deploy.node_resources) {
+    KeyValue kv = SplitKeyValue(w.value);
+    std::string why = ResourceNameProblem(kv.key);
+    int64_t count = 0;
+    bool number = kv.has_value && !kv.value.empty() && kv.value.size() < 10 &&
+                  std::all_of(kv.value.begin(), kv.value.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+    if (number) count = std::stoll(kv.value);
+    if (why.empty() && (!number || count < 1)) why = "write `name=count` with a whole count of at least 1, e.g. `rdma/ib=1`";
+    if (why.empty() && kv.key == "nvidia.com/gpu") why = "GPUs are requested from the plan; leave `nvidia.com/gpu` out";
+    if (!why.empty()) {
+      ReportInvalid(c, w, "extended resource", why);
+      continue;
+    }
+    c.out.resources.extended.emplace_back(kv.key, count);
+  }
+}
+
+// The request, else a share of what the node has, else nothing; never more
+// than the node has.
+void LowerResources(LowerContext& c) {
+  const check::DeploySpec& d = c.job.deploy;
+  Resources& r = c.out.resources;
+  r.gpus = c.out.procs_per_node;
+  r.cpus = d.cpus;
+  if (!r.cpus && d.node_cpus) r.cpus = std::max<int64_t>(1, static_cast<int64_t>(*d.node_cpus * kNodeShare));
+  if (d.cpus && d.node_cpus && *d.cpus > *d.node_cpus) {
+    c.diags.Report(DiagId::ExceedsNode, d.cpus_range, c.job.name, fmt::format("{} CPUs", *d.cpus), c.job.node_name,
+                   *d.node_cpus)
+        .Note(d.node_cpus_range, fmt::format("node `{}` declares {} CPUs", c.job.node_name, *d.node_cpus));
+  }
+  std::optional<double> memory = d.memory;
+  if (!memory && d.node_memory) memory = *d.node_memory * kNodeShare;
+  if (d.memory && d.node_memory && *d.memory > *d.node_memory) {
+    c.diags.Report(DiagId::ExceedsNode, d.memory_range, c.job.name, check::BytesText(*d.memory) + " of memory",
+                   c.job.node_name, check::BytesText(*d.node_memory))
+        .Note(d.node_memory_range, fmt::format("node `{}` declares `cpu_memory = {}`", c.job.node_name,
+                                               check::BytesText(*d.node_memory)));
+  }
+  double shm = d.shm ? *d.shm : memory ? std::floor(*memory / 4 / kGiB) * kGiB : 64 * kGiB;
+  if (memory && shm > *memory) {
+    c.diags.Report(DiagId::ShmExceedsMemory, d.shm_range, check::BytesText(shm), check::BytesText(*memory))
+        .Help("/dev/shm is memory of the pod: make `resources.shm` smaller than `resources.memory`");
+  }
+  if (memory) {
+    r.memory = Quantity(*memory);
+    r.memory_mib = static_cast<int64_t>(*memory / (1024.0 * 1024.0));
+  }
+  r.shm = Quantity(std::max(shm, 1024.0 * 1024.0));
+  LowerExtendedResources(c);
+}
+
+void AddEnv(Deployment& o, std::string name, std::string value) { o.env.push_back({std::move(name), std::move(value), "", "", ""}); }
+
+// NCCL's transport follows the fabric: IB verbs on InfiniBand, and on
+// Ethernet when adapters are named (RoCE); otherwise TCP sockets.
+void LowerNetwork(LowerContext& c) {
+  const check::DeploySpec& d = c.job.deploy;
+  Deployment& o = c.out;
+  bool rdma = d.network_kind == "infiniband" || (d.network_kind == "ethernet" && !d.hcas.empty());
+  AddEnv(o, "NCCL_IB_DISABLE", rdma ? "0" : "1");
+  o.env_notes.push_back(fmt::format("NCCL_IB_DISABLE={}: fabric `{}` is {}{}", rdma ? 0 : 1, c.job.network_name,
+                                    d.network_kind, rdma ? " (RDMA verbs)" : " without named adapters (TCP sockets)"));
+  if (!d.hcas.empty()) {
+    std::string list;
+    for (const std::string& h : d.hcas) list += (list.empty() ? "" : ",") + h;
+    AddEnv(o, "NCCL_IB_HCA", "=" + list);
+    o.env_notes.push_back("NCCL_IB_HCA: exactly the adapters the cluster declares in `hcas`");
+  }
+  if (!d.socket_interface.empty()) {
+    AddEnv(o, "NCCL_SOCKET_IFNAME", "=" + d.socket_interface);
+    o.env_notes.push_back("NCCL_SOCKET_IFNAME: the cluster's `socket_interface`, for bootstrap and socket traffic");
+  }
+  AddEnv(o, "NCCL_DEBUG", "WARN");
+  o.security.ipc_lock = rdma && o.nodes > 1;
+  for (const std::string& text : d.hcas) CheckScriptSafe(c, text, "adapter name", d.cluster_decl);
+}
+
+void LowerSelectors(LowerContext& c) {
+  for (const check::Written& w : c.job.deploy.labels) {
+    KeyValue kv = SplitKeyValue(w.value);
+    std::string why = !kv.has_value ? "a node selector label is written `key=value`" : LabelKeyProblem(kv.key);
+    if (why.empty()) why = LabelValueProblem(kv.value);
+    if (!why.empty()) ReportInvalid(c, w, "node label", why);
+    else c.out.node_selector.emplace_back(kv.key, kv.value);
+  }
+  for (const check::Written& w : c.job.deploy.node_taints) {
+    std::string why;
+    Taint t = ParseTaint(w.value, why);
+    if (!why.empty()) ReportInvalid(c, w, "node taint", why);
+    else c.out.tolerations.push_back({t.key, t.value, t.effect});
+  }
+}
+
+// The planner fills nodes leaf by leaf; the pods must land the same way.
+void LowerPlacement(LowerContext& c) {
+  const check::DeploySpec& d = c.job.deploy;
+  Placement& p = c.out.placement;
+  p.leaf_label = d.leaf_label.value;
+  p.spine_label = d.spine_label.value;
+  p.leaves_used = c.plan.leaves_used;
+  for (const check::Written* w : {&d.leaf_label, &d.spine_label}) {
+    if (w->value.empty()) continue;
+    if (std::string why = LabelKeyProblem(w->value); !why.empty()) ReportInvalid(c, *w, "node label key", why);
+  }
+  int64_t nodes = c.out.nodes, per_leaf = d.nodes_per_leaf;
+  if (p.leaf_label.empty() || nodes <= 1) p.mode = TopologyMode::None;
+  else if (per_leaf > 0 && nodes <= per_leaf) p.mode = TopologyMode::OneLeaf;
+  else if (c.out.scheduler == Scheduler::Kueue && c.out.target == Target::JobSet && per_leaf > 0 && nodes % per_leaf == 0) {
+    p.mode = TopologyMode::Slices;
+    p.slice_nodes = per_leaf;
+  } else {
+    p.mode = TopologyMode::Preferred;
+  }
+}
+
+void LowerCommand(LowerContext& c) {
+  Deployment& o = c.out;
+  std::string plan = o.target == Target::Slurm ? "${AVF_PLAN}" : "/etc/aviflow/plan.json";
+  o.command = {"avf-run", "--plan", plan};
+  if (o.staging) o.command.insert(o.command.end(), {"--data-dir", o.staging->dest_dir});
+  for (const Volume& v : o.volumes) {
+    if (!o.staging && v.storage == c.job.dataset.source.storage) {
+      std::string path = c.job.dataset.source.path;
+      o.command.insert(o.command.end(), {"--data-dir", v.mount_path + (path.empty() ? "" : "/" + path)});
+    }
+  }
+  const check::CheckpointSpec& ck = c.job.checkpoint;
+  if (!ck.enabled || !ck.dir) return;
+  for (const Volume& v : o.volumes) {
+    if (v.storage != ck.dir->storage) continue;
+    std::string dir = v.mount_path + (ck.dir->path.empty() ? "" : "/" + ck.dir->path);
+    o.command.insert(o.command.end(), {"--checkpoint-dir", dir, "--resume", "latest"});
+    break;
+  }
+}
+
+}  // namespace
+
+auto Quantity(double bytes) -> std::string {
+  auto mib = static_cast<int64_t>(bytes / (1024.0 * 1024.0));
+  if (mib > 0 && mib % 1024 == 0) return fmt::format("{}Gi", mib / 1024);
+  return fmt::format("{}Mi", std::max<int64_t>(mib, 1));
+}
+
+auto CheckScriptSafe(LowerContext& c, const std::string& text, const std::string& what, llvm::SMRange at) -> bool {
+  std::string why;
+  if (text.find("{{") != std::string::npos) why = "`{{` starts an Argo template expression";
+  for (char ch : text) {
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) why = "it holds a control character";
+  }
+  if (why.empty()) return true;
+  c.diags.Report(DiagId::InvalidKubernetesValue, at, text, what, why);
+  return false;
+}
+
+auto LocalTierOf(const check::JobSpec& job) -> std::optional<check::Location> {
+  std::vector<const check::Location*> tiers{&job.dataset.source};
+  if (job.dataset.stage_to) tiers.push_back(&*job.dataset.stage_to);
+  if (job.checkpoint.enabled && job.checkpoint.dir) tiers.push_back(&*job.checkpoint.dir);
+  if (job.checkpoint.enabled && job.checkpoint.export_to) tiers.push_back(&*job.checkpoint.export_to);
+  for (const check::Location* t : tiers) {
+    if (t->storage_kind == "local") return *t;
+  }
+  return std::nullopt;
+}
+
+auto Lower(const plan::Plan& plan, const LowerOptions& options, diag::DiagnosticEngine& diags)
+    -> std::optional<Deployment> {
+  Deployment out;
+  out.source_name = options.source_name;
+  out.plan_json = options.plan_json;
+  out.plan_sha256 = options.plan_sha256;
+  size_t errors = diags.error_count();
+  LowerContext c{plan, plan.job, diags, out};
+  LowerIdentity(c, options.target);
+  if (out.name.empty()) return std::nullopt;
+  if (auto local = LocalTierOf(plan.job)) {
+    diags.Report(DiagId::LocalStorageOnCluster, local->decl_range, plan.job.name, local->storage,
+                 out.target == Target::Slurm ? "the nodes of a Slurm cluster" : "a cluster's pods")
+        .Help("use a shared tier (beegfs, lustre, nfs, pvc) or an object store, or run the job here");
+    return std::nullopt;
+  }
+  if (out.target != Target::Slurm && out.plan_json.size() > kMaxConfigMapPlanBytes) {
+    diags.Report(DiagId::PlanTooLarge, plan.job.name_range, plan.job.name, out.plan_json.size(), kMaxConfigMapPlanBytes)
+        .Help("the plan grows with the rank count; use `target = slurm`, or fewer GPUs per job");
+  }
+  LowerResources(c);
+  LowerNetwork(c);
+  LowerSelectors(c);
+  LowerPlacement(c);
+  LowerStorage(c);
+  LowerCommand(c);
+  if (diags.error_count() > errors) return std::nullopt;
+  return out;
+}
+
+}  // namespace avf::deploy

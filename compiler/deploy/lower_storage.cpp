@@ -1,0 +1,216 @@
+// Storage of a deployment: which tiers the pods mount and how, the stage-in
+// of the dataset (copier ranges bounded by the tiers' bandwidth) and the
+// export of the kept checkpoints.
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "check/check.h"
+#include "deploy/k8s_names.h"
+#include "deploy/lower_context.h"
+
+namespace avf::deploy {
+
+namespace {
+
+using check::Location;
+using diag::DiagId;
+
+// What one copier pod is assumed to sustain when `staging.copiers` is not
+// given: the copier count is the tiers' bandwidth over this.
+constexpr double kCopierBandwidth = 1e9;
+constexpr int64_t kMaxDerivedCopiers = 64;
+constexpr int64_t kCopiersWithoutBandwidth = 8;
+// The shard header of the token-shard format (docs/plan-format.md#shard-files).
+constexpr int64_t kShardHeaderBytes = 1024;
+
+auto IsObjectStore(const std::string& kind) -> bool { return kind == "ceph" || kind == "s3" || kind == "minio"; }
+
+auto Trimmed(std::string path) -> std::string {
+  while (!path.empty() && path.back() == '/') path.pop_back();
+  size_t start = 0;
+  while (start < path.size() && path[start] == '/') ++start;
+  return path.substr(start);
+}
+
+auto Join(const std::string& root, const std::string& path) -> std::string {
+  std::string rel = Trimmed(path);
+  if (rel.empty()) return root;
+  return root == "/" ? "/" + rel : root + "/" + rel;
+}
+
+// The volume of a file-system tier, added once (a copy: the list grows);
+// nullopt after a diagnostic.
+auto TierVolume(LowerContext& c, const Location& loc) -> std::optional<Volume> {
+  for (const Volume& v : c.out.volumes) {
+    if (v.storage == loc.storage) return v;
+  }
+  Volume v;
+  v.storage = loc.storage;
+  v.name = "tier-" + Dns1035Label(loc.storage, 50).value_or("storage");
+  std::string claim = loc.claim;
+  if (!claim.empty()) {
+    if (!IsDns1123Subdomain(claim)) {
+      c.diags.Report(DiagId::InvalidKubernetesValue, loc.decl_range, claim, "PersistentVolumeClaim name",
+                     "lower-case letters, digits, `-` and `.`");
+      return std::nullopt;
+    }
+    if (c.out.target == Target::Slurm) {
+      c.diags.Report(DiagId::ClaimOnSlurm, loc.decl_range, loc.storage)
+          .Help("give the tier the `mount` where the Slurm nodes mount it, without `claim`");
+      return std::nullopt;
+    }
+    v.kind = VolumeKind::Claim;
+    v.source = claim;
+    v.mount_path = loc.mount.empty() ? "/mnt/" + v.name.substr(5) : loc.mount;
+  } else {
+    v.kind = VolumeKind::HostPath;
+    v.source = loc.mount;
+    v.mount_path = loc.mount;
+  }
+  if (v.mount_path.empty() || v.mount_path.front() != '/') {
+    c.diags.Report(DiagId::InvalidKubernetesValue, loc.decl_range, v.mount_path, "mount path",
+                   "a cluster tier is mounted at an absolute path");
+    return std::nullopt;
+  }
+  if (!CheckScriptSafe(c, v.mount_path, "mount path", loc.decl_range)) return std::nullopt;
+  if (loc.storage_kind == "pvc" && loc.capacity) {
+    if (!loc.storage_class.empty() && !IsDns1123Subdomain(loc.storage_class)) {
+      c.diags.Report(DiagId::InvalidKubernetesValue, loc.decl_range, loc.storage_class, "StorageClass name",
+                     "lower-case letters, digits, `-` and `.`");
+    }
+    c.out.claims.push_back({claim, loc.storage_class, Quantity(*loc.capacity), loc.storage});
+  }
+  c.out.volumes.push_back(v);
+  return v;
+}
+
+auto ProviderOf(const std::string& kind) -> std::string {
+  if (kind == "ceph") return "Ceph";
+  if (kind == "minio") return "Minio";
+  return "AWS";
+}
+
+// An object store as an rclone remote, or a file-system tier by its path.
+auto RemoteOf(LowerContext& c, const Location& loc, std::string name) -> std::optional<Remote> {
+  Remote r;
+  r.name = std::move(name);
+  r.storage = loc.storage;
+  if (!IsObjectStore(loc.storage_kind)) {
+    std::optional<Volume> v = TierVolume(c, loc);
+    if (!v) return std::nullopt;
+    r.local_root = v->mount_path;
+    return r;
+  }
+  r.provider = ProviderOf(loc.storage_kind);
+  r.endpoint = loc.endpoint;
+  r.bucket = loc.bucket;
+  r.secret = loc.credentials;
+  if (!r.secret.empty() && !IsDns1123Subdomain(r.secret)) {
+    c.diags.Report(DiagId::InvalidKubernetesValue, loc.decl_range, r.secret, "Secret name",
+                   "lower-case letters, digits, `-` and `.`");
+    return std::nullopt;
+  }
+  bool safe = CheckScriptSafe(c, r.endpoint, "endpoint", loc.decl_range) &&
+              CheckScriptSafe(c, r.bucket, "bucket", loc.decl_range);
+  if (!safe) return std::nullopt;
+  return r;
+}
+
+auto CopierCount(const check::JobSpec& job, double bandwidth, int64_t shards) -> int64_t {
+  int64_t n = job.deploy.copiers.value_or(
+      bandwidth > 0 ? static_cast<int64_t>(std::ceil(bandwidth / kCopierBandwidth)) : kCopiersWithoutBandwidth);
+  if (!job.deploy.copiers) n = std::min(n, kMaxDerivedCopiers);
+  return std::clamp<int64_t>(n, 1, shards);
+}
+
+// Contiguous shard ranges, the first `shards % n` one shard longer.
+auto SplitShards(int64_t shards, int64_t n) -> std::vector<ShardRange> {
+  std::vector<ShardRange> ranges;
+  int64_t base = shards / n, extra = shards % n, first = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t count = base + (i < extra ? 1 : 0);
+    ranges.push_back({first, first + count - 1});
+    first += count;
+  }
+  return ranges;
+}
+
+void LowerStaging(LowerContext& c) {
+  const check::DatasetSpec& ds = c.job.dataset;
+  std::optional<Volume> hot = TierVolume(c, *ds.stage_to);
+  std::optional<Remote> source = RemoteOf(c, ds.source, "avfsrc");
+  if (!hot || !source || !CheckScriptSafe(c, ds.source.path, "dataset path", c.job.at.dataset_source)) return;
+  Staging s;
+  s.source = *source;
+  s.source_path = Trimmed(ds.source.path);
+  s.dest_dir = Join(hot->mount_path, ds.name);
+  s.hot_storage = hot->storage;
+  s.shards = ds.shards;
+  s.tokens_per_shard = ds.tokens / ds.shards;
+  s.tokens_last_shard = ds.tokens - s.tokens_per_shard * (ds.shards - 1);
+  s.token_bytes = ds.token_bytes;
+  std::vector<double> limits;
+  if (ds.source.read_bw) limits.push_back(*ds.source.read_bw);
+  if (ds.stage_to->write_bw) limits.push_back(*ds.stage_to->write_bw);
+  s.total_bandwidth = limits.empty() ? 0 : *std::min_element(limits.begin(), limits.end());
+  s.ranges = SplitShards(ds.shards, CopierCount(c.job, s.total_bandwidth, ds.shards));
+  if (s.total_bandwidth > 0) {
+    s.bwlimit_kib = std::max<int64_t>(1, static_cast<int64_t>(s.total_bandwidth / s.ranges.size() / 1024));
+  }
+  std::string where = IsObjectStore(ds.source.storage_kind)
+                          ? fmt::format("{}:{}/{}", ds.source.storage_kind, source->endpoint, source->bucket)
+                          : ds.source.storage_kind;
+  s.marker = fmt::format("aviflow-staged v1 source={}/{} tokens={} shards={} format={} header={}", where,
+                         s.source_path, ds.tokens, ds.shards, ds.format, kShardHeaderBytes);
+  s.cleanup = c.job.deploy.cleanup_staged;
+  c.out.staging = std::move(s);
+}
+
+void LowerExport(LowerContext& c, const Volume& ckpt_tier) {
+  const check::CheckpointSpec& ck = c.job.checkpoint;
+  std::optional<Remote> dest = RemoteOf(c, *ck.export_to, "avfdst");
+  if (!dest || !CheckScriptSafe(c, ck.export_to->path, "export path", c.job.at.checkpoint_dir)) return;
+  Export e;
+  e.dest = *dest;
+  e.dest_path = Trimmed(ck.export_to->path);
+  e.checkpoint_dir = Join(ckpt_tier.mount_path, ck.dir->path);
+  e.checkpoint_storage = ckpt_tier.storage;
+  e.keep = ck.keep;
+  c.out.export_checkpoints = std::move(e);
+}
+
+void LowerCheckpoints(LowerContext& c) {
+  const check::CheckpointSpec& ck = c.job.checkpoint;
+  if (!ck.enabled) return;
+  if (!ck.dir) {
+    c.diags.Report(DiagId::CheckpointWithoutDir, c.job.at.checkpoint_dir, c.job.name)
+        .Help("add `dir = HOT_TIER / \"ckpt/" + c.job.name + "\"` to the checkpoint record");
+    return;
+  }
+  if (!CheckScriptSafe(c, ck.dir->path, "checkpoint path", c.job.at.checkpoint_dir)) return;
+  std::optional<Volume> tier = TierVolume(c, *ck.dir);
+  if (tier && ck.export_to) LowerExport(c, *tier);
+}
+
+}  // namespace
+
+void LowerStorage(LowerContext& c) {
+  Deployment& o = c.out;
+  o.volumes.push_back({VolumeKind::ConfigMap, "plan", o.configmap, "/etc/aviflow", "", true, ""});
+  o.volumes.push_back({VolumeKind::Memory, "dshm", "", "/dev/shm", o.resources.shm, false, ""});
+  const check::DatasetSpec& ds = c.job.dataset;
+  if (ds.stage_to) {
+    LowerStaging(c);
+  } else if (IsObjectStore(ds.source.storage_kind)) {
+    c.diags.Report(DiagId::DatasetNotFiles, c.job.at.dataset_source, ds.name, ds.source.storage_kind, ds.source.storage)
+        .Note(c.job.at.dataset_decl, "dataset declared here")
+        .Help("stage it to a file-system tier first: add `stage_to = HOT_TIER` to the dataset");
+  } else if (CheckScriptSafe(c, ds.source.path, "dataset path", c.job.at.dataset_source)) {
+    TierVolume(c, ds.source);
+  }
+  LowerCheckpoints(c);
+}
+
+}  // namespace avf::deploy

@@ -1,0 +1,129 @@
+#include "driver/outputs.h"
+
+#include <string>
+#include <utility>
+
+#include <llvm/ADT/StringExtras.h>
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/Path.h>
+#include <llvm/Support/SHA256.h>
+
+#include "deploy/lower.h"
+#include "emit/manifests.h"
+#include "emit/plan_json.h"
+
+namespace avf::driver {
+
+namespace {
+
+struct Artifact {
+  std::string path;  // DIR/<job>/<file>
+  std::string text;
+};
+
+auto Sha256(const std::string& text) -> std::string {
+  llvm::SHA256 hash;
+  hash.update(text);
+  return llvm::toHex(hash.final(), /*LowerCase=*/true);
+}
+
+auto SourceName(const std::string& input) -> std::string {
+  if (input == "-") return "<stdin>";
+  return llvm::sys::path::filename(input).str();
+}
+
+// The artifact an `emit` command asks for, whatever the job's target.
+auto TargetFor(const Options& o) -> std::optional<deploy::Target> {
+  if (o.command != Command::Emit) return std::nullopt;
+  return o.emit == EmitKind::Slurm ? deploy::Target::Slurm : deploy::Target::Kubeflow;
+}
+
+auto KubernetesTarget(const deploy::Deployment& d, const check::JobSpec& job) -> deploy::Deployment {
+  deploy::Deployment copy = d;
+  if (job.target == "jobset") copy.target = deploy::Target::JobSet;
+  return copy;
+}
+
+void AddFiles(const Options& o, const deploy::Deployment& d, std::vector<Artifact>& files) {
+  std::string dir = (llvm::Twine(o.output_dir) + "/" + d.job).str();
+  auto add = [&](const char* name, std::string text) { files.push_back({dir + "/" + name, std::move(text)}); };
+  add("plan.json", d.plan_json);
+  if (d.target == deploy::Target::Slurm) {
+    add("slurm.sbatch", emit::SlurmScript(d));
+    return;
+  }
+  add("workflow.yaml", emit::WorkflowYaml(d, o.template_workflow));
+  add("job.yaml", emit::JobYaml(d));
+  add("plan-configmap.yaml", emit::PlanConfigMapYaml(d));
+  add("rbac.yaml", emit::RbacYaml(d));
+}
+
+auto EmitOne(const Options& o, const deploy::Deployment& d) -> std::string {
+  switch (o.emit) {
+    case EmitKind::Argo: return emit::WorkflowYaml(d, o.template_workflow);
+    case EmitKind::K8s: return emit::JobYaml(d);
+    case EmitKind::Slurm: return emit::SlurmScript(d);
+    case EmitKind::Plan: return d.plan_json;
+  }
+  return "";
+}
+
+void WriteFile(const Artifact& a, diag::DiagnosticEngine& diags) {
+  std::string tmp = a.path + ".tmp";
+  if (std::error_code ec = llvm::sys::fs::create_directories(llvm::sys::path::parent_path(a.path))) {
+    diags.Report(diag::DiagId::CannotWriteOutput, {}, llvm::sys::path::parent_path(a.path).str(), ec.message());
+    return;
+  }
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream file(tmp, ec);
+    if (!ec) {
+      file << a.text;
+      file.close();
+      if (file.has_error()) ec = file.error();
+      file.clear_error();
+    }
+    if (ec) {
+      llvm::sys::fs::remove(tmp);
+      diags.Report(diag::DiagId::CannotWriteOutput, {}, a.path, ec.message());
+      return;
+    }
+  }
+  if (std::error_code ec = llvm::sys::fs::rename(tmp, a.path)) {
+    llvm::sys::fs::remove(tmp);
+    diags.Report(diag::DiagId::CannotWriteOutput, {}, a.path, ec.message());
+  }
+}
+
+}  // namespace
+
+void WriteArtifacts(const Options& o, const std::vector<plan::Plan>& plans, diag::DiagnosticEngine& diags,
+                    llvm::raw_ostream& out) {
+  std::vector<Artifact> files;
+  std::string printed;
+  for (const plan::Plan& plan : plans) {
+    std::string json;
+    llvm::raw_string_ostream stream(json);
+    emit::WritePlanJson(plan, stream);
+    stream.flush();
+    if (o.command == Command::Compile) {
+      if (auto local = deploy::LocalTierOf(plan.job)) {
+        diags.Report(diag::DiagId::LocalJobNotEmitted, local->decl_range, plan.job.name, local->storage);
+        std::string dir = (llvm::Twine(o.output_dir) + "/" + plan.job.name).str();
+        files.push_back({dir + "/plan.json", json});
+        continue;
+      }
+    }
+    deploy::LowerOptions lower{SourceName(o.input), json, Sha256(json), TargetFor(o)};
+    std::optional<deploy::Deployment> d = deploy::Lower(plan, lower, diags);
+    if (!d) continue;
+    if (o.command == Command::Emit && o.emit != EmitKind::Slurm) *d = KubernetesTarget(*d, plan.job);
+    if (o.command == Command::Emit) printed += EmitOne(o, *d);
+    else AddFiles(o, *d, files);
+  }
+  if (diags.has_errors()) return;
+  out << printed;
+  for (const Artifact& a : files) WriteFile(a, diags);
+}
+
+}  // namespace avf::driver

@@ -1,0 +1,316 @@
+// workflow.yaml: the job's lifecycle as an Argo DAG.
+//
+//   check-staged -> stage-in (N copiers) -> seal-staged -> train -> export
+//   onExit: report, stop-training (unless it succeeded), cleanup-staged (when asked)
+//
+// The copy and export steps retry with backoff; the train step does not:
+// the training object restarts its pods and avf-run resumes from the last
+// checkpoint.
+#include <fmt/format.h>
+
+#include "emit/k8s_pod.h"
+#include "emit/manifests.h"
+#include "emit/scripts.h"
+
+namespace avf::emit {
+
+namespace {
+
+using deploy::Deployment;
+using deploy::Volume;
+
+constexpr std::string_view kStagedResult = "{{tasks.check-staged.outputs.result}}";
+
+struct ToolStep {
+  std::string name;
+  std::string source;                  // the shell script
+  std::vector<deploy::EnvVar> env;
+  std::vector<std::string> tiers;      // storage tiers it mounts
+  std::vector<std::string> inputs;     // input parameters, passed as env
+  bool retry = false;
+};
+
+void WriteRetry(YamlWriter& y) {
+  y.MapField("retryStrategy", [&] {
+    y.Field("limit", "5");
+    y.Field("retryPolicy", "Always");
+    y.MapField("backoff", [&] {
+      y.Field("duration", "30s");
+      y.Field("factor", "2");
+      y.Field("maxDuration", "1h");
+    });
+  });
+}
+
+auto TierVolumes(const Deployment& d, const std::vector<std::string>& tiers) -> std::vector<Volume> {
+  std::vector<Volume> out;
+  for (const Volume& v : d.volumes) {
+    for (const std::string& t : tiers) {
+      if (!v.storage.empty() && v.storage == t) out.push_back(v);
+    }
+  }
+  return out;
+}
+
+// Tool pods that mount a host path must run on the nodes that have it.
+auto NeedsClusterNodes(const std::vector<Volume>& mounts) -> bool {
+  for (const Volume& v : mounts) {
+    if (v.kind == deploy::VolumeKind::HostPath) return true;
+  }
+  return false;
+}
+
+void WriteToolStep(YamlWriter& y, const Deployment& d, const ToolStep& s) {
+  std::vector<Volume> mounts = TierVolumes(d, s.tiers);
+  y.Map([&] {
+    y.Field("name", s.name);
+    if (!s.inputs.empty()) {
+      y.MapField("inputs", [&] {
+        y.SeqField("parameters", [&] {
+          for (const std::string& p : s.inputs) y.Map([&] { y.Field("name", p); });
+        });
+      });
+    }
+    if (s.retry) WriteRetry(y);
+    if (NeedsClusterNodes(mounts) && !d.node_selector.empty()) {
+      y.MapField("nodeSelector", [&] {
+        for (const auto& [k, v] : d.node_selector) y.Field(k, v);
+      });
+    }
+    if (NeedsClusterNodes(mounts) && !d.tolerations.empty()) {
+      y.SeqField("tolerations", [&] {
+        for (const deploy::Toleration& t : d.tolerations) {
+          y.Map([&] {
+            y.Field("key", t.key);
+            y.Field("operator", t.value.empty() ? "Exists" : "Equal");
+            if (!t.value.empty()) y.Field("value", t.value);
+            y.Field("effect", t.effect);
+          });
+        }
+      });
+    }
+    y.MapField("script", [&] {
+      y.Field("image", d.tools_image);
+      y.Key("command");
+      y.StringSeq({"sh"});
+      std::vector<deploy::EnvVar> env;
+      for (const std::string& p : s.inputs) env.push_back({"ARG_" + p, "{{inputs.parameters." + p + "}}", "", "", ""});
+      env.insert(env.end(), s.env.begin(), s.env.end());
+      WriteEnv(y, env);
+      y.MapField("resources", [&] {
+        y.MapField("requests", [&] {
+          y.Field("cpu", "1");
+          y.Field("memory", "1Gi");
+        });
+        y.MapField("limits", [&] { y.Field("memory", "2Gi"); });
+      });
+      WriteToolsSecurity(y, d);
+      if (!mounts.empty()) WriteMounts(y, mounts);
+      y.Key("source");
+      y.Text(s.source);
+    });
+  });
+}
+
+auto StagingSteps(const Deployment& d) -> std::vector<ToolStep> {
+  const deploy::Staging& s = *d.staging;
+  std::vector<std::string> tiers{s.hot_storage};
+  std::vector<std::string> copy_tiers = tiers;
+  if (s.source.is_local()) copy_tiers.push_back(s.source.storage);
+  std::string copy = "FIRST=\"$ARG_first\"\nLAST=\"$ARG_last\"\n" + CopyShardsScript(s);
+  return {
+      {"check-staged", CheckStagedScript(s), {}, tiers, {}, false},
+      {"copy-shards", copy, RemoteEnv(s.source), copy_tiers, {"first", "last"}, true},
+      {"seal-staged", SealStagedScript(s), {}, tiers, {}, false},
+  };
+}
+
+auto ExportStep(const Deployment& d) -> ToolStep {
+  const deploy::Export& e = *d.export_checkpoints;
+  std::vector<std::string> tiers{e.checkpoint_storage};
+  if (e.dest.is_local() && e.dest.storage != e.checkpoint_storage) tiers.push_back(e.dest.storage);
+  return {"export-checkpoints", ExportScript(e), RemoteEnv(e.dest), tiers, {}, true};
+}
+
+void WriteTask(YamlWriter& y, std::string_view name, std::string_view depends, std::string_view when = "") {
+  y.Field("name", name);
+  y.Field("template", name);
+  if (!depends.empty()) y.Field("depends", depends);
+  if (!when.empty()) y.Field("when", when);
+}
+
+void WriteStageTasks(YamlWriter& y, const Deployment& d) {
+  std::string missing = fmt::format("{} == missing", kStagedResult);
+  y.Map([&] { WriteTask(y, "check-staged", ""); });
+  y.Map([&] {
+    y.Field("name", "stage-in");
+    y.Field("template", "copy-shards");
+    y.Field("depends", "check-staged.Succeeded");
+    y.Field("when", missing);
+    y.MapField("arguments", [&] {
+      y.SeqField("parameters", [&] {
+        y.Map([&] {
+          y.Field("name", "first");
+          y.Field("value", "{{item.first}}");
+        });
+        y.Map([&] {
+          y.Field("name", "last");
+          y.Field("value", "{{item.last}}");
+        });
+      });
+    });
+    y.SeqField("withItems", [&] {
+      for (const deploy::ShardRange& r : d.staging->ranges) {
+        y.Map([&] {
+          y.Field("first", std::to_string(r.first));
+          y.Field("last", std::to_string(r.last));
+        });
+      }
+    });
+  });
+  y.Map([&] { WriteTask(y, "seal-staged", "stage-in.Succeeded || stage-in.Skipped", missing); });
+}
+
+void WriteDag(YamlWriter& y, const Deployment& d) {
+  y.Map([&] {
+    y.Field("name", "pipeline");
+    y.MapField("dag", [&] {
+      y.SeqField("tasks", [&] {
+        std::string train_after;
+        if (d.staging) {
+          WriteStageTasks(y, d);
+          train_after = "seal-staged.Succeeded || seal-staged.Skipped";
+        }
+        if (!PodGroupYaml(d).empty()) {
+          y.Map([&] { WriteTask(y, "create-podgroup", ""); });
+          train_after = train_after.empty() ? "create-podgroup.Succeeded"
+                                            : "(" + train_after + ") && create-podgroup.Succeeded";
+        }
+        y.Map([&] { WriteTask(y, "train", train_after); });
+        if (d.export_checkpoints) y.Map([&] { WriteTask(y, "export-checkpoints", "train.Succeeded"); });
+      });
+    });
+  });
+}
+
+void WriteResourceStep(YamlWriter& y, std::string_view name, std::string_view action, const std::string& manifest,
+                       std::string_view success, std::string_view failure) {
+  y.Map([&] {
+    y.Field("name", name);
+    y.MapField("resource", [&] {
+      y.Field("action", action);
+      if (action == "delete") {
+        y.Key("flags");
+        y.StringSeq({"--ignore-not-found"});
+      } else {
+        // Deleting the workflow deletes what it created.
+        y.Field("setOwnerReference", true);
+      }
+      if (!success.empty()) y.Field("successCondition", success);
+      if (!failure.empty()) y.Field("failureCondition", failure);
+      y.Key("manifest");
+      y.Text(manifest);
+    });
+  });
+}
+
+// A PyTorchJob finishes when its Master pod does; a JobSet reports it.
+void WriteTrainStep(YamlWriter& y, const Deployment& d) {
+  bool jobset = d.target == deploy::Target::JobSet;
+  WriteResourceStep(y, "train", "create", TrainingObjectYaml(d),
+                    jobset ? "status.terminalState = Completed" : "status.replicaStatuses.Master.succeeded > 0",
+                    jobset ? "status.terminalState = Failed" : "status.replicaStatuses.Master.failed > 0");
+}
+
+auto StopManifest(const Deployment& d) -> std::string {
+  ObjectKind k = TrainingObjectKind(d);
+  std::string ns = d.k8s_namespace.empty() ? "" : fmt::format("  namespace: \"{}\"\n", d.k8s_namespace);
+  return fmt::format("apiVersion: \"{}/{}\"\nkind: \"{}\"\nmetadata:\n  name: \"{}\"\n{}", k.group, k.version, k.kind,
+                     d.name, ns);
+}
+
+void WriteExitHandler(YamlWriter& y, const Deployment& d) {
+  y.Map([&] {
+    y.Field("name", "exit-handler");
+    y.SeqField("steps", [&] {
+      y.Seq([&] {
+        y.Map([&] { WriteTask(y, "report", ""); });
+        y.Map([&] { WriteTask(y, "stop-training", "", "{{workflow.status}} != Succeeded"); });
+      });
+      if (!d.staging) return;
+      y.Seq([&] { y.Map([&] { WriteTask(y, "cleanup-staged", "", "{{workflow.parameters.cleanup-staged}} == true"); }); });
+    });
+  });
+  std::string report =
+      "echo \"workflow $WF_NAME: $WF_STATUS\"\n"
+      "if [ \"$WF_STATUS\" != Succeeded ]; then echo \"failures: $WF_FAILURES\"; fi\n";
+  WriteToolStep(y, d, {"report", report,
+                       {{"WF_NAME", "{{workflow.name}}", "", "", ""},
+                        {"WF_STATUS", "{{workflow.status}}", "", "", ""},
+                        {"WF_FAILURES", "{{workflow.failures}}", "", "", ""}},
+                       {}, {}, false});
+  // A failed or stopped workflow must not leave the training pods running (argo-workflows#8364).
+  WriteResourceStep(y, "stop-training", "delete", StopManifest(d), "", "");
+  if (d.staging) {
+    WriteToolStep(y, d, {"cleanup-staged", CleanupScript(*d.staging), {}, {d.staging->hot_storage}, {}, false});
+  }
+}
+
+void WriteTemplates(YamlWriter& y, const Deployment& d) {
+  y.SeqField("templates", [&] {
+    WriteDag(y, d);
+    if (d.staging) {
+      for (const ToolStep& s : StagingSteps(d)) WriteToolStep(y, d, s);
+    }
+    if (std::string pg = PodGroupYaml(d); !pg.empty()) WriteResourceStep(y, "create-podgroup", "create", pg, "", "");
+    WriteTrainStep(y, d);
+    if (d.export_checkpoints) WriteToolStep(y, d, ExportStep(d));
+    WriteExitHandler(y, d);
+  });
+}
+
+void WriteSpec(YamlWriter& y, const Deployment& d) {
+  y.MapField("spec", [&] {
+    y.Field("entrypoint", "pipeline");
+    y.Field("onExit", "exit-handler");
+    y.Field("serviceAccountName", d.service_account);
+    if (d.staging) {
+      y.MapField("arguments", [&] {
+        y.SeqField("parameters", [&] {
+          y.Map([&] {
+            y.Field("name", "cleanup-staged");
+            y.Field("value", d.staging->cleanup ? "true" : "false");
+            y.Field("description", "delete the staged copy of the dataset when the workflow ends");
+          });
+        });
+      });
+    }
+    y.MapField("podMetadata", [&] { WriteJobLabels(y, d, {{"aviflow.dev/role", "workflow-step"}}); });
+    std::vector<Volume> tiers;
+    for (const Volume& v : d.volumes) {
+      if (!v.storage.empty()) tiers.push_back(v);
+    }
+    if (!tiers.empty()) WriteVolumes(y, tiers);
+    WriteTemplates(y, d);
+  });
+}
+
+}  // namespace
+
+auto WorkflowYaml(const Deployment& d, bool as_template) -> std::string {
+  std::string kind = as_template ? "WorkflowTemplate" : "Workflow";
+  std::string how = as_template ? fmt::format("argo template create workflow.yaml; argo submit --from workflowtemplate/{}", d.workflow)
+                                : "argo submit workflow.yaml";
+  std::string header = HeaderComment(d, "workflow.yaml") +
+                       fmt::format("\nFirst kubectl apply -f rbac.yaml -f plan-configmap.yaml, then {}", how);
+  YamlWriter y(header);
+  y.Map([&] {
+    y.Field("apiVersion", "argoproj.io/v1alpha1");
+    y.Field("kind", kind);
+    WriteMetadata(y, d, d.workflow);
+    WriteSpec(y, d);
+  });
+  return y.Output();
+}
+
+}  // namespace avf::emit

@@ -1,0 +1,164 @@
+// job.yaml: the training object. PyTorchJob: one Master pod and N-1 Worker
+// pods, the operator sets the rendezvous variables. JobSet: one indexed Job
+// of N pods, restarted whole on any failure; we set the variables ourselves.
+#include <fmt/format.h>
+
+#include "emit/k8s_pod.h"
+#include "emit/manifests.h"
+
+namespace avf::emit {
+
+namespace {
+
+using deploy::Deployment;
+using deploy::EnvVar;
+using deploy::Scheduler;
+
+constexpr std::string_view kReplicatedJob = "node";
+
+auto QueueLabels(const Deployment& d) -> std::vector<std::pair<std::string, std::string>> {
+  if (d.scheduler != Scheduler::Kueue || d.queue.empty()) return {};
+  return {{"kueue.x-k8s.io/queue-name", d.queue}};
+}
+
+void WriteVolcanoPolicy(YamlWriter& y, const Deployment& d) {
+  y.MapField("schedulingPolicy", [&] {
+    y.Field("minAvailable", d.nodes);
+    if (!d.queue.empty()) y.Field("queue", d.queue);
+    if (!d.priority.empty()) y.Field("priorityClass", d.priority);
+  });
+}
+
+void WriteReplica(YamlWriter& y, const Deployment& d, std::string_view type, int64_t replicas) {
+  y.MapField(type, [&] {
+    y.Field("replicas", replicas);
+    // A failed rank makes every other rank exit; each pod restarts in place
+    // and the ranks rendezvous again, resuming from the last checkpoint.
+    y.Field("restartPolicy", "OnFailure");
+    TrainerPod pod;
+    pod.podset_group = "trainers";
+    WriteTrainerTemplate(y, d, pod);
+  });
+}
+
+void WritePyTorchJob(YamlWriter& y, const Deployment& d) {
+  y.Map([&] {
+    y.Field("apiVersion", "kubeflow.org/v1");
+    y.Field("kind", "PyTorchJob");
+    WriteMetadata(y, d, d.name, QueueLabels(d));
+    y.MapField("spec", [&] {
+      y.Field("nprocPerNode", std::to_string(d.procs_per_node));
+      y.MapField("runPolicy", [&] {
+        // Counted per pod restart: one incident restarts every pod once.
+        y.Field("backoffLimit", d.max_restarts * d.nodes);
+        y.Comment(fmt::format("max_restarts {} x {} pods", d.max_restarts, d.nodes));
+        y.Field("cleanPodPolicy", "Running");
+        if (d.scheduler == Scheduler::Volcano) WriteVolcanoPolicy(y, d);
+      });
+      y.MapField("pytorchReplicaSpecs", [&] {
+        WriteReplica(y, d, "Master", 1);
+        if (d.nodes > 1) WriteReplica(y, d, "Worker", d.nodes - 1);
+      });
+    });
+  });
+}
+
+auto JobSetRankEnv(const Deployment& d) -> std::vector<EnvVar> {
+  std::string master = fmt::format("{}-{}-0-0.{}", d.name, kReplicatedJob, d.name);
+  return {
+      {"MASTER_ADDR", master, "", "", ""},
+      {"MASTER_PORT", std::to_string(d.port), "", "", ""},
+      {"PET_NNODES", std::to_string(d.nodes), "", "", ""},
+      {"PET_NPROC_PER_NODE", std::to_string(d.procs_per_node), "", "", ""},
+      {"PET_NODE_RANK", "", "metadata.annotations['batch.kubernetes.io/job-completion-index']", "", ""},
+  };
+}
+
+void WriteJobSet(YamlWriter& y, const Deployment& d) {
+  y.Map([&] {
+    y.Field("apiVersion", "jobset.x-k8s.io/v1alpha2");
+    y.Field("kind", "JobSet");
+    WriteMetadata(y, d, d.name, QueueLabels(d));
+    y.MapField("spec", [&] {
+      // Any pod failure fails its Job, and JobSet recreates every Job: all
+      // ranks restart together and resume from the last checkpoint.
+      y.MapField("failurePolicy", [&] { y.Field("maxRestarts", d.max_restarts); });
+      y.MapField("network", [&] {
+        y.Field("enableDNSHostnames", true);
+        y.Field("publishNotReadyAddresses", true);
+      });
+      y.SeqField("replicatedJobs", [&] {
+        y.Map([&] {
+          y.Field("name", kReplicatedJob);
+          y.Field("replicas", 1);
+          y.MapField("template", [&] {
+            y.MapField("spec", [&] {
+              y.Field("parallelism", d.nodes);
+              y.Field("completions", d.nodes);
+              y.Field("completionMode", "Indexed");
+              y.Field("backoffLimit", 0);
+              TrainerPod pod;
+              pod.container = "trainer";
+              pod.restart_policy = "Never";
+              pod.rank_env = JobSetRankEnv(d);
+              if (d.scheduler == Scheduler::Volcano) pod.annotations.emplace_back("scheduling.k8s.io/group-name", d.name);
+              WriteTrainerTemplate(y, d, pod);
+            });
+          });
+        });
+      });
+    });
+  });
+}
+
+void WritePodGroup(YamlWriter& y, const Deployment& d) {
+  y.Map([&] {
+    y.Field("apiVersion", "scheduling.volcano.sh/v1beta1");
+    y.Field("kind", "PodGroup");
+    WriteMetadata(y, d, d.name);
+    y.MapField("spec", [&] {
+      y.Field("minMember", d.nodes);
+      if (!d.queue.empty()) y.Field("queue", d.queue);
+      if (!d.priority.empty()) y.Field("priorityClassName", d.priority);
+    });
+  });
+}
+
+auto HasPodGroup(const Deployment& d) -> bool {
+  return d.target == deploy::Target::JobSet && d.scheduler == Scheduler::Volcano;
+}
+
+}  // namespace
+
+auto TrainingObjectKind(const Deployment& d) -> ObjectKind {
+  if (d.target == deploy::Target::JobSet) return {"jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets"};
+  return {"kubeflow.org", "v1", "PyTorchJob", "pytorchjobs"};
+}
+
+auto TrainingObjectYaml(const Deployment& d) -> std::string {
+  YamlWriter y("");
+  if (d.target == deploy::Target::JobSet) WriteJobSet(y, d);
+  else WritePyTorchJob(y, d);
+  return y.Output();
+}
+
+auto PodGroupYaml(const Deployment& d) -> std::string {
+  if (!HasPodGroup(d)) return "";
+  YamlWriter y("");
+  WritePodGroup(y, d);
+  return y.Output();
+}
+
+auto JobYaml(const Deployment& d) -> std::string {
+  std::string header = HeaderComment(d, "job.yaml") + "\nApply after plan-configmap.yaml: kubectl apply -f job.yaml";
+  YamlWriter y(header);
+  if (HasPodGroup(d)) {
+    WritePodGroup(y, d);
+    y.NewDocument();
+  }
+  if (d.target == deploy::Target::JobSet) WriteJobSet(y, d);
+  else WritePyTorchJob(y, d);
+  return y.Output();
+}
+
+}  // namespace avf::emit

@@ -1,0 +1,281 @@
+#include "emit/k8s_pod.h"
+
+#include <fmt/format.h>
+
+namespace avf::emit {
+
+namespace {
+
+using deploy::Deployment;
+using deploy::TopologyMode;
+using deploy::Volume;
+using deploy::VolumeKind;
+
+constexpr std::string_view kKueuePrefix = "kueue.x-k8s.io/";
+// avf-run catches SIGTERM and finishes the checkpoint it is writing
+// (preemption and requeue, kueue#83); two minutes covers an async flush.
+constexpr int64_t kTerminationGraceSeconds = 120;
+
+void WriteSelectorAndTolerations(YamlWriter& y, const Deployment& d) {
+  if (!d.node_selector.empty()) {
+    y.MapField("nodeSelector", [&] {
+      for (const auto& [k, v] : d.node_selector) y.Field(k, v);
+    });
+  }
+  if (d.tolerations.empty()) return;
+  y.SeqField("tolerations", [&] {
+    for (const deploy::Toleration& t : d.tolerations) {
+      y.Map([&] {
+        y.Field("key", t.key);
+        y.Field("operator", t.value.empty() ? "Exists" : "Equal");
+        if (!t.value.empty()) y.Field("value", t.value);
+        y.Field("effect", t.effect);
+      });
+    }
+  });
+}
+
+// Without Kueue's topology-aware scheduling, pod affinity on the leaf label
+// keeps the pods together: required when they fit under one leaf.
+void WritePodAffinity(YamlWriter& y, const Deployment& d) {
+  const deploy::Placement& p = d.placement;
+  if (d.scheduler == deploy::Scheduler::Kueue || p.mode == TopologyMode::None) return;
+  auto term = [&] {
+    y.MapField("labelSelector", [&] {
+      y.MapField("matchLabels", [&] { y.Field(JobLabelKey(), d.name); });
+    });
+    y.Field("topologyKey", p.leaf_label);
+  };
+  y.MapField("affinity", [&] {
+    y.MapField("podAffinity", [&] {
+      if (p.mode == TopologyMode::OneLeaf) {
+        y.SeqField("requiredDuringSchedulingIgnoredDuringExecution", [&] { y.Map(term); });
+      } else {
+        y.SeqField("preferredDuringSchedulingIgnoredDuringExecution", [&] {
+          y.Map([&] {
+            y.Field("weight", 100);
+            y.MapField("podAffinityTerm", term);
+          });
+        });
+      }
+    });
+  });
+}
+
+// Kueue topology-aware scheduling, from the planner's leaf-by-leaf placement.
+auto TopologyAnnotations(const Deployment& d) -> std::vector<std::pair<std::string, std::string>> {
+  const deploy::Placement& p = d.placement;
+  std::string k(kKueuePrefix);
+  if (d.scheduler != deploy::Scheduler::Kueue) return {};
+  switch (p.mode) {
+    case TopologyMode::None: return {};
+    case TopologyMode::OneLeaf: return {{k + "podset-required-topology", p.leaf_label}};
+    case TopologyMode::Slices: {
+      std::vector<std::pair<std::string, std::string>> a;
+      if (!p.spine_label.empty()) a.emplace_back(k + "podset-required-topology", p.spine_label);
+      else a.emplace_back(k + "podset-preferred-topology", p.leaf_label);
+      a.emplace_back(k + "podset-slice-required-topology", p.leaf_label);
+      a.emplace_back(k + "podset-slice-size", std::to_string(p.slice_nodes));
+      return a;
+    }
+    case TopologyMode::Preferred: return {{k + "podset-preferred-topology", p.leaf_label}};
+  }
+  return {};
+}
+
+void WriteResources(YamlWriter& y, const deploy::Resources& r) {
+  auto limited = [&] {
+    y.Field("nvidia.com/gpu", r.gpus);
+    for (const auto& [name, count] : r.extended) y.Field(name, count);
+    if (!r.memory.empty()) y.Field("memory", r.memory);
+  };
+  y.MapField("resources", [&] {
+    y.MapField("requests", [&] {
+      if (r.cpus) y.Field("cpu", std::to_string(*r.cpus));
+      limited();
+    });
+    // No CPU limit: throttling a rank stalls every other rank at the next collective.
+    y.MapField("limits", limited);
+  });
+}
+
+void WriteTrainerSecurity(YamlWriter& y, const Deployment& d) {
+  y.MapField("securityContext", [&] {
+    y.Field("allowPrivilegeEscalation", false);
+    y.Field("privileged", false);
+    y.MapField("capabilities", [&] {
+      y.SeqField("drop", [&] { y.String("ALL"); });
+      if (d.security.ipc_lock) {
+        y.SeqField("add", [&] { y.String("IPC_LOCK"); });
+        y.Comment("RDMA pins registered memory beyond RLIMIT_MEMLOCK; Kubernetes grants added capabilities to UID 0 only");
+      }
+    });
+  });
+}
+
+void WritePodSecurity(YamlWriter& y, const Deployment& d, bool root) {
+  y.MapField("securityContext", [&] {
+    if (root) {
+      y.Field("runAsUser", int64_t{0});
+      y.Comment("root only for IPC_LOCK (RDMA); every other capability is dropped");
+    } else {
+      y.Field("runAsNonRoot", true);
+      y.Field("runAsUser", d.security.user);
+      y.Field("runAsGroup", d.security.group);
+    }
+    y.MapField("seccompProfile", [&] { y.Field("type", "RuntimeDefault"); });
+  });
+}
+
+void WriteTrainerContainer(YamlWriter& y, const Deployment& d, const TrainerPod& pod) {
+  y.Map([&] {
+    y.Field("name", pod.container);
+    y.Field("image", d.image);
+    y.Field("imagePullPolicy", "IfNotPresent");
+    y.Key("command");
+    y.StringSeq(d.command);
+    std::vector<deploy::EnvVar> env = pod.rank_env;
+    env.insert(env.end(), d.env.begin(), d.env.end());
+    WriteEnv(y, env);
+    y.SeqField("ports", [&] {
+      y.Map([&] {
+        y.Field("name", "pytorchjob-port");
+        y.Field("containerPort", int64_t{d.port});
+        y.Field("protocol", "TCP");
+      });
+    });
+    WriteResources(y, d.resources);
+    WriteTrainerSecurity(y, d);
+    WriteMounts(y, d.volumes);
+  });
+}
+
+}  // namespace
+
+auto JobLabelKey() -> std::string_view { return "aviflow.dev/job"; }
+
+auto HeaderComment(const Deployment& d, std::string_view artifact) -> std::string {
+  return fmt::format("{}: generated by aviflowc from {}, job `{}`; do not edit.\nplan sha256: {}", artifact,
+                     d.source_name, d.job, d.plan_sha256);
+}
+
+void WriteJobLabels(YamlWriter& y, const Deployment& d, const std::vector<std::pair<std::string, std::string>>& extra) {
+  y.MapField("labels", [&] {
+    y.Field("app.kubernetes.io/managed-by", "aviflowc");
+    y.Field("app.kubernetes.io/name", "aviflow");
+    y.Field(JobLabelKey(), d.name);
+    for (const auto& [k, v] : extra) y.Field(k, v);
+  });
+}
+
+void WriteMetadata(YamlWriter& y, const Deployment& d, std::string_view name,
+                   const std::vector<std::pair<std::string, std::string>>& extra_labels) {
+  y.MapField("metadata", [&] {
+    y.Field("name", name);
+    if (!d.k8s_namespace.empty()) y.Field("namespace", d.k8s_namespace);
+    WriteJobLabels(y, d, extra_labels);
+  });
+}
+
+void WriteEnv(YamlWriter& y, const std::vector<deploy::EnvVar>& env) {
+  if (env.empty()) return;
+  y.SeqField("env", [&] {
+    for (const deploy::EnvVar& e : env) {
+      y.Map([&] {
+        y.Field("name", e.name);
+        if (!e.field_path.empty()) {
+          y.MapField("valueFrom", [&] { y.MapField("fieldRef", [&] { y.Field("fieldPath", e.field_path); }); });
+        } else if (!e.secret_name.empty()) {
+          y.MapField("valueFrom", [&] {
+            y.MapField("secretKeyRef", [&] {
+              y.Field("name", e.secret_name);
+              y.Field("key", e.secret_key);
+            });
+          });
+        } else {
+          y.Field("value", e.value);
+        }
+      });
+    }
+  });
+}
+
+void WriteVolumes(YamlWriter& y, const std::vector<Volume>& volumes) {
+  y.SeqField("volumes", [&] {
+    for (const Volume& v : volumes) {
+      y.Map([&] {
+        y.Field("name", v.name);
+        switch (v.kind) {
+          case VolumeKind::HostPath:
+            y.MapField("hostPath", [&] {
+              y.Field("path", v.source);
+              y.Field("type", "Directory");
+            });
+            break;
+          case VolumeKind::Claim: y.MapField("persistentVolumeClaim", [&] { y.Field("claimName", v.source); }); break;
+          case VolumeKind::ConfigMap: y.MapField("configMap", [&] { y.Field("name", v.source); }); break;
+          case VolumeKind::Memory:
+            y.MapField("emptyDir", [&] {
+              y.Field("medium", "Memory");
+              y.Field("sizeLimit", v.size_limit);
+            });
+            break;
+        }
+      });
+    }
+  });
+}
+
+void WriteMounts(YamlWriter& y, const std::vector<Volume>& volumes) {
+  y.SeqField("volumeMounts", [&] {
+    for (const Volume& v : volumes) {
+      y.Map([&] {
+        y.Field("name", v.name);
+        y.Field("mountPath", v.mount_path);
+        if (v.read_only) y.Field("readOnly", true);
+      });
+    }
+  });
+}
+
+void WriteTrainerTemplate(YamlWriter& y, const Deployment& d, const TrainerPod& pod) {
+  y.MapField("template", [&] {
+    y.MapField("metadata", [&] {
+      WriteJobLabels(y, d);
+      std::vector<std::pair<std::string, std::string>> annotations = pod.annotations;
+      for (const auto& a : TopologyAnnotations(d)) annotations.push_back(a);
+      if (!pod.podset_group.empty() && d.scheduler == deploy::Scheduler::Kueue &&
+          d.placement.mode != TopologyMode::None) {
+        annotations.emplace_back(std::string(kKueuePrefix) + "podset-group-name", pod.podset_group);
+      }
+      if (annotations.empty()) return;
+      y.MapField("annotations", [&] {
+        for (const auto& [k, v] : annotations) y.Field(k, v);
+      });
+    });
+    y.MapField("spec", [&] {
+      if (!pod.restart_policy.empty()) y.Field("restartPolicy", pod.restart_policy);
+      if (d.scheduler == deploy::Scheduler::Volcano) y.Field("schedulerName", "volcano");
+      if (!d.priority.empty()) y.Field("priorityClassName", d.priority);
+      y.Field("terminationGracePeriodSeconds", kTerminationGraceSeconds);
+      WriteSelectorAndTolerations(y, d);
+      WritePodAffinity(y, d);
+      WritePodSecurity(y, d, d.security.ipc_lock);
+      y.SeqField("containers", [&] { WriteTrainerContainer(y, d, pod); });
+      WriteVolumes(y, d.volumes);
+    });
+  });
+}
+
+void WriteToolsSecurity(YamlWriter& y, const Deployment& d) {
+  y.MapField("securityContext", [&] {
+    y.Field("runAsNonRoot", true);
+    y.Field("runAsUser", d.security.user);
+    y.Field("runAsGroup", d.security.group);
+    y.Field("allowPrivilegeEscalation", false);
+    y.MapField("capabilities", [&] { y.SeqField("drop", [&] { y.String("ALL"); }); });
+    y.MapField("seccompProfile", [&] { y.Field("type", "RuntimeDefault"); });
+  });
+}
+
+}  // namespace avf::emit

@@ -1,0 +1,48 @@
+// Pieces of Kubernetes pods shared by every emitter: labels, environment,
+// volumes, the training pod template and the security contexts. They spell
+// a deploy::Deployment; every decision was taken in deploy/.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "deploy/deployment.h"
+#include "emit/yaml_writer.h"
+
+namespace avf::emit {
+
+// The comment every artifact starts with: tool, source, job, plan hash.
+auto HeaderComment(const deploy::Deployment& d, std::string_view artifact) -> std::string;
+
+// `metadata:` with name, namespace and the job's labels.
+void WriteMetadata(YamlWriter& y, const deploy::Deployment& d, std::string_view name,
+                   const std::vector<std::pair<std::string, std::string>>& extra_labels = {});
+void WriteJobLabels(YamlWriter& y, const deploy::Deployment& d,
+                    const std::vector<std::pair<std::string, std::string>>& extra = {});
+
+void WriteEnv(YamlWriter& y, const std::vector<deploy::EnvVar>& env);
+void WriteVolumes(YamlWriter& y, const std::vector<deploy::Volume>& volumes);
+void WriteMounts(YamlWriter& y, const std::vector<deploy::Volume>& volumes);
+
+// How one kind of training object wants its pods.
+struct TrainerPod {
+  std::string container = "pytorch";   // PyTorchJob requires this name
+  std::string restart_policy;          // "" leaves it to the training object
+  std::vector<deploy::EnvVar> rank_env;  // rendezvous variables the object does not set
+  std::string podset_group;            // Kueue: PodSets placed together
+  std::vector<std::pair<std::string, std::string>> annotations;
+};
+
+// `template:` of a training pod: metadata (labels, Kueue topology
+// annotations) and spec (scheduling, security, the avf-run container).
+void WriteTrainerTemplate(YamlWriter& y, const deploy::Deployment& d, const TrainerPod& pod);
+
+// Security context of the staging, export and cleanup containers.
+void WriteToolsSecurity(YamlWriter& y, const deploy::Deployment& d);
+
+// The training object's label selector value for pod affinity and cleanup.
+auto JobLabelKey() -> std::string_view;
+
+}  // namespace avf::emit

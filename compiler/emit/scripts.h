@@ -1,0 +1,37 @@
+// The POSIX shell scripts of the staging, export and cleanup steps, shared
+// by the Argo workflow and the Slurm batch script. Every value from the
+// .avf file enters a script single-quoted; the scripts need `sh`, `stat`
+// and `rclone` (docs/deploy.md, "Images").
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "deploy/deployment.h"
+
+namespace avf::emit {
+
+// `it's` -> `'it'\''s'`: one shell word whatever the text.
+auto ShellQuote(std::string_view text) -> std::string;
+
+// rclone's name of `path` in a remote: `avfsrc:bucket/path`, or a directory.
+auto RemotePath(const deploy::Remote& r, const std::string& path) -> std::string;
+// The environment that configures an rclone remote, credentials by reference.
+auto RemoteEnv(const deploy::Remote& r) -> std::vector<deploy::EnvVar>;
+
+// Prints `staged` when the marker matches and every shard has its size, else `missing`.
+auto CheckStagedScript(const deploy::Staging& s) -> std::string;
+// Copies shards $FIRST..$LAST; rclone skips files already there with the right size.
+auto CopyShardsScript(const deploy::Staging& s) -> std::string;
+// Verifies every shard's size, then writes the marker (last, atomically).
+auto SealStagedScript(const deploy::Staging& s) -> std::string;
+// Copies the newest `keep` committed checkpoints to the export tier.
+auto ExportScript(const deploy::Export& e) -> std::string;
+// Deletes the staged copy.
+auto CleanupScript(const deploy::Staging& s) -> std::string;
+
+// The marker file of a staged dataset, beside its shards.
+inline constexpr std::string_view kStagedMarker = ".aviflow-staged";
+
+}  // namespace avf::emit

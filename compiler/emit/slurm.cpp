@@ -1,0 +1,155 @@
+// slurm.sbatch: the job for a Slurm cluster. One batch script, three steps:
+// stage-in (skipped when staged; copier tasks spread over the nodes), the
+// training step (one avf-run per node, which starts one rank per GPU) and
+// the export of the kept checkpoints.
+#include <fmt/format.h>
+
+#include "emit/k8s_pod.h"
+#include "emit/manifests.h"
+#include "emit/scripts.h"
+
+namespace avf::emit {
+
+namespace {
+
+using deploy::Deployment;
+
+auto Comment(const std::string& text) -> std::string {
+  std::string out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    out += "# " + text.substr(start, end - start) + "\n";
+    start = end + 1;
+  }
+  return out;
+}
+
+auto Directives(const Deployment& d) -> std::string {
+  std::string s = fmt::format(
+      "#SBATCH --job-name={}\n#SBATCH --nodes={}\n#SBATCH --ntasks-per-node=1\n#SBATCH --gpus-per-node={}\n"
+      "#SBATCH --exclusive\n#SBATCH --output=%x-%j.out\n",
+      d.name, d.nodes, d.procs_per_node);
+  if (!d.queue.empty()) s += fmt::format("#SBATCH --partition={}\n", d.queue);
+  if (d.resources.cpus) s += fmt::format("#SBATCH --cpus-per-task={}\n", *d.resources.cpus);
+  if (d.resources.memory_mib > 0) s += fmt::format("#SBATCH --mem={}M\n", d.resources.memory_mib);
+  // The planner fills one leaf switch before the next: with topology/tree,
+  // --switches=1 asks for exactly that when the job fits under one leaf.
+  if (d.placement.mode == deploy::TopologyMode::OneLeaf || (d.placement.leaves_used == 1 && d.nodes > 1)) {
+    s += "#SBATCH --switches=1\n";
+  }
+  return s;
+}
+
+// Credentials of an object store: the Secret named in the source, as a
+// directory of files (one per key) under $AVF_SECRETS.
+auto RemoteExports(const deploy::Remote& r) -> std::string {
+  std::string s;
+  for (const deploy::EnvVar& e : RemoteEnv(r)) {
+    if (!e.secret_name.empty()) {
+      s += fmt::format("  export {}=\"$(cat \"$AVF_SECRETS\"/{}/{})\"\n", e.name, ShellQuote(e.secret_name), e.secret_key);
+    } else {
+      s += fmt::format("  export {}={}\n", e.name, ShellQuote(e.value));
+    }
+  }
+  return s;
+}
+
+auto RangesTable(const deploy::Staging& s) -> std::string {
+  std::string table;
+  for (const deploy::ShardRange& r : s.ranges) table += fmt::format("{}:{} ", r.first, r.last);
+  if (!table.empty()) table.pop_back();
+  return table;
+}
+
+// A step script written beside the job (the submit folder is shared by the
+// nodes) with a quoted here-document, so nothing in it is expanded.
+auto StepFile(std::string_view name, const std::string& script) -> std::string {
+  return fmt::format("cat > \"$steps/{}\" <<'AVF_SCRIPT'\n{}AVF_SCRIPT\n", name, script);
+}
+
+// Copier task k of the srun step takes ranges k, k + tasks, ...; each range
+// is retried with backoff before the step fails.
+auto CopyRangesScript(int64_t tasks) -> std::string {
+  return fmt::format(
+      "set -eu\n"
+      "k=0\n"
+      "for range in $AVF_RANGES; do\n"
+      "  if [ $((k % {})) -eq \"$SLURM_PROCID\" ]; then\n"
+      "    FIRST=\"${{range%%:*}}\"\n"
+      "    LAST=\"${{range##*:}}\"\n"
+      "    export FIRST LAST\n"
+      "    n=0\n"
+      "    until sh \"$(dirname \"$0\")/copy-shards.sh\"; do\n"
+      "      n=$((n + 1))\n"
+      "      [ \"$n\" -lt 5 ] || exit 1\n"
+      "      sleep $((30 * n))\n"
+      "    done\n"
+      "  fi\n"
+      "  k=$((k + 1))\n"
+      "done\n",
+      tasks);
+}
+
+auto StageSection(const Deployment& d) -> std::string {
+  const deploy::Staging& s = *d.staging;
+  int64_t tasks = std::min<int64_t>(static_cast<int64_t>(s.ranges.size()), d.nodes);
+  std::string files = StepFile("check-staged.sh", CheckStagedScript(s)) + StepFile("copy-shards.sh", CopyShardsScript(s)) +
+                      StepFile("copy-ranges.sh", CopyRangesScript(tasks)) + StepFile("seal-staged.sh", SealStagedScript(s));
+  return fmt::format(
+      "# 1. stage-in: {} shards from `{}` to {} in {} ranges, skipped when staged\n"
+      "{}"
+      "if [ \"$(sh \"$steps/check-staged.sh\")\" != staged ]; then\n"
+      "{}"
+      "  export AVF_RANGES={}\n"
+      "  srun --ntasks={} --ntasks-per-node=1 --kill-on-bad-exit=1 sh \"$steps/copy-ranges.sh\"\n"
+      "  sh \"$steps/seal-staged.sh\"\n"
+      "fi\n\n",
+      s.shards, s.source.storage, s.dest_dir, s.ranges.size(), files, RemoteExports(s.source), ShellQuote(RangesTable(s)),
+      tasks);
+}
+
+auto TrainSection(const Deployment& d) -> std::string {
+  std::string command;
+  for (const std::string& word : d.command) command += (command.empty() ? "" : " ") + (word == "${AVF_PLAN}" ? "\"$AVF_PLAN\"" : ShellQuote(word));
+  std::string env;
+  for (const deploy::EnvVar& e : d.env) env += fmt::format("export {}={}\n", e.name, ShellQuote(e.value));
+  return fmt::format(
+      "# 2. train: one avf-run per node starts one rank per GPU\n"
+      "{}"
+      "export MASTER_ADDR=\"$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\"\n"
+      "export MASTER_PORT={}\n"
+      "export PET_NNODES={}\n"
+      "export PET_NPROC_PER_NODE={}\n"
+      "srun --kill-on-bad-exit=1 sh -c 'PET_NODE_RANK=\"$SLURM_NODEID\" exec \"$0\" \"$@\"' {}\n\n",
+      env, d.port, d.nodes, d.procs_per_node, command);
+}
+
+auto ExportSection(const Deployment& d) -> std::string {
+  const deploy::Export& e = *d.export_checkpoints;
+  return fmt::format("# 3. export the kept checkpoints to `{}`\n{}{}sh \"$steps/export-checkpoints.sh\"\n", e.dest.storage,
+                     StepFile("export-checkpoints.sh", ExportScript(e)), RemoteExports(e.dest));
+}
+
+}  // namespace
+
+auto SlurmScript(const Deployment& d) -> std::string {
+  std::string out = "#!/bin/bash\n" + Comment(HeaderComment(d, "slurm.sbatch") +
+                                             "\nSubmit from the folder that holds plan.json: sbatch slurm.sbatch\n"
+                                             "Needs avf-run and rclone on every node; object-store credentials are read\n"
+                                             "from $AVF_SECRETS/<secret>/<key> (default ~/.aviflow/secrets).");
+  out += Directives(d);
+  out += "set -euo pipefail\n";
+  out += "AVF_PLAN=\"${AVF_PLAN:-$SLURM_SUBMIT_DIR/plan.json}\"\n";
+  out += "AVF_SECRETS=\"${AVF_SECRETS:-$HOME/.aviflow/secrets}\"\n";
+  out += "export AVF_PLAN AVF_SECRETS\n";
+  out += "steps=\"$SLURM_SUBMIT_DIR/.aviflow-$SLURM_JOB_ID\"\n";
+  out += "mkdir -p \"$steps\"\n\n";
+  if (d.staging) out += StageSection(d);
+  out += TrainSection(d);
+  if (d.export_checkpoints) out += ExportSection(d);
+  return out;
+}
+
+}  // namespace avf::emit
