@@ -21,6 +21,17 @@ struct EnvVar {
   std::string value;
   std::string field_path;              // fieldRef, when set
   std::string secret_name, secret_key; // secretKeyRef, when set
+  std::string note;                    // why it has this value, as a comment
+
+  static auto Literal(std::string name, std::string value, std::string note = "") -> EnvVar {
+    return {std::move(name), std::move(value), "", "", "", std::move(note)};
+  }
+  static auto FromField(std::string name, std::string path) -> EnvVar {
+    return {std::move(name), "", std::move(path), "", "", ""};
+  }
+  static auto FromSecret(std::string name, std::string secret, std::string key) -> EnvVar {
+    return {std::move(name), "", "", std::move(secret), std::move(key), ""};
+  }
 };
 
 enum class VolumeKind : uint8_t { HostPath, Claim, ConfigMap, Memory };
@@ -137,7 +148,6 @@ struct Deployment {
   SecurityProfile security;
   std::vector<std::string> command;  // avf-run and its flags
   std::vector<EnvVar> env;           // NCCL and aviflow settings
-  std::vector<std::string> env_notes;  // why each NCCL setting is what it is
   std::vector<Volume> volumes;       // of the training pods
   std::vector<Claim> claims;
   std::vector<std::pair<std::string, std::string>> node_selector;

@@ -34,7 +34,14 @@ auto SchedulerOf(const std::string& s) -> Scheduler {
 }
 
 void ReportInvalid(LowerContext& c, const check::Written& w, const std::string& what, const std::string& why) {
-  c.diags.Report(DiagId::InvalidKubernetesValue, w.range, w.value, what, why);
+  c.Report(DiagId::InvalidKubernetesValue, w.range, Printable(w.value), what, Printable(why));
+}
+
+auto IsPartitionName(const std::string& name) -> bool {
+  return std::all_of(name.begin(), name.end(), [](char ch) {
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' ||
+           ch == '.' || ch == ',';
+  });
 }
 
 // Namespace, queue and priority class, as Kubernetes validates them.
@@ -47,6 +54,11 @@ void CheckNames(LowerContext& c) {
   if (!d.queue.value.empty() && c.out.target != Target::Slurm) {
     std::string why = LabelValueProblem(d.queue.value);
     if (!why.empty()) ReportInvalid(c, d.queue, "queue name (a label value)", why);
+  }
+  // On Slurm the queue is the partition of an `#SBATCH` line of the script.
+  if (!d.queue.value.empty() && c.out.target == Target::Slurm && !IsPartitionName(d.queue.value)) {
+    ReportInvalid(c, d.queue, "Slurm partition name",
+                  "letters, digits, `-`, `_` and `.`, with `,` between several partitions");
   }
   if (!d.priority.value.empty() && c.out.target != Target::Slurm && !IsDns1123Subdomain(d.priority.value)) {
     ReportInvalid(c, d.priority, "PriorityClass name", "lower-case letters, digits, `-` and `.`");
@@ -61,8 +73,9 @@ void LowerIdentity(LowerContext& c, std::optional<Target> target) {
   o.scheduler = SchedulerOf(j.deploy.scheduler);
   std::optional<std::string> name = Dns1035Label(j.name, kMaxBaseName);
   if (!name) {
-    c.diags.Report(DiagId::NoKubernetesName, j.name_range, j.name)
-        .Help("Kubernetes names start with a letter; rename the job, e.g. `job run_" + j.name + "`");
+    c.Report(DiagId::NoKubernetesName, j.name_range, j.name)
+        .Help("Kubernetes names start with a letter; rename the job, e.g. `job run_" +
+              j.name.substr(std::min(j.name.find_first_not_of('_'), j.name.size())) + "`");
     return;
   }
   o.name = *name;
@@ -78,12 +91,16 @@ void LowerIdentity(LowerContext& c, std::optional<Target> target) {
   o.max_restarts = j.deploy.max_restarts;
   o.nodes = c.plan.nodes_used;
   o.procs_per_node = std::min(j.workload.gpus, std::max<int64_t>(j.hardware.gpus_per_node, 1));
+  // Images go into the Argo workflow, where `{{` is a template expression.
+  for (const check::Written* w : {&j.deploy.image, &j.deploy.tools_image}) {
+    if (!w->value.empty()) CheckScriptSafe(c, w->value, "container image", w->range);
+  }
   if (o.target != Target::Slurm && o.image.empty()) {
-    c.diags.Report(DiagId::MissingImage, j.name_range, j.name)
+    c.Report(DiagId::MissingImage, j.name_range, j.name)
         .Help("add `image = \"registry.example/aviflow/train:1.0\"` to the job");
   }
   if (o.target != Target::Slurm && o.scheduler == Scheduler::Kueue && o.queue.empty()) {
-    c.diags.Report(DiagId::NoQueueForKueue, j.name_range, j.name)
+    c.Report(DiagId::NoQueueForKueue, j.name_range, j.name)
         .Help("add `queue = \"LOCAL_QUEUE\"` (a Kueue LocalQueue of the namespace), or give the cluster "
               "`scheduler = volcano` or `scheduler = default`");
   }
@@ -101,6 +118,9 @@ void LowerExtendedResources(LowerContext& c) {
     if (number) count = std::stoll(kv.value);
     if (why.empty() && (!number || count < 1)) why = "write `name=count` with a whole count of at least 1, e.g. `rdma/ib=1`";
     if (why.empty() && kv.key == "nvidia.com/gpu") why = "GPUs are requested from the plan; leave `nvidia.com/gpu` out";
+    for (const auto& [name, n] : c.out.resources.extended) {
+      if (why.empty() && name == kv.key) why = fmt::format("`{}` is already requested as `{}={}`", name, name, n);
+    }
     if (!why.empty()) {
       ReportInvalid(c, w, "extended resource", why);
       continue;
@@ -118,21 +138,21 @@ void LowerResources(LowerContext& c) {
   r.cpus = d.cpus;
   if (!r.cpus && d.node_cpus) r.cpus = std::max<int64_t>(1, static_cast<int64_t>(*d.node_cpus * kNodeShare));
   if (d.cpus && d.node_cpus && *d.cpus > *d.node_cpus) {
-    c.diags.Report(DiagId::ExceedsNode, d.cpus_range, c.job.name, fmt::format("{} CPUs", *d.cpus), c.job.node_name,
-                   *d.node_cpus)
+    c.Report(DiagId::ExceedsNode, d.cpus_range, c.job.name, fmt::format("{} CPUs", *d.cpus), c.job.node_name,
+                   fmt::format("{} CPUs", *d.node_cpus))
         .Note(d.node_cpus_range, fmt::format("node `{}` declares {} CPUs", c.job.node_name, *d.node_cpus));
   }
   std::optional<double> memory = d.memory;
   if (!memory && d.node_memory) memory = *d.node_memory * kNodeShare;
   if (d.memory && d.node_memory && *d.memory > *d.node_memory) {
-    c.diags.Report(DiagId::ExceedsNode, d.memory_range, c.job.name, check::BytesText(*d.memory) + " of memory",
+    c.Report(DiagId::ExceedsNode, d.memory_range, c.job.name, check::BytesText(*d.memory) + " of memory",
                    c.job.node_name, check::BytesText(*d.node_memory))
         .Note(d.node_memory_range, fmt::format("node `{}` declares `cpu_memory = {}`", c.job.node_name,
                                                check::BytesText(*d.node_memory)));
   }
   double shm = d.shm ? *d.shm : memory ? std::floor(*memory / 4 / kGiB) * kGiB : 64 * kGiB;
   if (memory && shm > *memory) {
-    c.diags.Report(DiagId::ShmExceedsMemory, d.shm_range, check::BytesText(shm), check::BytesText(*memory))
+    c.Report(DiagId::ShmExceedsMemory, d.shm_range, check::BytesText(shm), check::BytesText(*memory))
         .Help("/dev/shm is memory of the pod: make `resources.shm` smaller than `resources.memory`");
   }
   if (memory) {
@@ -143,7 +163,9 @@ void LowerResources(LowerContext& c) {
   LowerExtendedResources(c);
 }
 
-void AddEnv(Deployment& o, std::string name, std::string value) { o.env.push_back({std::move(name), std::move(value), "", "", ""}); }
+void AddEnv(Deployment& o, std::string name, std::string value, std::string note = "") {
+  o.env.push_back(deploy::EnvVar::Literal(std::move(name), std::move(value), std::move(note)));
+}
 
 // NCCL's transport follows the fabric: IB verbs on InfiniBand, and on
 // Ethernet when adapters are named (RoCE); otherwise TCP sockets.
@@ -151,22 +173,21 @@ void LowerNetwork(LowerContext& c) {
   const check::DeploySpec& d = c.job.deploy;
   Deployment& o = c.out;
   bool rdma = d.network_kind == "infiniband" || (d.network_kind == "ethernet" && !d.hcas.empty());
-  AddEnv(o, "NCCL_IB_DISABLE", rdma ? "0" : "1");
-  o.env_notes.push_back(fmt::format("NCCL_IB_DISABLE={}: fabric `{}` is {}{}", rdma ? 0 : 1, c.job.network_name,
-                                    d.network_kind, rdma ? " (RDMA verbs)" : " without named adapters (TCP sockets)"));
+  AddEnv(o, "NCCL_IB_DISABLE", rdma ? "0" : "1",
+         fmt::format("fabric `{}` is {}: {}", c.job.network_name, d.network_kind,
+                     rdma ? "RDMA verbs" : "no adapters named in `hcas`, TCP sockets"));
   if (!d.hcas.empty()) {
     std::string list;
     for (const std::string& h : d.hcas) list += (list.empty() ? "" : ",") + h;
-    AddEnv(o, "NCCL_IB_HCA", "=" + list);
-    o.env_notes.push_back("NCCL_IB_HCA: exactly the adapters the cluster declares in `hcas`");
+    AddEnv(o, "NCCL_IB_HCA", "=" + list, "exactly the cluster's `hcas`");
   }
   if (!d.socket_interface.empty()) {
-    AddEnv(o, "NCCL_SOCKET_IFNAME", "=" + d.socket_interface);
-    o.env_notes.push_back("NCCL_SOCKET_IFNAME: the cluster's `socket_interface`, for bootstrap and socket traffic");
+    AddEnv(o, "NCCL_SOCKET_IFNAME", "=" + d.socket_interface, "the cluster's `socket_interface`: bootstrap traffic");
   }
   AddEnv(o, "NCCL_DEBUG", "WARN");
   o.security.ipc_lock = rdma && o.nodes > 1;
   for (const std::string& text : d.hcas) CheckScriptSafe(c, text, "adapter name", d.cluster_decl);
+  if (!d.socket_interface.empty()) CheckScriptSafe(c, d.socket_interface, "network interface", d.cluster_decl);
 }
 
 void LowerSelectors(LowerContext& c) {
@@ -174,6 +195,9 @@ void LowerSelectors(LowerContext& c) {
     KeyValue kv = SplitKeyValue(w.value);
     std::string why = !kv.has_value ? "a node selector label is written `key=value`" : LabelKeyProblem(kv.key);
     if (why.empty()) why = LabelValueProblem(kv.value);
+    for (const auto& [key, value] : c.out.node_selector) {
+      if (why.empty() && key == kv.key) why = fmt::format("the key `{}` is already selected as `{}={}`", key, key, value);
+    }
     if (!why.empty()) ReportInvalid(c, w, "node label", why);
     else c.out.node_selector.emplace_back(kv.key, kv.value);
   }
@@ -236,6 +260,19 @@ auto Quantity(double bytes) -> std::string {
   return fmt::format("{}Mi", std::max<int64_t>(mib, 1));
 }
 
+auto Printable(const std::string& text) -> std::string {
+  std::string out;
+  for (char ch : text) {
+    auto u = static_cast<unsigned char>(ch);
+    if (ch == '\n') out += "\\n";
+    else if (ch == '\t') out += "\\t";
+    else if (ch == '\r') out += "\\r";
+    else if (u < 0x20 || u == 0x7f) out += fmt::format("\\u{{{:x}}}", u);
+    else out += ch;
+  }
+  return out;
+}
+
 auto CheckScriptSafe(LowerContext& c, const std::string& text, const std::string& what, llvm::SMRange at) -> bool {
   std::string why;
   if (text.find("{{") != std::string::npos) why = "`{{` starts an Argo template expression";
@@ -243,7 +280,7 @@ auto CheckScriptSafe(LowerContext& c, const std::string& text, const std::string
     if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) why = "it holds a control character";
   }
   if (why.empty()) return true;
-  c.diags.Report(DiagId::InvalidKubernetesValue, at, text, what, why);
+  c.Report(DiagId::InvalidKubernetesValue, at, Printable(text), what, why);
   return false;
 }
 
@@ -284,7 +321,7 @@ auto Lower(const plan::Plan& plan, const LowerOptions& options, diag::Diagnostic
   LowerPlacement(c);
   LowerStorage(c);
   LowerCommand(c);
-  if (diags.error_count() > errors) return std::nullopt;
+  if (diags.error_count() > errors || c.repeated_error) return std::nullopt;
   return out;
 }
 

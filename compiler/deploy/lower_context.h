@@ -1,7 +1,10 @@
 // Shared by the lowering files: what each step reads and writes.
 #pragma once
 
+#include <cstdint>
 #include <string>
+
+#include <fmt/format.h>
 
 #include "deploy/deployment.h"
 #include "diag/diagnostic.h"
@@ -14,7 +17,22 @@ struct LowerContext {
   const check::JobSpec& job;
   diag::DiagnosticEngine& diags;
   Deployment& out;
+  bool repeated_error = false;  // an error this job shares with an earlier one
   auto ok() const -> bool { return !diags.has_errors(); }
+
+  // Reports a diagnostic, once: jobs that share a cluster, a storage tier or
+  // a dataset hear about its problems once (the same code, place and
+  // message), and a job whose error was already reported still fails.
+  template <typename... Args>
+  auto Report(diag::DiagId id, llvm::SMRange at, const Args&... args) -> diag::DiagnosticBuilder {
+    std::string message = fmt::format(fmt::runtime(diag::Info(id).format), args...);
+    for (const diag::Diagnostic& d : diags.diagnostics()) {
+      if (d.id != id || d.loc != at.Start || d.message != message) continue;
+      if (d.severity == diag::Severity::Error) repeated_error = true;
+      return diag::DiagnosticBuilder(nullptr, SIZE_MAX);
+    }
+    return diags.Report(id, at, args...);
+  }
 };
 
 // Storage, staging and checkpoint export (lower_storage.cpp).
@@ -23,6 +41,10 @@ void LowerStorage(LowerContext& c);
 // `80GB` -> "74505Mi": bytes as a Kubernetes quantity, rounded down to MiB
 // (to GiB when that is exact) so a request never exceeds what was asked.
 auto Quantity(double bytes) -> std::string;
+
+// `text` for a message: control characters written as the escapes that
+// produce them (`\n`, `\u{7f}`), so that a diagnostic stays on its line.
+auto Printable(const std::string& text) -> std::string;
 
 // Reports E0903 when `text` holds what a shell script or an Argo template
 // would misread: control characters, or Argo's `{{`.

@@ -52,13 +52,16 @@ auto TierVolume(LowerContext& c, const Location& loc) -> std::optional<Volume> {
   std::string claim = loc.claim;
   if (!claim.empty()) {
     if (!IsDns1123Subdomain(claim)) {
-      c.diags.Report(DiagId::InvalidKubernetesValue, loc.decl_range, claim, "PersistentVolumeClaim name",
+      c.Report(DiagId::InvalidKubernetesValue, loc.decl_range, Printable(claim), "PersistentVolumeClaim name",
                      "lower-case letters, digits, `-` and `.`");
       return std::nullopt;
     }
     if (c.out.target == Target::Slurm) {
-      c.diags.Report(DiagId::ClaimOnSlurm, loc.decl_range, loc.storage)
-          .Help("give the tier the `mount` where the Slurm nodes mount it, without `claim`");
+      c.Report(DiagId::ClaimOnSlurm, loc.decl_range, loc.storage)
+          .Help(loc.storage_kind == "pvc"
+                    ? "declare the file system behind the claim (`kind = nfs`, `beegfs` or `lustre`) with the `mount` "
+                      "where the Slurm nodes mount it"
+                    : "give the tier the `mount` where the Slurm nodes mount it, without `claim`");
       return std::nullopt;
     }
     v.kind = VolumeKind::Claim;
@@ -70,14 +73,14 @@ auto TierVolume(LowerContext& c, const Location& loc) -> std::optional<Volume> {
     v.mount_path = loc.mount;
   }
   if (v.mount_path.empty() || v.mount_path.front() != '/') {
-    c.diags.Report(DiagId::InvalidKubernetesValue, loc.decl_range, v.mount_path, "mount path",
+    c.Report(DiagId::InvalidKubernetesValue, loc.decl_range, Printable(v.mount_path), "mount path",
                    "a cluster tier is mounted at an absolute path");
     return std::nullopt;
   }
   if (!CheckScriptSafe(c, v.mount_path, "mount path", loc.decl_range)) return std::nullopt;
   if (loc.storage_kind == "pvc" && loc.capacity) {
     if (!loc.storage_class.empty() && !IsDns1123Subdomain(loc.storage_class)) {
-      c.diags.Report(DiagId::InvalidKubernetesValue, loc.decl_range, loc.storage_class, "StorageClass name",
+      c.Report(DiagId::InvalidKubernetesValue, loc.decl_range, Printable(loc.storage_class), "StorageClass name",
                      "lower-case letters, digits, `-` and `.`");
     }
     c.out.claims.push_back({claim, loc.storage_class, Quantity(*loc.capacity), loc.storage});
@@ -107,13 +110,15 @@ auto RemoteOf(LowerContext& c, const Location& loc, std::string name) -> std::op
   r.endpoint = loc.endpoint;
   r.bucket = loc.bucket;
   r.secret = loc.credentials;
+  bool safe = true;
   if (!r.secret.empty() && !IsDns1123Subdomain(r.secret)) {
-    c.diags.Report(DiagId::InvalidKubernetesValue, loc.decl_range, r.secret, "Secret name",
+    c.Report(DiagId::InvalidKubernetesValue, loc.decl_range, Printable(r.secret), "Secret name",
                    "lower-case letters, digits, `-` and `.`");
-    return std::nullopt;
+    safe = false;
   }
-  bool safe = CheckScriptSafe(c, r.endpoint, "endpoint", loc.decl_range) &&
-              CheckScriptSafe(c, r.bucket, "bucket", loc.decl_range);
+  // Every problem of the tier is reported, not only the first.
+  safe = CheckScriptSafe(c, r.endpoint, "endpoint", loc.decl_range) && safe;
+  safe = CheckScriptSafe(c, r.bucket, "bucket", loc.decl_range) && safe;
   if (!safe) return std::nullopt;
   return r;
 }
@@ -141,7 +146,8 @@ void LowerStaging(LowerContext& c) {
   const check::DatasetSpec& ds = c.job.dataset;
   std::optional<Volume> hot = TierVolume(c, *ds.stage_to);
   std::optional<Remote> source = RemoteOf(c, ds.source, "avfsrc");
-  if (!hot || !source || !CheckScriptSafe(c, ds.source.path, "dataset path", c.job.at.dataset_source)) return;
+  bool path_ok = CheckScriptSafe(c, ds.source.path, "dataset path", c.job.at.dataset_source);
+  if (!hot || !source || !path_ok) return;
   Staging s;
   s.source = *source;
   s.source_path = Trimmed(ds.source.path);
@@ -171,7 +177,8 @@ void LowerStaging(LowerContext& c) {
 void LowerExport(LowerContext& c, const Volume& ckpt_tier) {
   const check::CheckpointSpec& ck = c.job.checkpoint;
   std::optional<Remote> dest = RemoteOf(c, *ck.export_to, "avfdst");
-  if (!dest || !CheckScriptSafe(c, ck.export_to->path, "export path", c.job.at.checkpoint_dir)) return;
+  bool path_ok = CheckScriptSafe(c, ck.export_to->path, "export path", c.job.at.checkpoint_dir);
+  if (!dest || !path_ok) return;
   Export e;
   e.dest = *dest;
   e.dest_path = Trimmed(ck.export_to->path);
@@ -185,11 +192,11 @@ void LowerCheckpoints(LowerContext& c) {
   const check::CheckpointSpec& ck = c.job.checkpoint;
   if (!ck.enabled) return;
   if (!ck.dir) {
-    c.diags.Report(DiagId::CheckpointWithoutDir, c.job.at.checkpoint_dir, c.job.name)
+    c.Report(DiagId::CheckpointWithoutDir, c.job.at.checkpoint_dir, c.job.name)
         .Help("add `dir = HOT_TIER / \"ckpt/" + c.job.name + "\"` to the checkpoint record");
     return;
   }
-  if (!CheckScriptSafe(c, ck.dir->path, "checkpoint path", c.job.at.checkpoint_dir)) return;
+  CheckScriptSafe(c, ck.dir->path, "checkpoint path", c.job.at.checkpoint_dir);
   std::optional<Volume> tier = TierVolume(c, *ck.dir);
   if (tier && ck.export_to) LowerExport(c, *tier);
 }
@@ -204,10 +211,11 @@ void LowerStorage(LowerContext& c) {
   if (ds.stage_to) {
     LowerStaging(c);
   } else if (IsObjectStore(ds.source.storage_kind)) {
-    c.diags.Report(DiagId::DatasetNotFiles, c.job.at.dataset_source, ds.name, ds.source.storage_kind, ds.source.storage)
+    c.Report(DiagId::DatasetNotFiles, c.job.at.dataset_source, ds.name, ds.source.storage_kind, ds.source.storage)
         .Note(c.job.at.dataset_decl, "dataset declared here")
         .Help("stage it to a file-system tier first: add `stage_to = HOT_TIER` to the dataset");
-  } else if (CheckScriptSafe(c, ds.source.path, "dataset path", c.job.at.dataset_source)) {
+  } else {
+    CheckScriptSafe(c, ds.source.path, "dataset path", c.job.at.dataset_source);
     TierVolume(c, ds.source);
   }
   LowerCheckpoints(c);

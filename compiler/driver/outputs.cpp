@@ -32,16 +32,12 @@ auto SourceName(const std::string& input) -> std::string {
   return llvm::sys::path::filename(input).str();
 }
 
-// The artifact an `emit` command asks for, whatever the job's target.
-auto TargetFor(const Options& o) -> std::optional<deploy::Target> {
+// The artifact an `emit` command asks for, whatever the job's target: a
+// Slurm job's Kubernetes object is a PyTorchJob.
+auto TargetFor(const Options& o, const check::JobSpec& job) -> std::optional<deploy::Target> {
   if (o.command != Command::Emit) return std::nullopt;
-  return o.emit == EmitKind::Slurm ? deploy::Target::Slurm : deploy::Target::Kubeflow;
-}
-
-auto KubernetesTarget(const deploy::Deployment& d, const check::JobSpec& job) -> deploy::Deployment {
-  deploy::Deployment copy = d;
-  if (job.target == "jobset") copy.target = deploy::Target::JobSet;
-  return copy;
+  if (o.emit == EmitKind::Slurm) return deploy::Target::Slurm;
+  return job.target == "jobset" ? deploy::Target::JobSet : deploy::Target::Kubeflow;
 }
 
 void AddFiles(const Options& o, const deploy::Deployment& d, std::vector<Artifact>& files) {
@@ -114,10 +110,9 @@ void WriteArtifacts(const Options& o, const std::vector<plan::Plan>& plans, diag
         continue;
       }
     }
-    deploy::LowerOptions lower{SourceName(o.input), json, Sha256(json), TargetFor(o)};
+    deploy::LowerOptions lower{SourceName(o.input), json, Sha256(json), TargetFor(o, plan.job)};
     std::optional<deploy::Deployment> d = deploy::Lower(plan, lower, diags);
     if (!d) continue;
-    if (o.command == Command::Emit && o.emit != EmitKind::Slurm) *d = KubernetesTarget(*d, plan.job);
     if (o.command == Command::Emit) printed += EmitOne(o, *d);
     else AddFiles(o, *d, files);
   }

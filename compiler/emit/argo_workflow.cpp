@@ -17,6 +17,7 @@ namespace avf::emit {
 namespace {
 
 using deploy::Deployment;
+using deploy::EnvVar;
 using deploy::Volume;
 
 constexpr std::string_view kStagedResult = "{{tasks.check-staged.outputs.result}}";
@@ -94,7 +95,7 @@ void WriteToolStep(YamlWriter& y, const Deployment& d, const ToolStep& s) {
       y.Key("command");
       y.StringSeq({"sh"});
       std::vector<deploy::EnvVar> env;
-      for (const std::string& p : s.inputs) env.push_back({"ARG_" + p, "{{inputs.parameters." + p + "}}", "", "", ""});
+      for (const std::string& p : s.inputs) env.push_back(EnvVar::Literal("ARG_" + p, "{{inputs.parameters." + p + "}}"));
       env.insert(env.end(), s.env.begin(), s.env.end());
       WriteEnv(y, env);
       y.MapField("resources", [&] {
@@ -245,9 +246,9 @@ void WriteExitHandler(YamlWriter& y, const Deployment& d) {
       "echo \"workflow $WF_NAME: $WF_STATUS\"\n"
       "if [ \"$WF_STATUS\" != Succeeded ]; then echo \"failures: $WF_FAILURES\"; fi\n";
   WriteToolStep(y, d, {"report", report,
-                       {{"WF_NAME", "{{workflow.name}}", "", "", ""},
-                        {"WF_STATUS", "{{workflow.status}}", "", "", ""},
-                        {"WF_FAILURES", "{{workflow.failures}}", "", "", ""}},
+                       {EnvVar::Literal("WF_NAME", "{{workflow.name}}"),
+                        EnvVar::Literal("WF_STATUS", "{{workflow.status}}"),
+                        EnvVar::Literal("WF_FAILURES", "{{workflow.failures}}")},
                        {}, {}, false});
   // A failed or stopped workflow must not leave the training pods running (argo-workflows#8364).
   WriteResourceStep(y, "stop-training", "delete", StopManifest(d), "", "");

@@ -66,11 +66,11 @@ void WritePyTorchJob(YamlWriter& y, const Deployment& d) {
 auto JobSetRankEnv(const Deployment& d) -> std::vector<EnvVar> {
   std::string master = fmt::format("{}-{}-0-0.{}", d.name, kReplicatedJob, d.name);
   return {
-      {"MASTER_ADDR", master, "", "", ""},
-      {"MASTER_PORT", std::to_string(d.port), "", "", ""},
-      {"PET_NNODES", std::to_string(d.nodes), "", "", ""},
-      {"PET_NPROC_PER_NODE", std::to_string(d.procs_per_node), "", "", ""},
-      {"PET_NODE_RANK", "", "metadata.annotations['batch.kubernetes.io/job-completion-index']", "", ""},
+      EnvVar::Literal("MASTER_ADDR", master),
+      EnvVar::Literal("MASTER_PORT", std::to_string(d.port)),
+      EnvVar::Literal("PET_NNODES", std::to_string(d.nodes)),
+      EnvVar::Literal("PET_NPROC_PER_NODE", std::to_string(d.procs_per_node)),
+      EnvVar::FromField("PET_NODE_RANK", "metadata.annotations['batch.kubernetes.io/job-completion-index']"),
   };
 }
 

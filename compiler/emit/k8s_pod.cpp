@@ -12,6 +12,9 @@ using deploy::Volume;
 using deploy::VolumeKind;
 
 constexpr std::string_view kKueuePrefix = "kueue.x-k8s.io/";
+// Training pods apart from the workflow's step pods, which carry the job label too.
+constexpr std::string_view kRoleLabel = "aviflow.dev/role";
+constexpr std::string_view kTrainerRole = "trainer";
 // avf-run catches SIGTERM and finishes the checkpoint it is writing
 // (preemption and requeue, kueue#83); two minutes covers an async flush.
 constexpr int64_t kTerminationGraceSeconds = 120;
@@ -42,7 +45,10 @@ void WritePodAffinity(YamlWriter& y, const Deployment& d) {
   if (d.scheduler == deploy::Scheduler::Kueue || p.mode == TopologyMode::None) return;
   auto term = [&] {
     y.MapField("labelSelector", [&] {
-      y.MapField("matchLabels", [&] { y.Field(JobLabelKey(), d.name); });
+      y.MapField("matchLabels", [&] {
+        y.Field(JobLabelKey(), d.name);
+        y.Field(kRoleLabel, kTrainerRole);
+      });
     });
     y.Field("topologyKey", p.leaf_label);
   };
@@ -194,6 +200,7 @@ void WriteEnv(YamlWriter& y, const std::vector<deploy::EnvVar>& env) {
           });
         } else {
           y.Field("value", e.value);
+          if (!e.note.empty()) y.Comment(e.note);
         }
       });
     }
@@ -241,7 +248,7 @@ void WriteMounts(YamlWriter& y, const std::vector<Volume>& volumes) {
 void WriteTrainerTemplate(YamlWriter& y, const Deployment& d, const TrainerPod& pod) {
   y.MapField("template", [&] {
     y.MapField("metadata", [&] {
-      WriteJobLabels(y, d);
+      WriteJobLabels(y, d, {{std::string(kRoleLabel), std::string(kTrainerRole)}});
       std::vector<std::pair<std::string, std::string>> annotations = pod.annotations;
       for (const auto& a : TopologyAnnotations(d)) annotations.push_back(a);
       if (!pod.podset_group.empty() && d.scheduler == deploy::Scheduler::Kueue &&

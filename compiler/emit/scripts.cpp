@@ -76,14 +76,14 @@ auto RemoteEnv(const deploy::Remote& r) -> std::vector<EnvVar> {
   if (r.is_local()) return {};
   std::string p = "RCLONE_CONFIG_" + UpperName(r.name) + "_";
   std::vector<EnvVar> env{
-      {p + "TYPE", "s3", "", "", ""},
-      {p + "PROVIDER", r.provider, "", "", ""},
-      {p + "ENDPOINT", r.endpoint, "", "", ""},
-      {p + "ENV_AUTH", r.secret.empty() ? "false" : "true", "", "", ""},
+      EnvVar::Literal(p + "TYPE", "s3"),
+      EnvVar::Literal(p + "PROVIDER", r.provider),
+      EnvVar::Literal(p + "ENDPOINT", r.endpoint),
+      EnvVar::Literal(p + "ENV_AUTH", r.secret.empty() ? "false" : "true"),
   };
   if (!r.secret.empty()) {
-    env.push_back({"AWS_ACCESS_KEY_ID", "", "", r.secret, "AWS_ACCESS_KEY_ID"});
-    env.push_back({"AWS_SECRET_ACCESS_KEY", "", "", r.secret, "AWS_SECRET_ACCESS_KEY"});
+    env.push_back(EnvVar::FromSecret("AWS_ACCESS_KEY_ID", r.secret, "AWS_ACCESS_KEY_ID"));
+    env.push_back(EnvVar::FromSecret("AWS_SECRET_ACCESS_KEY", r.secret, "AWS_SECRET_ACCESS_KEY"));
   }
   return env;
 }

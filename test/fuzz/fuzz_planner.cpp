@@ -1,6 +1,8 @@
 // Feeds arbitrary bytes through every phase as a .avf file that may import
-// the real stdlib: sema, the job checks, the `auto` search, the rank tables
-// and both plan writers. Any crash, hang, leak or sanitizer report is a bug.
+// the real stdlib: sema, the job checks, the `auto` search, the rank tables,
+// both plan writers, the lowering to a deployment for every target and every
+// artifact (workflow, job, ConfigMap, RBAC, Slurm). Any crash, hang, leak or
+// sanitizer report is a bug.
 #include <unistd.h>
 
 #include <cstddef>
@@ -11,6 +13,8 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include "check/check.h"
+#include "deploy/lower.h"
+#include "emit/manifests.h"
 #include "diag/render.h"
 #include "emit/plan_json.h"
 #include "emit/plan_report.h"
@@ -26,10 +30,33 @@ auto ScratchPath() -> const std::string& {
   return path;
 }
 
+// Every artifact of every target; their text is discarded.
+void EmitAll(const avf::plan::Plan& plan, avf::diag::DiagnosticEngine& diags) {
+  std::string json;
+  llvm::raw_string_ostream stream(json);
+  avf::emit::WritePlanJson(plan, stream);
+  stream.flush();
+  using avf::deploy::Target;
+  for (Target target : {Target::Kubeflow, Target::JobSet, Target::Slurm}) {
+    avf::deploy::LowerOptions options{"fuzz.avf", json, "0", target};
+    auto d = avf::deploy::Lower(plan, options, diags);
+    if (!d) continue;
+    size_t bytes = 0;
+    if (target == Target::Slurm) {
+      bytes += avf::emit::SlurmScript(*d).size();
+      continue;
+    }
+    bytes += avf::emit::WorkflowYaml(*d, false).size() + avf::emit::WorkflowYaml(*d, true).size();
+    bytes += avf::emit::JobYaml(*d).size() + avf::emit::PlanConfigMapYaml(*d).size() + avf::emit::RbacYaml(*d).size();
+    if (bytes == 0) __builtin_trap();  // every artifact has at least its header
+  }
+}
+
 void PlanAll(const avf::sema::Program& program, avf::diag::DiagnosticEngine& diags) {
   llvm::raw_null_ostream null;
   avf::plan::PlanOptions options;
   options.alternatives = 2;
+  options.tables = true;
   for (const avf::check::CheckedJob& job : avf::check::CheckJobs(program, diags)) {
     if (!job.ok) continue;
     auto plan = avf::plan::PlanJob(job.spec, options, diags);
@@ -37,6 +64,7 @@ void PlanAll(const avf::sema::Program& program, avf::diag::DiagnosticEngine& dia
     avf::emit::WritePlanJson(*plan, null);
     avf::emit::WritePlanTable(*plan, null);
     avf::emit::WritePlanSummaryJson(*plan, null);
+    EmitAll(*plan, diags);
   }
 }
 
