@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "deploy/k8s_names.h"
+#include "emit/scripts.h"
 #include "emit/yaml_writer.h"
 
 namespace avf::emit {
@@ -89,6 +90,52 @@ TEST(YamlWriter, Documents) {
   std::vector<YAML::Node> docs = YAML::LoadAll(w.Output());
   ASSERT_EQ(docs.size(), 2u) << w.Output();
   EXPECT_EQ(docs[1]["kind"].as<std::string>(), "Service");
+}
+
+// apimachinery's rules: qualified names, label values, resource names.
+TEST(K8sNames, LabelsAndResources) {
+  EXPECT_EQ(deploy::LabelKeyProblem("nvidia.com/gpu.product"), "");
+  EXPECT_EQ(deploy::LabelKeyProblem("rack"), "");
+  EXPECT_NE(deploy::LabelKeyProblem("Bad_Prefix/x"), "");
+  EXPECT_NE(deploy::LabelKeyProblem("a/-x"), "");
+  EXPECT_NE(deploy::LabelKeyProblem(std::string(64, 'a')), "");
+  EXPECT_EQ(deploy::LabelValueProblem(""), "");
+  EXPECT_EQ(deploy::LabelValueProblem("NVIDIA-A100-SXM4-80GB"), "");
+  EXPECT_NE(deploy::LabelValueProblem("a b"), "");
+  EXPECT_EQ(deploy::ResourceNameProblem("rdma/rdma_shared_device_a"), "");
+  EXPECT_NE(deploy::ResourceNameProblem("rdma"), "");
+  EXPECT_NE(deploy::ResourceNameProblem("kubernetes.io/x"), "");
+  EXPECT_NE(deploy::ResourceNameProblem("node.kubernetes.io/x"), "");
+  EXPECT_TRUE(deploy::IsDns1123Subdomain("ceph-s3"));
+  EXPECT_TRUE(deploy::IsDns1123Subdomain("a.b-c.d"));
+  EXPECT_FALSE(deploy::IsDns1123Subdomain("Ceph"));
+  EXPECT_FALSE(deploy::IsDns1123Subdomain("a..b"));
+  EXPECT_FALSE(deploy::IsDns1123Subdomain(std::string(254, 'a')));
+}
+
+TEST(K8sNames, Taints) {
+  std::string why;
+  deploy::Taint t = deploy::ParseTaint("nvidia.com/gpu=present:NoSchedule", why);
+  EXPECT_EQ(why, "");
+  EXPECT_EQ(t.key, "nvidia.com/gpu");
+  EXPECT_EQ(t.value, "present");
+  EXPECT_EQ(t.effect, "NoSchedule");
+  t = deploy::ParseTaint("dedicated:NoExecute", why);
+  EXPECT_EQ(why, "");
+  EXPECT_EQ(t.value, "");
+  deploy::ParseTaint("dedicated=x", why);
+  EXPECT_NE(why, "");
+  why.clear();
+  deploy::ParseTaint("k=v:Sometimes", why);
+  EXPECT_NE(why.find("Sometimes"), std::string::npos);
+}
+
+// One shell word whatever the text, including quotes and `$`.
+TEST(Scripts, ShellQuote) {
+  EXPECT_EQ(ShellQuote("plain"), "'plain'");
+  EXPECT_EQ(ShellQuote("it's"), "'it'\\''s'");
+  EXPECT_EQ(ShellQuote("$HOME `x`"), "'$HOME `x`'");
+  EXPECT_EQ(ShellQuote(""), "''");
 }
 
 }  // namespace
