@@ -64,30 +64,40 @@ auto EmitOne(const Options& o, const deploy::Deployment& d) -> std::string {
   return "";
 }
 
-void WriteFile(const Artifact& a, diag::DiagnosticEngine& diags) {
-  std::string tmp = a.path + ".tmp";
-  if (std::error_code ec = llvm::sys::fs::create_directories(llvm::sys::path::parent_path(a.path))) {
-    diags.Report(diag::DiagId::CannotWriteOutput, {}, llvm::sys::path::parent_path(a.path).str(), ec.message());
+// Writes `a` to its temporary name; false after a diagnostic.
+auto WriteTemporary(const Artifact& a, diag::DiagnosticEngine& diags) -> bool {
+  std::string dir = llvm::sys::path::parent_path(a.path).str();
+  if (std::error_code ec = llvm::sys::fs::create_directories(dir)) {
+    diags.Report(diag::DiagId::CannotWriteOutput, {}, dir, ec.message());
+    return false;
+  }
+  std::error_code ec;
+  llvm::raw_fd_ostream file(a.path + ".tmp", ec);
+  if (!ec) {
+    file << a.text;
+    file.close();
+    if (file.has_error()) ec = file.error();
+    file.clear_error();
+  }
+  if (!ec) return true;
+  diags.Report(diag::DiagId::CannotWriteOutput, {}, a.path, ec.message());
+  return false;
+}
+
+// Every file to its temporary name first, then each renamed over the old
+// one: an I/O error leaves the previous set of files as it was.
+void WriteFiles(const std::vector<Artifact>& files, diag::DiagnosticEngine& diags) {
+  size_t written = 0;
+  while (written < files.size() && WriteTemporary(files[written], diags)) ++written;
+  if (written < files.size()) {
+    for (size_t i = 0; i <= written && i < files.size(); ++i) llvm::sys::fs::remove(files[i].path + ".tmp");
     return;
   }
-  {
-    std::error_code ec;
-    llvm::raw_fd_ostream file(tmp, ec);
-    if (!ec) {
-      file << a.text;
-      file.close();
-      if (file.has_error()) ec = file.error();
-      file.clear_error();
-    }
-    if (ec) {
-      llvm::sys::fs::remove(tmp);
+  for (const Artifact& a : files) {
+    if (std::error_code ec = llvm::sys::fs::rename(a.path + ".tmp", a.path)) {
+      llvm::sys::fs::remove(a.path + ".tmp");
       diags.Report(diag::DiagId::CannotWriteOutput, {}, a.path, ec.message());
-      return;
     }
-  }
-  if (std::error_code ec = llvm::sys::fs::rename(tmp, a.path)) {
-    llvm::sys::fs::remove(tmp);
-    diags.Report(diag::DiagId::CannotWriteOutput, {}, a.path, ec.message());
   }
 }
 
@@ -118,7 +128,7 @@ void WriteArtifacts(const Options& o, const std::vector<plan::Plan>& plans, diag
   }
   if (diags.has_errors()) return;
   out << printed;
-  for (const Artifact& a : files) WriteFile(a, diags);
+  WriteFiles(files, diags);
 }
 
 }  // namespace avf::driver

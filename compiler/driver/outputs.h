@@ -1,7 +1,8 @@
 // The artifacts of `aviflowc FILE.avf [-o DIR]` and `emit argo|k8s|slurm`:
 // lowers each plan (deploy::Lower) and spells its files (emit/manifests.h).
-// Nothing is written unless every job lowered without errors, and each file
-// is written to a temporary name first, so a failed run leaves no half set.
+// Nothing is written unless every job lowered without errors, and every file
+// is written to a temporary name before any is renamed into place, so a
+// write error leaves the previous files as they were.
 #pragma once
 
 #include <vector>

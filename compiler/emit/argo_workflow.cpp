@@ -118,7 +118,7 @@ auto StagingSteps(const Deployment& d) -> std::vector<ToolStep> {
   std::vector<std::string> tiers{s.hot_storage};
   std::vector<std::string> copy_tiers = tiers;
   if (s.source.is_local()) copy_tiers.push_back(s.source.storage);
-  std::string copy = "FIRST=\"$ARG_first\"\nLAST=\"$ARG_last\"\n" + CopyShardsScript(s);
+  std::string copy = "FIRST=\"$ARG_first\"\nLAST=\"$ARG_last\"\n" + CopyShardsScript(s, s.bwlimit_kib);
   return {
       {"check-staged", CheckStagedScript(s), {}, tiers, {}, false},
       {"copy-shards", copy, RemoteEnv(s.source), copy_tiers, {"first", "last"}, true},
@@ -223,12 +223,13 @@ void WriteTrainStep(YamlWriter& y, const Deployment& d) {
                     jobset ? "status.terminalState = Failed" : "status.replicaStatuses.Master.failed > 0");
 }
 
-auto StopManifest(const Deployment& d) -> std::string {
-  ObjectKind k = TrainingObjectKind(d);
-  std::string ns = d.k8s_namespace.empty() ? "" : fmt::format("  namespace: \"{}\"\n", d.k8s_namespace);
-  return fmt::format("apiVersion: \"{}/{}\"\nkind: \"{}\"\nmetadata:\n  name: \"{}\"\n{}", k.group, k.version, k.kind,
-                     d.name, ns);
+// Just enough of an object for `kubectl delete`.
+auto DeleteManifest(const Deployment& d, const ObjectKind& k) -> std::string {
+  return fmt::format("apiVersion: \"{}/{}\"\nkind: \"{}\"\nmetadata:\n  name: \"{}\"\n  namespace: \"{}\"\n", k.group,
+                     k.version, k.kind, d.name, d.k8s_namespace);
 }
+
+const ObjectKind kPodGroup{"scheduling.volcano.sh", "v1beta1", "PodGroup", "podgroups"};
 
 void WriteExitHandler(YamlWriter& y, const Deployment& d) {
   y.Map([&] {
@@ -237,6 +238,7 @@ void WriteExitHandler(YamlWriter& y, const Deployment& d) {
       y.Seq([&] {
         y.Map([&] { WriteTask(y, "report", ""); });
         y.Map([&] { WriteTask(y, "stop-training", "", "{{workflow.status}} != Succeeded"); });
+        if (!PodGroupYaml(d).empty()) y.Map([&] { WriteTask(y, "delete-podgroup", ""); });
       });
       if (!d.staging) return;
       y.Seq([&] { y.Map([&] { WriteTask(y, "cleanup-staged", "", "{{workflow.parameters.cleanup-staged}} == true"); }); });
@@ -251,7 +253,9 @@ void WriteExitHandler(YamlWriter& y, const Deployment& d) {
                         EnvVar::Literal("WF_FAILURES", "{{workflow.failures}}")},
                        {}, {}, false});
   // A failed or stopped workflow must not leave the training pods running (argo-workflows#8364).
-  WriteResourceStep(y, "stop-training", "delete", StopManifest(d), "", "");
+  WriteResourceStep(y, "stop-training", "delete", DeleteManifest(d, TrainingObjectKind(d)), "", "");
+  // The gang's PodGroup has done its work once the run is over.
+  if (!PodGroupYaml(d).empty()) WriteResourceStep(y, "delete-podgroup", "delete", DeleteManifest(d, kPodGroup), "", "");
   if (d.staging) {
     WriteToolStep(y, d, {"cleanup-staged", CleanupScript(*d.staging), {}, {d.staging->hot_storage}, {}, false});
   }

@@ -19,10 +19,11 @@ auto UpperName(std::string_view name) -> std::string {
   return out;
 }
 
-// rclone flags of every copy: retries inside the step, size-only comparison
-// (shards are immutable), progress once a minute.
+// rclone flags of every copy: retries inside the step, progress once a
+// minute. Files are compared by size and modification time (rclone's
+// default), so a copy from another source never keeps a same-size file.
 auto RcloneFlags(int64_t bwlimit_kib) -> std::string {
-  std::string flags = "--size-only --transfers 4 --checkers 8 --retries 3 --low-level-retries 10 --stats 60s --stats-one-line -v";
+  std::string flags = "--transfers 4 --checkers 8 --retries 3 --low-level-retries 10 --stats 60s --stats-one-line -v";
   if (bwlimit_kib > 0) flags += fmt::format(" --bwlimit {}K", bwlimit_kib);
   return flags;
 }
@@ -98,7 +99,7 @@ auto CheckStagedScript(const Staging& s) -> std::string {
                      kStagedMarker);
 }
 
-auto CopyShardsScript(const Staging& s) -> std::string {
+auto CopyShardsScript(const Staging& s, int64_t bwlimit_kib) -> std::string {
   return fmt::format(
       "set -eu\n"
       "dir={}\n"
@@ -111,7 +112,7 @@ auto CopyShardsScript(const Staging& s) -> std::string {
       "done\n"
       "echo \"copying shards $FIRST..$LAST to $dir\"\n"
       "rclone copy {} \"$dir\" --files-from-raw \"$list\" --no-traverse {}\n",
-      ShellQuote(s.dest_dir), ShellQuote(RemotePath(s.source, s.source_path)), RcloneFlags(s.bwlimit_kib));
+      ShellQuote(s.dest_dir), ShellQuote(RemotePath(s.source, s.source_path)), RcloneFlags(bwlimit_kib));
 }
 
 auto SealStagedScript(const Staging& s) -> std::string {

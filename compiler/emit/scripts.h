@@ -22,8 +22,9 @@ auto RemoteEnv(const deploy::Remote& r) -> std::vector<deploy::EnvVar>;
 
 // Prints `staged` when the marker matches and every shard has its size, else `missing`.
 auto CheckStagedScript(const deploy::Staging& s) -> std::string;
-// Copies shards $FIRST..$LAST; rclone skips files already there with the right size.
-auto CopyShardsScript(const deploy::Staging& s) -> std::string;
+// Copies shards $FIRST..$LAST at most `bwlimit_kib` KiB/s (0: unlimited);
+// rclone skips files already there with the source's size and time.
+auto CopyShardsScript(const deploy::Staging& s, int64_t bwlimit_kib) -> std::string;
 // Verifies every shard's size, then writes the marker (last, atomically).
 auto SealStagedScript(const deploy::Staging& s) -> std::string;
 // Copies the newest `keep` committed checkpoints to the export tier.

@@ -44,13 +44,14 @@ auto Directives(const Deployment& d) -> std::string {
 
 // Credentials of an object store: the Secret named in the source, as a
 // directory of files (one per key) under $AVF_SECRETS.
-auto RemoteExports(const deploy::Remote& r) -> std::string {
+auto RemoteExports(const deploy::Remote& r, std::string_view indent) -> std::string {
   std::string s;
   for (const deploy::EnvVar& e : RemoteEnv(r)) {
     if (!e.secret_name.empty()) {
-      s += fmt::format("  export {}=\"$(cat \"$AVF_SECRETS\"/{}/{})\"\n", e.name, ShellQuote(e.secret_name), e.secret_key);
+      s += fmt::format("{}export {}=\"$(cat \"$AVF_SECRETS\"/{}/{})\"\n", indent, e.name, ShellQuote(e.secret_name),
+                       e.secret_key);
     } else {
-      s += fmt::format("  export {}={}\n", e.name, ShellQuote(e.value));
+      s += fmt::format("{}export {}={}\n", indent, e.name, ShellQuote(e.value));
     }
   }
   return s;
@@ -95,7 +96,10 @@ auto CopyRangesScript(int64_t tasks) -> std::string {
 auto StageSection(const Deployment& d) -> std::string {
   const deploy::Staging& s = *d.staging;
   int64_t tasks = std::min<int64_t>(static_cast<int64_t>(s.ranges.size()), d.nodes);
-  std::string files = StepFile("check-staged.sh", CheckStagedScript(s)) + StepFile("copy-shards.sh", CopyShardsScript(s)) +
+  // One copier task per node works through its ranges one after another, so
+  // the tiers' bandwidth is shared by `tasks` copies at a time.
+  int64_t bwlimit = s.total_bandwidth > 0 ? std::max<int64_t>(1, static_cast<int64_t>(s.total_bandwidth / tasks / 1024)) : 0;
+  std::string files = StepFile("check-staged.sh", CheckStagedScript(s)) + StepFile("copy-shards.sh", CopyShardsScript(s, bwlimit)) +
                       StepFile("copy-ranges.sh", CopyRangesScript(tasks)) + StepFile("seal-staged.sh", SealStagedScript(s));
   return fmt::format(
       "# 1. stage-in: {} shards from `{}` to {} in {} ranges, skipped when staged\n"
@@ -106,7 +110,7 @@ auto StageSection(const Deployment& d) -> std::string {
       "  srun --ntasks={} --ntasks-per-node=1 --kill-on-bad-exit=1 sh \"$steps/copy-ranges.sh\"\n"
       "  sh \"$steps/seal-staged.sh\"\n"
       "fi\n\n",
-      s.shards, s.source.storage, s.dest_dir, s.ranges.size(), files, RemoteExports(s.source), ShellQuote(RangesTable(s)),
+      s.shards, s.source.storage, s.dest_dir, s.ranges.size(), files, RemoteExports(s.source, "  "), ShellQuote(RangesTable(s)),
       tasks);
 }
 
@@ -129,7 +133,7 @@ auto TrainSection(const Deployment& d) -> std::string {
 auto ExportSection(const Deployment& d) -> std::string {
   const deploy::Export& e = *d.export_checkpoints;
   return fmt::format("# 3. export the kept checkpoints to `{}`\n{}{}sh \"$steps/export-checkpoints.sh\"\n", e.dest.storage,
-                     StepFile("export-checkpoints.sh", ExportScript(e)), RemoteExports(e.dest));
+                     StepFile("export-checkpoints.sh", ExportScript(e)), RemoteExports(e.dest, ""));
 }
 
 }  // namespace
