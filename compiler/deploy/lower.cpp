@@ -91,6 +91,12 @@ void LowerIdentity(LowerContext& c, std::optional<Target> target) {
   o.max_restarts = j.deploy.max_restarts;
   o.nodes = c.plan.nodes_used;
   o.procs_per_node = std::min(j.workload.gpus, std::max<int64_t>(j.hardware.gpus_per_node, 1));
+  if (o.nodes > 1 && j.workload.gpus % o.procs_per_node != 0) {
+    int64_t per = o.procs_per_node, lower = j.workload.gpus / per * per;
+    c.diags.Report(DiagId::PartialNode, j.at.gpus, j.name, o.nodes, j.workload.gpus, j.node_name, per)
+        .Note(j.at.node_gpus, fmt::format("node `{}` has {} GPUs", j.node_name, per))
+        .Help(fmt::format("use `gpus = {}` or `gpus = {}`", lower, lower + per));
+  }
   // Images go into the Argo workflow, where `{{` is a template expression.
   for (const check::Written* w : {&j.deploy.image, &j.deploy.tools_image}) {
     if (!w->value.empty()) CheckScriptSafe(c, w->value, "container image", w->range);
@@ -153,7 +159,9 @@ void LowerResources(LowerContext& c) {
   double shm = d.shm ? *d.shm : memory ? std::floor(*memory / 4 / kGiB) * kGiB : 64 * kGiB;
   if (memory && shm > *memory) {
     c.Report(DiagId::ShmExceedsMemory, d.shm_range, check::BytesText(shm), check::BytesText(*memory))
-        .Help("/dev/shm is memory of the pod: make `resources.shm` smaller than `resources.memory`");
+        .Help(d.memory ? "/dev/shm is memory of the pod: make `resources.shm` smaller than `resources.memory`"
+                       : "without `resources.memory` a pod gets 90% of the node's `cpu_memory`; make `resources.shm` "
+                         "smaller than that");
   }
   if (memory) {
     r.memory = Quantity(*memory);

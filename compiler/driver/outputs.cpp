@@ -64,11 +64,27 @@ auto EmitOne(const Options& o, const deploy::Deployment& d) -> std::string {
   return "";
 }
 
+// The folders `path` needs that do not exist yet, outermost first.
+auto MissingFolders(const std::string& path) -> std::vector<std::string> {
+  std::vector<std::string> missing;
+  for (llvm::StringRef dir = llvm::sys::path::parent_path(path); !dir.empty() && !llvm::sys::fs::exists(dir);
+       dir = llvm::sys::path::parent_path(dir)) {
+    missing.insert(missing.begin(), dir.str());
+  }
+  return missing;
+}
+
 // Writes `a` to its temporary name; false after a diagnostic.
-auto WriteTemporary(const Artifact& a, diag::DiagnosticEngine& diags) -> bool {
-  std::string dir = llvm::sys::path::parent_path(a.path).str();
-  if (std::error_code ec = llvm::sys::fs::create_directories(dir)) {
-    diags.Report(diag::DiagId::CannotWriteOutput, {}, dir, ec.message());
+auto WriteTemporary(const Artifact& a, std::vector<std::string>& created, diag::DiagnosticEngine& diags) -> bool {
+  for (const std::string& dir : MissingFolders(a.path)) {
+    if (std::error_code ec = llvm::sys::fs::create_directory(dir)) {
+      diags.Report(diag::DiagId::CannotWriteOutput, {}, dir, ec.message());
+      return false;
+    }
+    created.push_back(dir);
+  }
+  if (llvm::sys::fs::is_directory(a.path)) {
+    diags.Report(diag::DiagId::CannotWriteOutput, {}, a.path, "a folder is in the way");
     return false;
   }
   std::error_code ec;
@@ -85,12 +101,15 @@ auto WriteTemporary(const Artifact& a, diag::DiagnosticEngine& diags) -> bool {
 }
 
 // Every file to its temporary name first, then each renamed over the old
-// one: an I/O error leaves the previous set of files as it was.
+// one; after an I/O error the temporary files and the folders made for
+// them are removed, so the output folder is left as it was.
 void WriteFiles(const std::vector<Artifact>& files, diag::DiagnosticEngine& diags) {
+  std::vector<std::string> created;
   size_t written = 0;
-  while (written < files.size() && WriteTemporary(files[written], diags)) ++written;
+  while (written < files.size() && WriteTemporary(files[written], created, diags)) ++written;
   if (written < files.size()) {
     for (size_t i = 0; i <= written && i < files.size(); ++i) llvm::sys::fs::remove(files[i].path + ".tmp");
+    for (auto dir = created.rbegin(); dir != created.rend(); ++dir) llvm::sys::fs::remove(*dir);
     return;
   }
   for (const Artifact& a : files) {
@@ -101,11 +120,28 @@ void WriteFiles(const std::vector<Artifact>& files, diag::DiagnosticEngine& diag
   }
 }
 
+// Two jobs whose Kubernetes names coincide (`Train_A`, `train_a`) would
+// overwrite each other's objects in one namespace.
+void CheckNameClashes(const std::vector<std::pair<const plan::Plan*, std::string>>& names, diag::DiagnosticEngine& diags) {
+  for (size_t i = 0; i < names.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (names[i].second != names[j].second) continue;
+      const check::JobSpec& a = names[j].first->job;
+      const check::JobSpec& b = names[i].first->job;
+      diags.Report(diag::DiagId::KubernetesNameClash, b.name_range, b.name, a.name, names[i].second.substr(names[i].second.find('/') + 1))
+          .Note(a.name_range, fmt::format("job `{}` is declared here", a.name))
+          .Help("rename one of the jobs, or give them different `namespace`s");
+      break;
+    }
+  }
+}
+
 }  // namespace
 
 void WriteArtifacts(const Options& o, const std::vector<plan::Plan>& plans, diag::DiagnosticEngine& diags,
                     llvm::raw_ostream& out) {
   std::vector<Artifact> files;
+  std::vector<std::pair<const plan::Plan*, std::string>> names;  // namespace/name of each cluster job
   std::string printed;
   for (const plan::Plan& plan : plans) {
     std::string json;
@@ -123,9 +159,11 @@ void WriteArtifacts(const Options& o, const std::vector<plan::Plan>& plans, diag
     deploy::LowerOptions lower{SourceName(o.input), json, Sha256(json), TargetFor(o, plan.job)};
     std::optional<deploy::Deployment> d = deploy::Lower(plan, lower, diags);
     if (!d) continue;
+    if (d->target != deploy::Target::Slurm) names.emplace_back(&plan, d->k8s_namespace + "/" + d->name);
     if (o.command == Command::Emit) printed += EmitOne(o, *d);
     else AddFiles(o, *d, files);
   }
+  CheckNameClashes(names, diags);
   if (diags.has_errors()) return;
   out << printed;
   WriteFiles(files, diags);
