@@ -302,8 +302,8 @@ void ReadDeployCluster(const Program& p, const Decl& cluster, DeploySpec& d) {
   d.node_resources = WrittenList(c, "node_resources", at);
   d.node_taints = WrittenList(c, "node_taints", at);
   d.labels = WrittenList(c, "labels", at);
-  for (const Written& h : WrittenList(c, "hcas", at)) d.hcas.push_back(h.value);
-  d.socket_interface = Text(c, "socket_interface");
+  d.hcas = WrittenList(c, "hcas", at);
+  d.socket_interface = WrittenText(c, "socket_interface", at);
   if (const RecordValue* tree = Sub(c, "topology")) {
     d.nodes_per_leaf = Integer(*tree, "nodes_per_leaf").value_or(0);
     d.leaf_label = WrittenText(*tree, "leaf_label", RangeOf(c, "topology", at));

@@ -101,8 +101,8 @@ struct DeploySpec {
   std::vector<Written> node_resources;    // `name=count`
   std::vector<Written> node_taints;       // `key[=value]:Effect`
   std::vector<Written> labels;            // `key=value` node selector
-  std::vector<std::string> hcas;
-  std::string socket_interface;
+  std::vector<Written> hcas;
+  Written socket_interface;
   Written leaf_label, spine_label;
   int64_t nodes_per_leaf = 0;             // 0: no topology declared
   std::optional<int64_t> node_cpus;

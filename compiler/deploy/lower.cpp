@@ -186,16 +186,18 @@ void LowerNetwork(LowerContext& c) {
                      rdma ? "RDMA verbs" : "no adapters named in `hcas`, TCP sockets"));
   if (!d.hcas.empty()) {
     std::string list;
-    for (const std::string& h : d.hcas) list += (list.empty() ? "" : ",") + h;
+    for (const check::Written& h : d.hcas) list += (list.empty() ? "" : ",") + h.value;
     AddEnv(o, "NCCL_IB_HCA", "=" + list, "exactly the cluster's `hcas`");
   }
-  if (!d.socket_interface.empty()) {
-    AddEnv(o, "NCCL_SOCKET_IFNAME", "=" + d.socket_interface, "the cluster's `socket_interface`: bootstrap traffic");
+  if (!d.socket_interface.value.empty()) {
+    AddEnv(o, "NCCL_SOCKET_IFNAME", "=" + d.socket_interface.value, "the cluster's `socket_interface`: bootstrap traffic");
   }
   AddEnv(o, "NCCL_DEBUG", "WARN");
   o.security.ipc_lock = rdma && o.nodes > 1;
-  for (const std::string& text : d.hcas) CheckScriptSafe(c, text, "adapter name", d.cluster_decl);
-  if (!d.socket_interface.empty()) CheckScriptSafe(c, d.socket_interface, "network interface", d.cluster_decl);
+  for (const check::Written& h : d.hcas) CheckScriptSafe(c, h.value, "adapter name", h.range);
+  if (!d.socket_interface.value.empty()) {
+    CheckScriptSafe(c, d.socket_interface.value, "network interface", d.socket_interface.range);
+  }
 }
 
 void LowerSelectors(LowerContext& c) {
