@@ -12,6 +12,7 @@
 #include "data/shard_format.h"
 #include "data/shard_writer.h"
 #include "data/token_reader.h"
+#include "data/tokenizer.h"
 
 namespace avf::data {
 namespace {
@@ -162,6 +163,62 @@ TEST_F(Shards, BadRequests) {
   EXPECT_FALSE(bool(TokenReader::Open({dir_, 10, 3, 3}, {0, 1})));
   EXPECT_NE(Message(WriteShard(dir_ + "/big.bin", 2, {70000})).find("does not fit 2 bytes"), std::string::npos);
   EXPECT_NE(Message(WriteShard(dir_ + "/no/such/dir.bin", 2, {1})).find("cannot write"), std::string::npos);
+}
+
+constexpr std::string_view kText =
+    "the cat sat on the mat. the cat ate the rat. a rat sat on a mat; the mat was flat.\n"
+    "Füße über Straßen — naïve café, 東京 and emoji 🙂 stay bytes.  Two  spaces.";
+
+TEST(Tokenizer, ByteLevelRoundTrip) {
+  Tokenizer t = Tokenizer::ByteLevel();
+  EXPECT_EQ(t.vocab_size(), 256u);
+  std::vector<uint32_t> ids = t.Encode(kText);
+  EXPECT_EQ(ids.size(), kText.size());
+  EXPECT_EQ(t.Decode(ids), kText);
+  EXPECT_TRUE(t.Encode("").empty());
+}
+
+TEST(Tokenizer, TrainedBpeCompressesAndRoundTrips) {
+  Tokenizer t = Tokenizer::Train(kText, 300);
+  EXPECT_GT(t.vocab_size(), 256u);
+  EXPECT_LE(t.vocab_size(), 300u);
+  std::vector<uint32_t> ids = t.Encode(kText);
+  EXPECT_LT(ids.size(), kText.size() * 3 / 4) << "merges should shorten the text";
+  EXPECT_EQ(t.Decode(ids), kText);
+  for (uint32_t id : ids) EXPECT_LT(id, t.vocab_size());
+  // Text the tokenizer never saw still round-trips (bytes are always there).
+  std::string unseen = "zebra quartz \x01\xff";
+  EXPECT_EQ(t.Decode(t.Encode(unseen)), unseen);
+  // Deterministic, and the merges are the most frequent pairs: " t" + "h" ... appear early.
+  EXPECT_EQ(Tokenizer::Train(kText, 300).merges(), t.merges());
+  EXPECT_EQ(t.Decode({t.merges()[0].first, t.merges()[0].second}).size(), 2u);
+}
+
+TEST(Tokenizer, StopsWhenNoPairRepeats) {
+  Tokenizer t = Tokenizer::Train("abcdefg", 1000);
+  EXPECT_EQ(t.vocab_size(), 256u);
+}
+
+TEST(Tokenizer, Words) {
+  auto w = SplitWords("a bc  d");
+  ASSERT_EQ(w.size(), 3u);
+  EXPECT_EQ(w[0], "a");
+  EXPECT_EQ(w[1], " bc");
+  EXPECT_EQ(w[2], "  d");
+}
+
+TEST(Tokenizer, JsonRoundTripAndErrors) {
+  Tokenizer t = Tokenizer::Train(kText, 280);
+  auto back = Tokenizer::FromJson(t.ToJson());
+  ASSERT_TRUE(bool(back)) << Message(back.takeError());
+  EXPECT_EQ(back->merges(), t.merges());
+  EXPECT_EQ(back->Encode(kText), t.Encode(kText));
+  EXPECT_NE(Message(Tokenizer::FromJson("{").takeError()).find("not JSON"), std::string::npos);
+  EXPECT_NE(Message(Tokenizer::FromJson(R"({"format":"x"})").takeError()).find("not an aviflow-bpe"), std::string::npos);
+  EXPECT_NE(Message(Tokenizer::FromJson(R"({"format":"aviflow-bpe","version":1,"merges":[[1,300]]})").takeError())
+                .find("merge 0 is not a pair of earlier ids"),
+            std::string::npos);
+  EXPECT_FALSE(bool(Tokenizer::FromJson(R"({"format":"aviflow-bpe","version":2,"merges":[]})")));
 }
 
 }  // namespace
