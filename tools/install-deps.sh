@@ -9,6 +9,7 @@ packages=(
   libfmt-dev libyaml-cpp-dev libgtest-dev libcli11-dev
   clang-14 libclang-rt-14-dev
   cmake ninja-build g++ python3 python3-jsonschema git
+  libopenblas-dev
 )
 
 missing=()

@@ -1,0 +1,89 @@
+// CPU kernels of the GPT-2 and Llama transformers, forward and backward, in
+// the layout of llm.c: activations are row-major (N = batch x sequence rows,
+// C channels), a linear layer's weight is (out x in). Every backward kernel
+// ADDS into its gradient outputs, so gradients accumulate over micro-batches
+// and residual branches without extra copies. Templated on the element type:
+// float for training, double for the finite-difference gradient checks.
+// Matmuls go through the BLAS (cblas_sgemm / cblas_dgemm).
+#pragma once
+
+#include <cstdint>
+
+namespace avf::cpu {
+
+// out(N x OC) = in(N x C) . weight(OC x C)^T + bias(OC); bias may be null.
+template <typename T>
+void MatmulForward(T* out, const T* in, const T* weight, const T* bias, int64_t n, int64_t c, int64_t oc);
+// din += dout . weight; dweight += dout^T . in; dbias += column sums of dout
+// (dbias may be null; din may be null when the input needs no gradient).
+template <typename T>
+void MatmulBackward(T* din, T* dweight, T* dbias, const T* dout, const T* in, const T* weight, int64_t n, int64_t c,
+                    int64_t oc);
+
+// out(B*T x C) = wte[token] + wpe[t]; wpe may be null (Llama: no learned positions).
+template <typename T>
+void EmbeddingForward(T* out, const uint32_t* tokens, const T* wte, const T* wpe, int64_t b, int64_t t, int64_t c);
+template <typename T>
+void EmbeddingBackward(T* dwte, T* dwpe, const T* dout, const uint32_t* tokens, int64_t b, int64_t t, int64_t c);
+
+// LayerNorm over C with eps 1e-5; mean and rstd (per row) are kept for backward.
+template <typename T>
+void LayerNormForward(T* out, T* mean, T* rstd, const T* in, const T* weight, const T* bias, int64_t n, int64_t c);
+template <typename T>
+void LayerNormBackward(T* din, T* dweight, T* dbias, const T* dout, const T* in, const T* weight, const T* mean,
+                       const T* rstd, int64_t n, int64_t c);
+
+// RMSNorm (Llama) over C with eps 1e-5.
+template <typename T>
+void RmsNormForward(T* out, T* rstd, const T* in, const T* weight, int64_t n, int64_t c);
+template <typename T>
+void RmsNormBackward(T* din, T* dweight, const T* dout, const T* in, const T* weight, const T* rstd, int64_t n,
+                     int64_t c);
+
+// GELU, tanh approximation (GPT-2).
+template <typename T>
+void GeluForward(T* out, const T* in, int64_t n);
+template <typename T>
+void GeluBackward(T* din, const T* in, const T* dout, int64_t n);
+
+// SwiGLU (Llama MLP): out = silu(gate) * up.
+template <typename T>
+void SwigluForward(T* out, const T* gate, const T* up, int64_t n);
+template <typename T>
+void SwigluBackward(T* dgate, T* dup, const T* dout, const T* gate, const T* up, int64_t n);
+
+// out = a + b; backward adds dout into both.
+template <typename T>
+void ResidualForward(T* out, const T* a, const T* b, int64_t n);
+template <typename T>
+void ResidualBackward(T* da, T* db, const T* dout, int64_t n);
+
+// Rotary position embedding in place on x(B, T, heads, head_dim), pairs
+// (2i, 2i+1) rotated by t * theta^(-2i/head_dim) (Meta's Llama layout).
+// Backward rotates the gradient back (the inverse rotation), in place.
+template <typename T>
+void RopeForward(T* x, int64_t b, int64_t t, int64_t heads, int64_t head_dim, double theta);
+template <typename T>
+void RopeBackward(T* dx, int64_t b, int64_t t, int64_t heads, int64_t head_dim, double theta);
+
+// Causal self-attention with grouped-query heads: q(B, T, NH, HD), k and v
+// (B, T, KVH, HD), query head h reads key/value head h / (NH / KVH).
+// att(B, NH, T, T) keeps the probabilities for backward (zero above the
+// diagonal); out(B, T, NH, HD).
+struct AttentionShape {
+  int64_t b, t, heads, kv_heads, head_dim;
+};
+template <typename T>
+void AttentionForward(T* out, T* att, const T* q, const T* k, const T* v, const AttentionShape& s);
+template <typename T>
+void AttentionBackward(T* dq, T* dk, T* dv, const T* dout, const T* att, const T* q, const T* k, const T* v,
+                       const AttentionShape& s);
+
+// Softmax cross-entropy: probs(N x V) = softmax(logits), losses[n] =
+// -log probs[n, target[n]]. Backward adds (probs - onehot) * dloss[n].
+template <typename T>
+void CrossEntropyForward(T* losses, T* probs, const T* logits, const uint32_t* targets, int64_t n, int64_t v);
+template <typename T>
+void CrossEntropyBackward(T* dlogits, const T* probs, const uint32_t* targets, const T* dlosses, int64_t n, int64_t v);
+
+}  // namespace avf::cpu
