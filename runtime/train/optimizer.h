@@ -1,0 +1,51 @@
+// AdamW with the learning-rate schedules of the language (`optimizer {
+// schedule = cosine | linear | constant; warmup = N }`) and global-norm
+// gradient clipping, over a flat parameter buffer (or one rank's ZeRO slice
+// of it: the update is elementwise, so a slice updates like the whole).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace avf::train {
+
+enum class Schedule : uint8_t { Cosine, Linear, Constant };
+
+struct OptimizerConfig {
+  double lr = 3e-4;         // peak learning rate
+  double beta1 = 0.9, beta2 = 0.95;
+  double eps = 1e-8;
+  double weight_decay = 0.0;
+  int64_t warmup = 0;       // steps of linear warm-up from lr / warmup
+  int64_t total_steps = 1;  // the schedule decays to min_lr_ratio x lr at the last step
+  double min_lr_ratio = 0.1;
+  Schedule schedule = Schedule::Cosine;
+  double clip_norm = 1.0;   // <= 0: no clipping
+};
+
+// The learning rate at `step` (0-based): warm-up, then the decay.
+auto LearningRate(const OptimizerConfig& c, int64_t step) -> double;
+
+// sqrt(sum of squares), accumulated in double.
+auto GlobalNorm(const float* grads, int64_t n) -> double;
+
+class AdamW {
+ public:
+  AdamW(OptimizerConfig config, int64_t size) : config_(config), m_(size, 0.0f), v_(size, 0.0f) {}
+
+  // One update of params[0..size) with grads; `grad_norm` is the norm of the
+  // WHOLE gradient (all ranks), so every slice clips by the same factor.
+  // Weight decay applies where `decay` is true (not to norms and biases).
+  void Step(float* params, const float* grads, const std::vector<bool>& decay, double grad_norm);
+
+  auto step() const -> int64_t { return step_; }
+  auto moments() -> std::pair<std::vector<float>&, std::vector<float>&> { return {m_, v_}; }
+  void set_step(int64_t step) { step_ = step; }
+
+ private:
+  OptimizerConfig config_;
+  std::vector<float> m_, v_;
+  int64_t step_ = 0;
+};
+
+}  // namespace avf::train
