@@ -45,6 +45,7 @@ class TokenReader {
   // checkpoint stores, and what Seek restores.
   auto position() const -> int64_t { return position_; }
   auto epoch() const -> int64_t { return epoch_; }
+  auto slice() const -> TokenSlice { return slice_; }
   auto Seek(int64_t position, int64_t epoch) -> llvm::Error;
 
   // The shard that holds dataset token `token`, and the token's index in it.

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <numeric>
 
+#include "data/batches.h"
 #include "data/shard_format.h"
 #include "data/shard_writer.h"
 #include "data/token_reader.h"
@@ -114,6 +115,36 @@ TEST_F(Shards, SliceAcrossShardsAndEpochs) {
   ASSERT_FALSE((*reader)->Read(2, got));
   EXPECT_EQ(got, (std::vector<uint32_t>{10, 11}));
   EXPECT_TRUE(bool((*reader)->Seek(6, 0)));
+}
+
+// Targets are the inputs shifted by one, batches follow each other without a
+// gap, and a loader resumed at a saved position gives the same batches.
+TEST_F(Shards, BatchesAndResume) {
+  DatasetLayout l = Write(20, 3, 2);  // values 7..26
+  auto open = [&] { return BatchLoader(std::move(*TokenReader::Open(l, {4, 10}))); };  // values 11..20
+  BatchLoader loader = open();
+  Batch b;
+  ASSERT_FALSE(loader.Next(2, 2, b));
+  EXPECT_EQ(b.inputs, (std::vector<uint32_t>{11, 12, 13, 14}));
+  EXPECT_EQ(b.targets, (std::vector<uint32_t>{12, 13, 14, 15}));
+  BatchLoader::Position saved = loader.position();
+  EXPECT_EQ(saved.position, 4);
+  std::vector<Batch> rest(4);
+  for (Batch& r : rest) ASSERT_FALSE(loader.Next(1, 3, r));
+  EXPECT_EQ(rest[0].inputs, (std::vector<uint32_t>{15, 16, 17}));
+  EXPECT_EQ(rest[1].inputs, (std::vector<uint32_t>{18, 19, 20}));
+  EXPECT_EQ(rest[1].targets, (std::vector<uint32_t>{19, 20, 11}));  // the slice wraps: the next epoch
+  BatchLoader::Position wrapped = loader.position();
+  BatchLoader again = open();
+  ASSERT_FALSE(again.Seek(saved));
+  for (const Batch& r : rest) {
+    Batch x;
+    ASSERT_FALSE(again.Next(1, 3, x));
+    EXPECT_EQ(x.inputs, r.inputs);
+    EXPECT_EQ(x.targets, r.targets);
+  }
+  EXPECT_EQ(again.position().position, wrapped.position);
+  EXPECT_EQ(again.position().epoch, wrapped.epoch);
 }
 
 TEST_F(Shards, WideTokensAndTheWholeDataset) {
