@@ -9,7 +9,12 @@
 #include <fstream>
 #include <sstream>
 
+#include <unistd.h>
+
+#include <llvm/Support/FileSystem.h>
+
 #include "model/transformer.h"
+#include "train/checkpoint.h"
 #include "train/optimizer.h"
 
 namespace avf::train {
@@ -112,6 +117,85 @@ TEST(Training, GoldenLossCurves) {
     ++row;
   }
   EXPECT_EQ(row, gpt2.size());
+}
+
+class Checkpoints : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/avf-ckpt-test-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    root_ = tmpl;
+  }
+  void TearDown() override { std::system(("rm -rf " + root_).c_str()); }
+  static auto State(int64_t step) -> RankState {
+    RankState s;
+    s.step = step;
+    s.data_position = 17;
+    s.data_epoch = 2;
+    s.params = {1.5f, -2.0f, 3.25f};
+    s.m = {0.1f, 0.2f, 0.3f};
+    s.v = {1e-8f, 2e-8f, 3e-8f};
+    return s;
+  }
+  auto Message(llvm::Error e) -> std::string { return llvm::toString(std::move(e)); }
+  std::string root_;
+};
+
+TEST_F(Checkpoints, RoundTripAndCommit) {
+  auto none = LatestCommitted(root_ + "/missing");
+  ASSERT_TRUE(bool(none));
+  EXPECT_FALSE(none->has_value());
+  ASSERT_FALSE(SaveRank(root_, 1, 2, State(100)));
+  auto latest = LatestCommitted(root_);
+  ASSERT_TRUE(bool(latest));
+  EXPECT_FALSE(latest->has_value()) << "not committed yet";
+  ASSERT_FALSE(Commit(root_, 100));
+  latest = LatestCommitted(root_);
+  ASSERT_TRUE(bool(latest) && latest->has_value());
+  EXPECT_EQ(**latest, 100);
+  auto s = LoadRank(root_, 100, 1, 2, 3);
+  ASSERT_TRUE(bool(s)) << Message(s.takeError());
+  EXPECT_EQ(s->step, 100);
+  EXPECT_EQ(s->data_position, 17);
+  EXPECT_EQ(s->data_epoch, 2);
+  EXPECT_EQ(s->params, State(100).params);
+  EXPECT_EQ(s->m, State(100).m);
+  EXPECT_EQ(s->v, State(100).v);
+}
+
+TEST_F(Checkpoints, DamagedOrForeignFilesAreRefused) {
+  ASSERT_FALSE(SaveRank(root_, 0, 1, State(5)));
+  std::string file = CheckpointDir(root_, 5) + "/rank_00000.bin";
+  EXPECT_NE(Message(LoadRank(root_, 5, 0, 2, 3).takeError()).find("written by rank 0 of 1, but this is rank 0 of 2"),
+            std::string::npos);
+  EXPECT_NE(Message(LoadRank(root_, 5, 0, 1, 4).takeError()).find("the model has 4 parameters"), std::string::npos);
+  {
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(70);
+    f.put('\x7f');
+  }
+  EXPECT_NE(Message(LoadRank(root_, 5, 0, 1, 3).takeError()).find("corrupted (CRC mismatch)"), std::string::npos);
+  ASSERT_EQ(truncate(file.c_str(), 80), 0);
+  EXPECT_NE(Message(LoadRank(root_, 5, 0, 1, 3).takeError()).find("holds 3 parameters in 80 bytes"), std::string::npos);
+  std::ofstream(file) << "hello";
+  EXPECT_NE(Message(LoadRank(root_, 5, 0, 1, 3).takeError()).find("not an aviflow checkpoint"), std::string::npos);
+  EXPECT_NE(Message(LoadRank(root_, 6, 0, 1, 3).takeError()).find("cannot read the checkpoint"), std::string::npos);
+}
+
+TEST_F(Checkpoints, PruneKeepsTheNewestCommitted) {
+  for (int64_t step : {10, 20, 30, 40}) {
+    ASSERT_FALSE(SaveRank(root_, 0, 1, State(step)));
+    if (step != 20) {
+      ASSERT_FALSE(Commit(root_, step));
+    }
+  }
+  ASSERT_FALSE(SaveRank(root_, 0, 1, State(50)));  // being written: kept
+  ASSERT_FALSE(Prune(root_, 2));
+  std::vector<int64_t> left;
+  for (int64_t step : {10, 20, 30, 40, 50}) {
+    if (llvm::sys::fs::exists(CheckpointDir(root_, step))) left.push_back(step);
+  }
+  EXPECT_EQ(left, (std::vector<int64_t>{30, 40, 50}));
 }
 
 }  // namespace

@@ -1,0 +1,169 @@
+#include "train/checkpoint.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <cstring>
+
+#include <fmt/format.h>
+#include <llvm/Support/CRC.h>
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/Path.h>
+
+namespace avf::train {
+
+namespace {
+
+constexpr uint32_t kMagic = 0x4b465641;  // "AVFK"
+constexpr uint32_t kVersion = 1;
+constexpr size_t kHeaderBytes = 64;
+
+auto Fail(std::string message) -> llvm::Error {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s", message.c_str());
+}
+
+auto RankFile(const std::string& root, int64_t step, int32_t rank) -> std::string {
+  return CheckpointDir(root, step) + fmt::format("/rank_{:05d}.bin", rank);
+}
+
+void Put(std::vector<uint8_t>& out, uint64_t v, size_t bytes) {
+  for (size_t i = 0; i < bytes; ++i) out.push_back(static_cast<uint8_t>(v >> (8 * i)));
+}
+
+auto Get(const uint8_t* p, size_t bytes) -> uint64_t {
+  uint64_t v = 0;
+  for (size_t i = 0; i < bytes; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
+  return v;
+}
+
+auto Payload(const RankState& s) -> std::vector<uint8_t> {
+  std::vector<uint8_t> out;
+  out.reserve(s.params.size() * 12);
+  for (const std::vector<float>* v : {&s.params, &s.m, &s.v}) {
+    for (float f : *v) {
+      uint32_t bits;
+      std::memcpy(&bits, &f, 4);
+      Put(out, bits, 4);
+    }
+  }
+  return out;
+}
+
+auto StepOf(llvm::StringRef name) -> std::optional<int64_t> {
+  if (!name.consume_front("step_") || name.empty()) return std::nullopt;
+  int64_t step = 0;
+  if (name.getAsInteger(10, step) || step < 0) return std::nullopt;
+  return step;
+}
+
+// Every step_N directory under root, with whether it is committed.
+auto Steps(const std::string& root) -> std::vector<std::pair<int64_t, bool>> {
+  std::vector<std::pair<int64_t, bool>> steps;
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
+    if (auto step = StepOf(llvm::sys::path::filename(it->path()))) {
+      steps.emplace_back(*step, llvm::sys::fs::exists(it->path() + "/COMMITTED"));
+    }
+  }
+  std::sort(steps.begin(), steps.end());
+  return steps;
+}
+
+}  // namespace
+
+auto CheckpointDir(const std::string& root, int64_t step) -> std::string {
+  return root + fmt::format("/step_{:08d}", step);
+}
+
+auto SaveRank(const std::string& root, int32_t rank, int32_t world, const RankState& s) -> llvm::Error {
+  if (s.m.size() != s.params.size() || s.v.size() != s.params.size()) return Fail("checkpoint: moments and parameters differ in size");
+  std::string dir = CheckpointDir(root, s.step);
+  if (std::error_code ec = llvm::sys::fs::create_directories(dir)) return Fail(fmt::format("{}: {}", dir, ec.message()));
+  std::vector<uint8_t> payload = Payload(s), file;
+  Put(file, kMagic, 4), Put(file, kVersion, 4), Put(file, static_cast<uint32_t>(world), 4);
+  Put(file, static_cast<uint32_t>(rank), 4), Put(file, static_cast<uint64_t>(s.step), 8);
+  Put(file, static_cast<uint64_t>(s.data_position), 8), Put(file, static_cast<uint64_t>(s.data_epoch), 8);
+  Put(file, s.params.size(), 8), Put(file, llvm::crc32(payload), 4);
+  file.resize(kHeaderBytes, 0);
+  file.insert(file.end(), payload.begin(), payload.end());
+  std::string path = RankFile(root, s.step, rank), tmp = path + ".tmp";
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  bool ok = f && std::fwrite(file.data(), 1, file.size(), f) == file.size();
+  ok = f && std::fclose(f) == 0 && ok;
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::string why = std::strerror(errno);
+    std::remove(tmp.c_str());
+    return Fail(fmt::format("{}: cannot write the checkpoint: {}", path, why));
+  }
+  return llvm::Error::success();
+}
+
+auto Commit(const std::string& root, int64_t step) -> llvm::Error {
+  std::string path = CheckpointDir(root, step) + "/COMMITTED";
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f || std::fclose(f) != 0) return Fail(fmt::format("{}: cannot commit the checkpoint: {}", path, std::strerror(errno)));
+  return llvm::Error::success();
+}
+
+auto LatestCommitted(const std::string& root) -> llvm::Expected<std::optional<int64_t>> {
+  if (!llvm::sys::fs::exists(root)) return std::optional<int64_t>();
+  if (!llvm::sys::fs::is_directory(root)) return Fail(root + ": the checkpoint directory is not a directory");
+  std::optional<int64_t> latest;
+  for (const auto& [step, committed] : Steps(root)) {
+    if (committed) latest = step;
+  }
+  return latest;
+}
+
+auto LoadRank(const std::string& root, int64_t step, int32_t rank, int32_t world, int64_t params)
+    -> llvm::Expected<RankState> {
+  std::string path = RankFile(root, step, rank);
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+  if (!buffer) return Fail(fmt::format("{}: cannot read the checkpoint: {}", path, buffer.getError().message()));
+  const auto* p = reinterpret_cast<const uint8_t*>((*buffer)->getBufferStart());
+  size_t size = (*buffer)->getBufferSize();
+  if (size < kHeaderBytes || Get(p, 4) != kMagic) return Fail(path + ": not an aviflow checkpoint");
+  if (Get(p + 4, 4) != kVersion) return Fail(fmt::format("{}: checkpoint version {}; this avf-run reads {}", path, Get(p + 4, 4), kVersion));
+  if (Get(p + 8, 4) != static_cast<uint32_t>(world) || Get(p + 12, 4) != static_cast<uint32_t>(rank)) {
+    return Fail(fmt::format("{}: written by rank {} of {}, but this is rank {} of {}; resuming with another layout needs "
+                            "the reshardable format", path, Get(p + 12, 4), Get(p + 8, 4), rank, world));
+  }
+  uint64_t count = Get(p + 40, 8);
+  if (count != static_cast<uint64_t>(params) || size != kHeaderBytes + 12 * count) {
+    return Fail(fmt::format("{}: holds {} parameters in {} bytes; the model has {} parameters (expected {} bytes)", path,
+                            count, size, params, kHeaderBytes + 12 * static_cast<uint64_t>(params)));
+  }
+  llvm::ArrayRef<uint8_t> payload(p + kHeaderBytes, size - kHeaderBytes);
+  if (llvm::crc32(payload) != Get(p + 48, 4)) return Fail(path + ": the checkpoint is corrupted (CRC mismatch)");
+  RankState s;
+  s.step = static_cast<int64_t>(Get(p + 16, 8));
+  s.data_position = static_cast<int64_t>(Get(p + 24, 8));
+  s.data_epoch = static_cast<int64_t>(Get(p + 32, 8));
+  for (std::vector<float>* v : {&s.params, &s.m, &s.v}) {
+    v->resize(count);
+    std::memcpy(v->data(), payload.data() + (v == &s.params ? 0 : v == &s.m ? 4 * count : 8 * count), 4 * count);
+  }
+  return s;
+}
+
+auto Prune(const std::string& root, int64_t keep) -> llvm::Error {
+  std::vector<std::pair<int64_t, bool>> steps = Steps(root);
+  std::vector<int64_t> committed;
+  for (const auto& [step, c] : steps) {
+    if (c) committed.push_back(step);
+  }
+  if (committed.empty()) return llvm::Error::success();
+  int64_t newest = committed.back();
+  size_t drop = committed.size() > static_cast<size_t>(keep) ? committed.size() - static_cast<size_t>(keep) : 0;
+  for (const auto& [step, c] : steps) {
+    bool old_committed = c && std::find(committed.begin(), committed.begin() + drop, step) != committed.begin() + drop;
+    if (!old_committed && (c || step > newest)) continue;
+    if (std::error_code ec = llvm::sys::fs::remove_directories(CheckpointDir(root, step))) {
+      return Fail(fmt::format("{}: cannot remove an old checkpoint: {}", CheckpointDir(root, step), ec.message()));
+    }
+  }
+  return llvm::Error::success();
+}
+
+}  // namespace avf::train

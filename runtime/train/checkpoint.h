@@ -1,0 +1,40 @@
+// Checkpoints, one file per rank (the reshardable format is a later issue):
+// DIR/step_NNNNNNNN/rank_NNNNN.bin, committed by a COMMITTED file that rank
+// 0 writes after every rank has saved (docs/deploy.md: the export step copies
+// only committed checkpoints). Every file has a CRC32, so a torn or corrupted
+// checkpoint is refused with a clear error instead of resuming from garbage.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <llvm/Support/Error.h>
+
+namespace avf::train {
+
+// What one rank needs to resume exactly: its parameters, AdamW moments and
+// position in its data slice.
+struct RankState {
+  int64_t step = 0;  // optimizer steps completed
+  int64_t data_position = 0, data_epoch = 0;
+  std::vector<float> params, m, v;
+};
+
+auto CheckpointDir(const std::string& root, int64_t step) -> std::string;
+
+// Writes the rank's file atomically (a temporary name, then rename).
+auto SaveRank(const std::string& root, int32_t rank, int32_t world, const RankState& state) -> llvm::Error;
+// Marks step `step` complete; call once every rank's SaveRank returned.
+auto Commit(const std::string& root, int64_t step) -> llvm::Error;
+// The newest committed step under `root`, or nullopt when there is none.
+auto LatestCommitted(const std::string& root) -> llvm::Expected<std::optional<int64_t>>;
+// Reads and checks a rank's file: magic, version, world size, rank, sizes, CRC.
+auto LoadRank(const std::string& root, int64_t step, int32_t rank, int32_t world, int64_t params)
+    -> llvm::Expected<RankState>;
+// Deletes all but the newest `keep` committed checkpoints (and uncommitted
+// ones older than the newest committed: a run that crashed mid-save).
+auto Prune(const std::string& root, int64_t keep) -> llvm::Error;
+
+}  // namespace avf::train
