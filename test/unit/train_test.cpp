@@ -15,6 +15,7 @@
 
 #include "model/transformer.h"
 #include "train/checkpoint.h"
+#include "train/metrics.h"
 #include "train/optimizer.h"
 
 namespace avf::train {
@@ -119,6 +120,19 @@ TEST(Training, GoldenLossCurves) {
   EXPECT_EQ(row, gpt2.size());
 }
 
+TEST(Metrics, JsonAndProgress) {
+  StepMetrics m{20, 100, 3.14159, 3e-4, 0.5, 0.25, 12345.6, 1.23e9};
+  EXPECT_EQ(MetricsJson(m), "{\"step\":20,\"loss\":3.14159,\"lr\":0.0003,\"grad_norm\":0.5,\"step_time_s\":0.25,"
+                            "\"tokens_per_s\":12345.6,\"flops_per_s\":1230000000}");
+  EXPECT_EQ(ProgressText(m), "step 20/100  loss 3.1416  lr 3.00e-04  12,346 tok/s  1.23 GFLOP/s  ETA 20s");
+  m.loss = NAN;
+  EXPECT_NE(MetricsJson(m).find("\"loss\":null"), std::string::npos);
+  EXPECT_EQ(DurationText(100), "1m40s");
+  EXPECT_EQ(DurationText(7500), "2h05m");
+  EXPECT_EQ(DurationText(3 * 86400 + 4 * 3600), "3d04h");
+  EXPECT_EQ(DurationText(-1), "?");
+}
+
 class Checkpoints : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -180,6 +194,24 @@ TEST_F(Checkpoints, DamagedOrForeignFilesAreRefused) {
   std::ofstream(file) << "hello";
   EXPECT_NE(Message(LoadRank(root_, 5, 0, 1, 3).takeError()).find("not an aviflow checkpoint"), std::string::npos);
   EXPECT_NE(Message(LoadRank(root_, 6, 0, 1, 3).takeError()).find("cannot read the checkpoint"), std::string::npos);
+}
+
+TEST_F(Checkpoints, MetricsFileAppendsLines) {
+  std::string path = root_ + "/metrics.jsonl";
+  {
+    auto f = MetricsFile::Open(path);
+    ASSERT_TRUE(bool(f));
+    ASSERT_FALSE(f->Append(StepMetrics{1, 2, 1.0, 0.1, 0, 0, 0, 0}));
+    ASSERT_FALSE(f->Append(StepMetrics{2, 2, 0.5, 0.1, 0, 0, 0, 0}));
+  }
+  std::ifstream in(path);
+  std::string a, b;
+  std::getline(in, a);
+  std::getline(in, b);
+  EXPECT_EQ(a.rfind("{\"step\":1,", 0), 0u);
+  EXPECT_EQ(b.rfind("{\"step\":2,\"loss\":0.5", 0), 0u);
+  EXPECT_NE(Message(MetricsFile::Open(root_ + "/no/dir/m.jsonl").takeError()).find("cannot open the metrics file"),
+            std::string::npos);
 }
 
 TEST_F(Checkpoints, PruneKeepsTheNewestCommitted) {
