@@ -1,0 +1,236 @@
+// The runtime's view of plan.json (docs/plan-format.md): flat structs that
+// mirror every documented key, read and checked by ReadPlanFile/ParsePlan.
+// Nothing here depends on the compiler; avf-run reads the file the compiler
+// wrote, as any other reader would. The header stays C++17 (no JSON types)
+// because the translation units that use llvm::json are compiled as C++17.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <llvm/ADT/StringRef.h>
+#include <llvm/Support/Error.h>
+
+namespace avf::runtime {
+
+// The plan format this reader understands; a newer file is refused rather
+// than misread (plan-format.md, Versioning).
+inline constexpr int64_t kPlanFormatVersion = 1;
+inline constexpr const char* kPlanFormatName = "aviflow-plan";
+
+// A plan of 16k ranks is a few MB; anything past this is not a plan, and
+// reading it whole would only exhaust memory.
+inline constexpr uint64_t kMaxPlanBytes = uint64_t{256} << 20;
+
+// Deeper than any plan (4 levels) by far, shallow enough that neither the
+// recursive llvm::json parser nor its destructor can exhaust the stack.
+inline constexpr unsigned kMaxJsonDepth = 64;
+
+// Closed enumerations: a value outside them is an error in version 1 (only
+// fields documented as open, like `predicted.binding`, stay strings).
+enum class Target { Kubeflow, Jobset, Slurm };
+enum class Arch { Gpt2, Llama };
+enum class Precision { Bf16, Fp16, Fp32 };
+enum class LengthField { Steps, Tokens, Epochs };
+enum class PipelineSchedule { OneFOneB, Interleaved, Gpipe };
+enum class Recompute { None, Selective, Full };
+enum class TokenFormat { U16, U32 };
+enum class StorageKind { Ceph, S3, Minio, Beegfs, Lustre, Nfs, Pvc, Local };
+enum class OptimizerKind { AdamW, Sgd };
+enum class LrSchedule { Cosine, Linear, Constant };
+
+// The spelling plan.json uses for each value, for logs and messages.
+auto Name(Target v) -> llvm::StringRef;
+auto Name(Arch v) -> llvm::StringRef;
+auto Name(Precision v) -> llvm::StringRef;
+auto Name(LengthField v) -> llvm::StringRef;
+auto Name(PipelineSchedule v) -> llvm::StringRef;
+auto Name(Recompute v) -> llvm::StringRef;
+auto Name(TokenFormat v) -> llvm::StringRef;
+auto Name(StorageKind v) -> llvm::StringRef;
+auto Name(OptimizerKind v) -> llvm::StringRef;
+auto Name(LrSchedule v) -> llvm::StringRef;
+
+// A null in plan.json is an empty optional; every key is always present.
+struct PlanJob {
+  std::string name;
+  std::optional<std::string> source_sha256;
+  std::optional<Target> target;
+  std::optional<std::string> image;
+  std::optional<std::string> k8s_namespace;  // `namespace`
+  std::optional<std::string> queue;
+  std::optional<std::string> priority;
+};
+
+struct PlanModel {
+  std::string name;
+  Arch arch = Arch::Gpt2;
+  int64_t layers = 0, hidden = 0, heads = 0, kv_heads = 0, ffn = 0, vocab = 0, seq_len = 0;
+  bool tied_embeddings = false;
+  int64_t parameters = 0;
+  double flops_per_token = 0;
+};
+
+struct PlanHardware {
+  std::string cluster, node, gpu;
+  std::optional<std::string> network;
+  int64_t gpu_memory_bytes = 0;
+  double peak_flops = 0;
+  int64_t cluster_nodes = 0, nodes = 0, gpus_per_node = 0, leaves = 0;
+  int64_t nodes_per_leaf = 0;  // 0: one flat switch
+  double oversubscription = 1;
+  std::optional<double> gpu_hour_price;
+};
+
+struct PlanTraining {
+  Precision precision = Precision::Bf16;
+  int64_t gpus = 0, global_batch = 0, micro_batch = 0, micro_batches_per_step = 0, tokens_per_step = 0, steps = 0;
+  double tokens = 0;
+  std::optional<LengthField> length_field;
+};
+
+struct PlanLayout {
+  int64_t data = 0, tensor = 0, pipeline = 0, virtual_stages = 1;
+  PipelineSchedule schedule = PipelineSchedule::OneFOneB;
+  int64_t zero = 0, micro_batch = 0;
+  Recompute recompute = Recompute::None;
+  bool sequence_parallel = false;
+  std::string rank_order;  // always "tensor,data,pipeline" in version 1
+};
+
+struct PlanRank {
+  int64_t rank = 0, node = 0, gpu = 0, leaf = 0;
+  int64_t tensor = 0, data = 0, pipeline = 0;
+};
+
+// Ranks in ring order, which is also the group's local rank order.
+using RankGroup = std::vector<int64_t>;
+
+struct PlanGroups {
+  std::vector<RankGroup> tensor, data, pipeline;
+  std::vector<RankGroup> embedding;  // empty when the plan has no `embedding` key
+};
+
+struct PlanStage {
+  int64_t stage = 0, chunk = 0, first_layer = 0, layers = 0;
+  bool embedding = false, output = false;
+};
+
+struct Location {
+  std::string storage;
+  StorageKind kind = StorageKind::Local;
+  std::string path;
+};
+
+struct DataSlice {
+  int64_t data_rank = 0, first_token = 0, tokens = 0, first_shard = 0, last_shard = 0, sequences_per_step = 0;
+};
+
+struct PlanData {
+  std::string name;
+  Location source;
+  std::optional<Location> staged_to;
+  int64_t tokens = 0, shards = 0;
+  TokenFormat format = TokenFormat::U16;
+  int64_t token_bytes = 2;
+  std::vector<DataSlice> slices;  // slices[d] belongs to data rank d
+};
+
+struct ZeroSlice {
+  int64_t stage = 0, data_rank = 0, first = 0, count = 0;
+};
+
+struct PlanZero {
+  int64_t stage = 0;
+  std::vector<ZeroSlice> slices;  // stage-major: slices[s * D + d]; empty at stage 0
+};
+
+struct PlanOptimizer {
+  OptimizerKind kind = OptimizerKind::AdamW;
+  std::optional<double> lr;
+  std::optional<std::array<double, 2>> betas;
+  std::optional<double> weight_decay;
+  int64_t warmup = 0;
+  LrSchedule schedule = LrSchedule::Constant;
+};
+
+struct PlanCheckpoint {
+  std::optional<int64_t> every_steps;
+  std::optional<double> every_seconds;
+  std::optional<Location> dir;
+  std::optional<Location> export_to;  // `export`
+  std::optional<int64_t> keep;
+  bool async = false;
+};
+
+struct PlanPredicted {
+  int64_t memory_per_gpu_bytes = 0;
+  struct Memory {
+    int64_t weights = 0, gradients = 0, optimizer = 0, activations = 0, buffers = 0;
+  } memory_breakdown_bytes;
+  double step_time_s = 0;
+  struct Time {
+    double compute = 0, tensor_comm = 0, pipeline_comm = 0, bubble = 0, data_comm = 0, optimizer = 0;
+  } time_breakdown_s;
+  double tokens_per_s = 0, tflops_per_gpu = 0, mfu = 0;
+  bool fits = false;
+  std::string binding;  // an open set: for people, not for decisions
+  int64_t data_group_span_nodes = 0, data_group_span_leaves = 0;
+  double time_to_train_s = 0, gpu_hours = 0;
+  std::optional<double> cost;
+};
+
+struct RunPlan {
+  int64_t version = kPlanFormatVersion;
+  PlanJob job;
+  PlanModel model;
+  PlanHardware hardware;
+  PlanTraining training;
+  PlanLayout layout;
+  std::vector<PlanRank> ranks;  // ranks[i].rank == i
+  PlanGroups groups;
+  std::vector<PlanStage> stages;  // stage-major: stages[s * C + c]
+  std::vector<int64_t> stage_parameters;
+  PlanData data;
+  PlanZero zero;
+  PlanOptimizer optimizer;
+  std::optional<PlanCheckpoint> checkpoint;
+  PlanPredicted predicted;
+};
+
+// Ranks one node runs: every node is full except when the whole job is
+// smaller than one node (the manifests' nprocPerNode, PET_NPROC_PER_NODE).
+auto RanksPerNode(const RunPlan& plan) -> int64_t;
+
+// Every problem of a plan that is refused, each formatted as
+// `FILE: key.path: message` (or `FILE: message`), the first few of `total`.
+class PlanError : public llvm::ErrorInfo<PlanError> {
+ public:
+  static char ID;
+  PlanError(std::vector<std::string> lines, size_t total) : lines_(std::move(lines)), total_(total) {}
+  auto lines() const -> const std::vector<std::string>& { return lines_; }
+  auto total() const -> size_t { return total_; }
+  void log(llvm::raw_ostream& os) const override;
+  auto convertToErrorCode() const -> std::error_code override;
+
+ private:
+  std::vector<std::string> lines_;
+  size_t total_;
+};
+
+// Reads, parses and validates `path`; messages name the file as given.
+// Refuses files over max_bytes (also pipes and devices that never end).
+auto ReadPlanFile(llvm::StringRef path, uint64_t max_bytes = kMaxPlanBytes) -> llvm::Expected<RunPlan>;
+
+// Parses and validates plan.json text; `name` prefixes every message.
+auto ParsePlan(llvm::StringRef text, llvm::StringRef name = "plan.json") -> llvm::Expected<RunPlan>;
+
+// The consistency rules execution relies on (those of tools/validate_plan.py
+// minus the predicted totals, which only inform people). ParsePlan runs it.
+auto ValidatePlan(const RunPlan& plan, llvm::StringRef name = "plan.json") -> llvm::Error;
+
+}  // namespace avf::runtime

@@ -1,0 +1,192 @@
+// Layer ranges of the stages, data slices and ZeRO slices: each must cover
+// its whole range exactly once, in the documented order (plan-format.md:
+// stages, data, zero; tools/validate_plan.py check_stages, check_data,
+// check_zero). Intervals are compared, never expanded: the counts come from
+// the file and may be huge.
+#include <algorithm>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "plan/validate.h"
+
+namespace avf::runtime {
+
+namespace {
+
+// Where chunk i of `stages` must start and whether it holds the embedding
+// or the output layer; false when its (stage, chunk) is out of place.
+auto CheckStageEntry(const RunPlan& plan, size_t i, int64_t chunks, Problems& p) -> bool {
+  const PlanStage& st = plan.stages[i];
+  int64_t P = plan.layout.pipeline, L = plan.model.layers;
+  int64_t s = static_cast<int64_t>(i) / chunks, c = static_cast<int64_t>(i) % chunks;
+  if (st.stage != s || st.chunk != c) {
+    p.Addf(fmt::format("stages[{}]", i), "stage {}, chunk {}, but entry {} is stage {}, chunk {} (stage-major order)",
+           st.stage, st.chunk, i, s, c);
+    return false;
+  }
+  int64_t block = c * P + s, first = 0, end = 0;
+  if (MulOverflows(block, st.layers, &first) || st.first_layer != first) {
+    p.Addf(fmt::format("stages[{}].first_layer", i),
+           "{}, but chunk {} of stage {} holds layer block {} (chunk x pipeline + stage) of {} layers", st.first_layer,
+           c, s, block, st.layers);
+  }
+  if (AddOverflows(st.first_layer, st.layers, &end) || end > L) {
+    p.Addf(fmt::format("stages[{}]", i), "{} layers from layer {} run past the model's {} layers", st.layers,
+           st.first_layer, L);
+    return false;
+  }
+  if (st.embedding != (st.first_layer == 0)) {
+    p.Addf(fmt::format("stages[{}].embedding", i), "{}, but the embedding belongs to the chunk that holds layer 0",
+           st.embedding);
+  }
+  if (st.output != (end == L)) {
+    p.Addf(fmt::format("stages[{}].output", i), "{}, but the output layer belongs to the chunk that holds layer {}",
+           st.output, L - 1);
+  }
+  return true;
+}
+
+// Sorted by first layer, the chunks must tile 0 .. L-1 without gap or overlap.
+void CheckLayerCoverage(const RunPlan& plan, Problems& p) {
+  std::vector<std::tuple<int64_t, int64_t, size_t>> ranges;  // first, end, index
+  for (size_t i = 0; i < plan.stages.size(); ++i) {
+    const PlanStage& st = plan.stages[i];
+    ranges.emplace_back(st.first_layer, st.first_layer + st.layers, i);
+  }
+  std::sort(ranges.begin(), ranges.end());
+  int64_t next = 0;
+  size_t holder = 0;
+  for (const auto& [first, end, i] : ranges) {
+    if (first > next) {
+      p.Addf("stages", "layers {}..{} are held by no stage", next, first - 1);
+    } else if (first < next) {
+      p.Addf(fmt::format("stages[{}]", i), "layers {}..{} are also held by stages[{}]", first,
+             std::min(end, next) - 1, holder);
+    }
+    if (end > next) {
+      next = end;
+      holder = i;
+    }
+  }
+  if (next < plan.model.layers) p.Addf("stages", "layers {}..{} are held by no stage", next, plan.model.layers - 1);
+}
+
+// One slice's shard numbers against its token range.
+void CheckSliceShards(const PlanData& data, size_t i, int64_t end, Problems& p) {
+  const DataSlice& s = data.slices[i];
+  int64_t shard_tokens = std::max<int64_t>(data.tokens / data.shards, 1);
+  int64_t first = std::min(s.first_token / shard_tokens, data.shards - 1);
+  int64_t last = std::min(std::max<int64_t>(end - 1, 0) / shard_tokens, data.shards - 1);
+  if (s.first_shard == first && s.last_shard == last) return;
+  p.Addf(fmt::format("data.slices[{}]", i), "shards {}..{}, but tokens {}..{} lie in shards {}..{}", s.first_shard,
+         s.last_shard, s.first_token, end - 1, first, last);
+}
+
+}  // namespace
+
+void CheckStages(const RunPlan& plan, Problems& p) {
+  const PlanLayout& l = plan.layout;
+  int64_t chunks = l.schedule == PipelineSchedule::Interleaved ? l.virtual_stages : 1, entries = 0;
+  if (static_cast<int64_t>(plan.stage_parameters.size()) != l.pipeline) {
+    p.Addf("stage_parameters", "{} entries, expected one per pipeline stage ({})", plan.stage_parameters.size(),
+           l.pipeline);
+  }
+  if (MulOverflows(l.pipeline, chunks, &entries) || entries != static_cast<int64_t>(plan.stages.size())) {
+    p.Addf("stages", "{} entries, expected pipeline x chunks = {} x {}{}", plan.stages.size(), l.pipeline, chunks,
+           chunks > 1 ? " (virtual_stages of the interleaved schedule)" : "");
+    return;
+  }
+  bool placed = true;
+  for (size_t i = 0; i < plan.stages.size(); ++i) placed = CheckStageEntry(plan, i, chunks, p) && placed;
+  if (placed) CheckLayerCoverage(plan, p);
+}
+
+void CheckDataSlices(const RunPlan& plan, Problems& p) {
+  const PlanData& data = plan.data;
+  int64_t D = plan.layout.data;
+  if ((data.format == TokenFormat::U16 ? 2 : 4) != data.token_bytes) {
+    p.Addf("data.token_bytes", "{} bytes per token, but {} tokens are {} bytes", data.token_bytes, Name(data.format),
+           data.format == TokenFormat::U16 ? 2 : 4);
+  }
+  if (static_cast<int64_t>(data.slices.size()) != D) {
+    p.Addf("data.slices", "{} slices, expected one per data-parallel rank ({})", data.slices.size(), D);
+    return;
+  }
+  int64_t next = 0;
+  for (size_t i = 0; i < data.slices.size(); ++i) {
+    const DataSlice& s = data.slices[i];
+    int64_t end = 0, batch = 0;
+    if (s.data_rank != static_cast<int64_t>(i)) {
+      p.Addf(fmt::format("data.slices[{}].data_rank", i), "{} at position {}; slices are in data-rank order",
+             s.data_rank, i);
+    }
+    if (s.first_token != next) {
+      p.Addf(fmt::format("data.slices[{}].first_token", i),
+             "starts at token {}, but the previous slice ends at {} (slices are contiguous from token 0)",
+             s.first_token, next);
+    }
+    if (AddOverflows(s.first_token, s.tokens, &end)) {
+      p.Addf(fmt::format("data.slices[{}]", i), "first_token {} + tokens {} overflows", s.first_token, s.tokens);
+      return;
+    }
+    CheckSliceShards(data, i, end, p);
+    if (MulOverflows(s.sequences_per_step, D, &batch) || batch != plan.training.global_batch) {
+      p.Addf(fmt::format("data.slices[{}].sequences_per_step", i), "{} x {} data ranks is not the global batch {}",
+             s.sequences_per_step, D, plan.training.global_batch);
+    }
+    next = end;
+  }
+  if (next != data.tokens) {
+    p.Addf("data.slices", "the slices end at token {}, but the dataset has {} tokens", next, data.tokens);
+  }
+}
+
+void CheckZeroSlices(const RunPlan& plan, Problems& p) {
+  const PlanZero& zero = plan.zero;
+  int64_t D = plan.layout.data, P = plan.layout.pipeline, entries = 0;
+  if (zero.stage != plan.layout.zero) {
+    p.Addf("zero.stage", "ZeRO stage {}, but layout.zero is {}", zero.stage, plan.layout.zero);
+  }
+  if (zero.stage == 0) {
+    if (!zero.slices.empty()) p.Add("zero.slices", "ZeRO stage 0 shards nothing; the slices must be empty");
+    return;
+  }
+  if (MulOverflows(D, P, &entries) || entries != static_cast<int64_t>(zero.slices.size())) {
+    p.Addf("zero.slices", "{} slices, expected data x pipeline = {} x {} (each stage's data ranks)",
+           zero.slices.size(), D, P);
+    return;
+  }
+  int64_t offset = 0;
+  for (size_t i = 0; i < zero.slices.size(); ++i) {
+    const ZeroSlice& z = zero.slices[i];
+    int64_t s = static_cast<int64_t>(i) / D, d = static_cast<int64_t>(i) % D;
+    if (z.stage != s || z.data_rank != d) {
+      p.Addf(fmt::format("zero.slices[{}]", i),
+             "stage {}, data rank {}, but entry {} is stage {}, data rank {} (stage-major, data ranks in order)",
+             z.stage, z.data_rank, i, s, d);
+      return;
+    }
+    if (d == 0) offset = 0;
+    if (z.first != offset) {
+      p.Addf(fmt::format("zero.slices[{}].first", i), "starts at {}, expected {} (a stage's slices are contiguous)",
+             z.first, offset);
+    }
+    if (AddOverflows(z.first, z.count, &offset)) {
+      p.Addf(fmt::format("zero.slices[{}]", i), "first {} + count {} overflows", z.first, z.count);
+      return;
+    }
+    if (d == D - 1 && s < static_cast<int64_t>(plan.stage_parameters.size()) && offset != plan.stage_parameters[s]) {
+      p.Addf("zero.slices", "stage {}'s slices cover {} parameters, but stage_parameters[{}] is {}", s, offset, s,
+             plan.stage_parameters[s]);
+    }
+  }
+}
+
+void CheckCheckpoint(const RunPlan& plan, Problems& p) {
+  if (plan.checkpoint && plan.checkpoint->every_steps && plan.checkpoint->every_seconds) {
+    p.Add("checkpoint", "every_steps and every_seconds are both set; at most one of the two is");
+  }
+}
+
+}  // namespace avf::runtime

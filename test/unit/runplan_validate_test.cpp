@@ -1,0 +1,315 @@
+// Tests for runtime/plan's ValidatePlan: one mutation of a valid plan per
+// consistency rule (plan-format.md, Validation), each with the message it
+// must produce. Most edit the parsed RunPlan; a few edit the JSON text to
+// show the whole path from file to message.
+#include <string>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "plan/plan.h"
+#include "runplan_test_util.h"
+
+namespace avf::runtime {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::Fixture;
+using testing::MakePlan;
+using testing::MustParse;
+using testing::ParseFailure;
+using testing::RemoveAt;
+using testing::SetAt;
+using testing::Shape;
+using testing::ValidateFailure;
+
+auto Hgx() -> RunPlan {
+  static const RunPlan plan = MustParse(Fixture("hgx_h100_platform.json"));
+  return plan;
+}
+
+auto Tied() -> RunPlan {
+  static const RunPlan plan = MustParse(Fixture("gpt2_tiny_tied_pp.json"));
+  return plan;
+}
+
+TEST(RunPlanValidate, MadePlansAreValid) {
+  for (Shape s : {Shape{}, Shape{2, 4, 2, 8, 1, 1, false}, Shape{2, 2, 3, 4, 2, 3, true}, Shape{1, 3, 1, 8, 1, 2},
+                  Shape{4, 1, 4, 2, 3, 0, true}, Shape{1, 12, 1, 8}}) {
+    llvm::Error e = ValidatePlan(MakePlan(s));
+    EXPECT_FALSE(static_cast<bool>(e)) << llvm::toString(std::move(e));
+  }
+}
+
+TEST(RunPlanValidate, RankCoordinateOutsideItsAxis) {
+  std::string text = SetAt(Fixture("llama7b_a100_128.json"), "ranks[17].tensor", "9");
+  EXPECT_EQ(ParseFailure(text), "plan.json: ranks[17].tensor: 9 is outside 0..7");
+}
+
+TEST(RunPlanValidate, RankCoordinatesFollowMegatronOrder) {
+  RunPlan p = Hgx();
+  p.ranks[21].data = 2;
+  p.ranks[22].pipeline = 0;
+  EXPECT_EQ(ValidateFailure(p),
+            "plan.json: ranks[21].data: 2, but rank 21 has data coordinate 1 (rank = tensor + T x (data + D x "
+            "pipeline), T = 4, D = 4)\n"
+            "plan.json: ranks[22].pipeline: 0, but rank 22 has pipeline coordinate 1 (rank = tensor + T x (data + D "
+            "x pipeline), T = 4, D = 4)");
+}
+
+TEST(RunPlanValidate, RanksInOrder) {
+  RunPlan p = Hgx();
+  p.ranks[5].rank = 6;
+  EXPECT_EQ(ValidateFailure(p), "plan.json: ranks[5].rank: rank 6 at position 5; ranks are listed in rank order");
+}
+
+TEST(RunPlanValidate, RankPlacement) {
+  RunPlan p = Hgx();
+  p.ranks[9].node = 0;
+  p.ranks[9].gpu = 0;
+  EXPECT_EQ(ValidateFailure(p),
+            "plan.json: ranks[9].node: 0, but rank 9 is on node 1 (rank / gpus_per_node 8)\n"
+            "plan.json: ranks[9].gpu: 0, but rank 9 is GPU 1 of its node (rank mod gpus_per_node 8)");
+  RunPlan q = MustParse(Fixture("llama7b_a100_128.json"));
+  q.ranks[127].leaf = 0;
+  EXPECT_EQ(ValidateFailure(q), "plan.json: ranks[127].leaf: 0, but node 15 is under leaf 1 (node / nodes_per_leaf 8)");
+}
+
+TEST(RunPlanValidate, RankCountIsDataTimesTensorTimesPipeline) {
+  std::string text = RemoveAt(Fixture("hgx_h100_platform.json"), "ranks[31]");
+  EXPECT_EQ(ParseFailure(text), "plan.json: ranks: 31 ranks, but data x tensor x pipeline = 4 x 4 x 2 = 32");
+  RunPlan p = Hgx();
+  p.training.gpus = 16;
+  EXPECT_EQ(ValidateFailure(p),
+            "plan.json: training.gpus: 16 GPUs, but the layout has data x tensor x pipeline = 32 ranks");
+  p = Hgx();
+  p.layout.data = 8;
+  EXPECT_THAT(ValidateFailure(p), HasSubstr("plan.json: ranks: 32 ranks, but data x tensor x pipeline = 8 x 4 x 2 = 64"));
+}
+
+TEST(RunPlanValidate, HugeLayoutDoesNotOverflow) {
+  std::string text = SetAt(Fixture("hgx_h100_platform.json"), "layout.tensor", "4611686018427387904");
+  text = SetAt(text, "layout.data", "4611686018427387904");
+  EXPECT_THAT(ParseFailure(text),
+              HasSubstr("plan.json: layout: data x tensor x pipeline = 4611686018427387904 x 4611686018427387904 x 2 "
+                        "overflows a 64-bit integer"));
+  RunPlan p = Hgx();
+  p.layout.micro_batch = INT64_MAX;
+  p.model.seq_len = INT64_MAX;
+  EXPECT_THAT(ValidateFailure(p), HasSubstr("training.tokens_per_step: 4194304, but global batch 512 x seq_len"));
+}
+
+TEST(RunPlanValidate, ZeroExtentsOfHandBuiltPlans) {
+  RunPlan p = Hgx();
+  p.layout.tensor = 0;
+  p.hardware.gpus_per_node = -1;
+  EXPECT_EQ(ValidateFailure(p),
+            "plan.json: layout.tensor: 0 is below the minimum 1\n"
+            "plan.json: hardware.gpus_per_node: -1 is below the minimum 1");
+  EXPECT_THAT(ValidateFailure(RunPlan{}), HasSubstr("layout.data: 0 is below the minimum 1"));
+}
+
+TEST(RunPlanValidate, HardwareNodes) {
+  RunPlan p = Hgx();
+  p.hardware.nodes = 3;
+  std::string message = ValidateFailure(p);
+  EXPECT_THAT(message, HasSubstr("plan.json: hardware.nodes: 3 nodes, but 32 ranks on 8 GPUs per node need 4"));
+  EXPECT_THAT(message, HasSubstr("plan.json: ranks[24].node: node 3 is beyond the 3 nodes the job uses"));
+  p = Hgx();
+  p.hardware.cluster_nodes = 2;
+  EXPECT_EQ(ValidateFailure(p), "plan.json: hardware.nodes: 4 nodes used, but the cluster has 2");
+}
+
+TEST(RunPlanValidate, EveryRankInExactlyOneGroupPerKind) {
+  RunPlan p = Hgx();
+  p.groups.tensor[1].pop_back();  // rank 7
+  EXPECT_EQ(ValidateFailure(p), "plan.json: groups.tensor: ranks [7] are in no tensor group");
+  p = Hgx();
+  p.groups.tensor[1][3] = 3;
+  EXPECT_EQ(ValidateFailure(p),
+            "plan.json: groups.tensor[1][3]: rank 3 is also in groups.tensor[0]\n"
+            "plan.json: groups.tensor: ranks [7] are in no tensor group");
+  p = Hgx();
+  p.groups.data[0][1] = 32;
+  p.groups.data[0][2] = -1;
+  EXPECT_EQ(ValidateFailure(p),
+            "plan.json: groups.data[0][1]: rank 32 does not exist (the plan has 32 ranks)\n"
+            "plan.json: groups.data[0][2]: rank -1 does not exist (the plan has 32 ranks)\n"
+            "plan.json: groups.data: ranks [4, 8] are in no data group");
+  p = Hgx();
+  p.groups.pipeline.pop_back();
+  EXPECT_EQ(ValidateFailure(p),
+            "plan.json: groups.pipeline: ranks [15, 31] are in no pipeline group\n"
+            "plan.json: groups.pipeline: 15 pipeline groups, expected 16 (ranks p = 0..P-1 at fixed (t, d); groups d "
+            "outer, t inner)");
+}
+
+TEST(RunPlanValidate, GroupsInRingAndDocumentedOrder) {
+  RunPlan p = Hgx();
+  std::swap(p.groups.tensor[1][0], p.groups.tensor[1][1]);
+  EXPECT_EQ(ValidateFailure(p),
+            "plan.json: groups.tensor[1]: [5, 4, 6, 7], but the layout puts [4, 5, 6, 7] here (ranks t = 0..T-1 at "
+            "fixed (d, p); groups p outer, d inner)");
+  p = Hgx();
+  std::swap(p.groups.data[0], p.groups.data[1]);
+  EXPECT_THAT(ValidateFailure(p), HasSubstr("plan.json: groups.data[0]: [1, 5, 9, 13], but the layout puts [0, 4, 8, "
+                                            "12] here"));
+  // Every rank once, but a group that mixes two tensor groups.
+  p = Hgx();
+  std::swap(p.groups.tensor[0][3], p.groups.tensor[1][0]);
+  EXPECT_THAT(ValidateFailure(p), HasSubstr("plan.json: groups.tensor[0]: [0, 1, 2, 4], but the layout puts [0, 1, 2, "
+                                            "3] here"));
+}
+
+TEST(RunPlanValidate, EmbeddingGroups) {
+  RunPlan p = Tied();
+  p.groups.embedding.clear();
+  EXPECT_EQ(ValidateFailure(p),
+            "plan.json: groups: no `embedding` groups, but the model ties its embeddings and pipeline = 2: the first "
+            "and last stage must sum the shared embedding's gradient");
+  p = Hgx();
+  p.groups.embedding = {{0, 16}};
+  EXPECT_EQ(ValidateFailure(p),
+            "plan.json: groups.embedding: embedding groups exist only with tied embeddings and pipeline > 1");
+  p = Tied();
+  p.groups.embedding[0] = {0, 4};
+  EXPECT_EQ(ValidateFailure(p),
+            "plan.json: groups.embedding[4][0]: rank 4 is also in groups.embedding[0]\n"
+            "plan.json: groups.embedding: ranks [8] are in no embedding group");
+  p = MakePlan(Shape{1, 2, 3, 8, 1, 0, true});  // ranks 2, 3 are stage 1 of 3
+  p.groups.embedding[0][1] = 2;
+  EXPECT_EQ(ValidateFailure(p),
+            "plan.json: groups.embedding[0][1]: rank 2 is on neither the first nor the last pipeline stage\n"
+            "plan.json: groups.embedding: ranks [4] are in no embedding group");
+}
+
+TEST(RunPlanValidate, StageEntries) {
+  RunPlan p = Hgx();
+  p.stages.pop_back();
+  EXPECT_EQ(ValidateFailure(p),
+            "plan.json: stages: 3 entries, expected pipeline x chunks = 2 x 2 (virtual_stages of the interleaved "
+            "schedule)");
+  p = Hgx();
+  p.layout.schedule = PipelineSchedule::OneFOneB;  // one chunk per stage
+  EXPECT_EQ(ValidateFailure(p), "plan.json: stages: 4 entries, expected pipeline x chunks = 2 x 1");
+  p = Hgx();
+  std::swap(p.stages[1], p.stages[2]);
+  EXPECT_EQ(ValidateFailure(p),
+            "plan.json: stages[1]: stage 1, chunk 0, but entry 1 is stage 0, chunk 1 (stage-major order)\n"
+            "plan.json: stages[2]: stage 0, chunk 1, but entry 2 is stage 1, chunk 0 (stage-major order)");
+  p = Hgx();
+  p.stage_parameters.pop_back();
+  EXPECT_EQ(ValidateFailure(p), "plan.json: stage_parameters: 1 entries, expected one per pipeline stage (2)");
+}
+
+TEST(RunPlanValidate, StageLayersCoverTheModelOnce) {
+  RunPlan p = Hgx();
+  p.stages[1].first_layer = 8;
+  EXPECT_EQ(ValidateFailure(p),
+            "plan.json: stages[1].first_layer: 8, but chunk 1 of stage 0 holds layer block 2 (chunk x pipeline + "
+            "stage) of 8 layers\n"
+            "plan.json: stages[2]: layers 8..15 are also held by stages[1]\n"
+            "plan.json: stages: layers 16..23 are held by no stage");
+  p = Hgx();
+  p.stages[3].layers = 9;
+  EXPECT_THAT(ValidateFailure(p), HasSubstr("plan.json: stages[3]: 9 layers from layer 24 run past the model's 32 "
+                                            "layers"));
+  p = Hgx();
+  p.model.layers = 40;
+  EXPECT_THAT(ValidateFailure(p), HasSubstr("plan.json: stages: layers 32..39 are held by no stage"));
+  p = Hgx();
+  p.stages[0].embedding = false;
+  p.stages[2].output = true;
+  EXPECT_EQ(ValidateFailure(p),
+            "plan.json: stages[0].embedding: false, but the embedding belongs to the chunk that holds layer 0\n"
+            "plan.json: stages[2].output: true, but the output layer belongs to the chunk that holds layer 31");
+}
+
+TEST(RunPlanValidate, DataSlicesContiguous) {
+  RunPlan p = Hgx();
+  p.data.slices.pop_back();
+  EXPECT_EQ(ValidateFailure(p), "plan.json: data.slices: 3 slices, expected one per data-parallel rank (4)");
+  p = Hgx();
+  p.data.slices[2].data_rank = 1;
+  EXPECT_EQ(ValidateFailure(p), "plan.json: data.slices[2].data_rank: 1 at position 2; slices are in data-rank order");
+  p = Hgx();
+  p.data.slices[1].first_token += 1;
+  EXPECT_THAT(ValidateFailure(p),
+              HasSubstr("plan.json: data.slices[1].first_token: starts at token 125000000001, but the previous slice "
+                        "ends at 125000000000 (slices are contiguous from token 0)"));
+  p = Hgx();
+  p.data.tokens += 1;
+  EXPECT_EQ(ValidateFailure(p),
+            "plan.json: data.slices: the slices end at token 500000000000, but the dataset has 500000000001 tokens");
+  p = Hgx();
+  p.data.slices[0].last_shard = 254;
+  EXPECT_EQ(ValidateFailure(p),
+            "plan.json: data.slices[0]: shards 0..254, but tokens 0..124999999999 lie in shards 0..255");
+  p = Hgx();
+  p.data.slices[0].sequences_per_step = 64;
+  EXPECT_EQ(ValidateFailure(p),
+            "plan.json: data.slices[0].sequences_per_step: 64 x 4 data ranks is not the global batch 512");
+  p = Hgx();
+  p.data.token_bytes = 2;
+  EXPECT_EQ(ValidateFailure(p), "plan.json: data.token_bytes: 2 bytes per token, but tokens_u32 tokens are 4 bytes");
+  p = Hgx();
+  p.data.slices[3].first_token = INT64_MAX - 1;
+  EXPECT_THAT(ValidateFailure(p), HasSubstr("plan.json: data.slices[3]: first_token 9223372036854775806 + tokens "
+                                            "125000000000 overflows"));
+}
+
+TEST(RunPlanValidate, ZeroSlicesCoverEachStageBuffer) {
+  RunPlan p = Hgx();
+  p.zero.stage = 2;
+  EXPECT_EQ(ValidateFailure(p), "plan.json: zero.stage: ZeRO stage 2, but layout.zero is 1");
+  p = MustParse(Fixture("gpt2_tiny_local.json"));
+  p.zero.slices.push_back({0, 0, 0, 136960});
+  EXPECT_EQ(ValidateFailure(p), "plan.json: zero.slices: ZeRO stage 0 shards nothing; the slices must be empty");
+  p = Hgx();
+  p.zero.slices.pop_back();
+  EXPECT_EQ(ValidateFailure(p),
+            "plan.json: zero.slices: 7 slices, expected data x pipeline = 4 x 2 (each stage's data ranks)");
+  p = Hgx();
+  p.zero.slices[1].data_rank = 2;
+  EXPECT_EQ(ValidateFailure(p),
+            "plan.json: zero.slices[1]: stage 0, data rank 2, but entry 1 is stage 0, data rank 1 (stage-major, data "
+            "ranks in order)");
+  p = Hgx();
+  p.zero.slices[1].first += 1;
+  EXPECT_EQ(ValidateFailure(p),
+            "plan.json: zero.slices[1].first: starts at 250970113, expected 250970112 (a stage's slices are "
+            "contiguous)\n"
+            "plan.json: zero.slices[2].first: starts at 501940224, expected 501940225 (a stage's slices are "
+            "contiguous)");
+  p = Hgx();
+  p.zero.slices[7].count -= 1;
+  EXPECT_EQ(ValidateFailure(p),
+            "plan.json: zero.slices: stage 1's slices cover 1003884543 parameters, but stage_parameters[1] is "
+            "1003884544");
+  p = Hgx();
+  p.zero.slices[7].count = INT64_MAX;
+  EXPECT_THAT(ValidateFailure(p), HasSubstr("zero.slices[7]: first 752913408 + count 9223372036854775807 overflows"));
+}
+
+TEST(RunPlanValidate, BatchArithmetic) {
+  RunPlan p = Hgx();
+  p.training.micro_batch = 4;
+  EXPECT_EQ(ValidateFailure(p), "plan.json: training.micro_batch: 4, but layout.micro_batch is 2");
+  p = Hgx();
+  p.training.micro_batches_per_step = 63;
+  EXPECT_EQ(ValidateFailure(p),
+            "plan.json: training.micro_batches_per_step: 63, but global batch 512 / (data 4 x micro_batch 2) is not "
+            "that");
+  p = Hgx();
+  p.training.tokens_per_step = 1;
+  EXPECT_EQ(ValidateFailure(p), "plan.json: training.tokens_per_step: 1, but global batch 512 x seq_len 8192 is not that");
+}
+
+TEST(RunPlanValidate, CheckpointEitherStepsOrSeconds) {
+  std::string text = SetAt(Fixture("hgx_h100_platform.json"), "checkpoint.every_steps", "100");
+  EXPECT_EQ(ParseFailure(text),
+            "plan.json: checkpoint: every_steps and every_seconds are both set; at most one of the two is");
+}
+
+}  // namespace
+}  // namespace avf::runtime
