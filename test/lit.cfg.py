@@ -16,6 +16,8 @@ config.test_exec_root = os.environ.get("AVIFLOW_TEST_EXEC_ROOT", os.path.join(co
 
 src = config.aviflow_src_root
 config.substitutions.append(("%aviflowc", config.aviflowc_path))
+# The runtime's executable (avf-run), for the tests of test/run.
+config.substitutions.append(("%avfrun", config.avf_run_path))
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%stdlib", os.path.join(src, "stdlib")))
 config.substitutions.append(("%examples", os.path.join(src, "examples")))

@@ -12,12 +12,13 @@ if [ "${AVIFLOW_QUICK:-0}" != 1 ]; then
   cmake -S . -B build-asan -G Ninja -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAVIFLOW_SANITIZE=ON -DAVIFLOW_FUZZ=ON -DAVIFLOW_TESTS=OFF \
     -DAVIFLOW_ENABLE_CUDA=OFF >/dev/null
-  cmake --build build-asan --target aviflowc avf_fuzz_frontend avf_fuzz_planner avf_stdlib
+  cmake --build build-asan --target aviflowc avf-run avf_fuzz_frontend avf_fuzz_planner avf_stdlib
   extra=(-DAVIFLOW_SANITIZED_AVIFLOWC="$PWD/build-asan/bin/aviflowc"
+         -DAVIFLOW_SANITIZED_AVF_RUN="$PWD/build-asan/bin/avf-run"
          -DAVIFLOW_FUZZER="$PWD/build-asan/bin/avf_fuzz_frontend"
          -DAVIFLOW_PLANNER_FUZZER="$PWD/build-asan/bin/avf_fuzz_planner")
 else
-  extra=(-DAVIFLOW_SANITIZED_AVIFLOWC= -DAVIFLOW_FUZZER= -DAVIFLOW_PLANNER_FUZZER=)
+  extra=(-DAVIFLOW_SANITIZED_AVIFLOWC= -DAVIFLOW_SANITIZED_AVF_RUN= -DAVIFLOW_FUZZER= -DAVIFLOW_PLANNER_FUZZER=)
 fi
 tools/build.sh "${extra[@]}"
 ctest --test-dir build --output-on-failure -j2

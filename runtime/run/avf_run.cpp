@@ -1,0 +1,148 @@
+// avf-run: executes one rank of a plan.json (docs/deploy.md, "avf-run"), and
+// `avf-run tokenize`, which makes token shards from text so that a local run
+// needs no download. Exit status: 0 success, 1 an error in the plan, the data
+// or a checkpoint, 2 a usage error.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include "data/shard_format.h"
+#include "data/shard_writer.h"
+#include "data/tokenizer.h"
+#include "plan/identity.h"
+#include "plan/plan.h"
+#include "train/trainer.h"
+
+namespace {
+
+struct RunFlags {
+  std::string plan, data_dir, checkpoint_dir, resume = "latest", run_dir = ".", metrics;
+  int64_t max_steps = 0;
+  uint64_t seed = 1234;
+  avf::runtime::IdentityFlags identity;
+};
+
+struct TokenizeFlags {
+  std::vector<std::string> inputs;
+  std::string out_dir;
+  int64_t shards = 1;
+  uint32_t vocab = 512;
+  std::string format = "tokens_u16";
+};
+
+auto Report(llvm::Error e) -> int {
+  llvm::errs() << "avf-run: error: " << llvm::toString(std::move(e)) << "\n";
+  return 1;
+}
+
+auto ReadInputs(const std::vector<std::string>& paths, std::string& text) -> llvm::Error {
+  for (const std::string& p : paths) {
+    auto buffer = llvm::MemoryBuffer::getFile(p, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+    if (!buffer) return llvm::createStringError(buffer.getError(), "%s: cannot read: %s", p.c_str(), buffer.getError().message().c_str());
+    text += (*buffer)->getBuffer().str();
+  }
+  return llvm::Error::success();
+}
+
+auto Tokenize(const TokenizeFlags& f) -> int {
+  std::string text;
+  if (llvm::Error e = ReadInputs(f.inputs, text)) return Report(std::move(e));
+  uint32_t width = f.format == "tokens_u32" ? 4 : 2;
+  if (width == 2 && f.vocab > 65536) return Report(llvm::createStringError(llvm::inconvertibleErrorCode(), "a vocabulary of %u does not fit tokens_u16; use --format tokens_u32", f.vocab));
+  avf::data::Tokenizer tok = avf::data::Tokenizer::Train(text, f.vocab);
+  std::vector<uint32_t> ids = tok.Encode(text);
+  auto n = static_cast<int64_t>(ids.size());
+  if (n < f.shards) return Report(llvm::createStringError(llvm::inconvertibleErrorCode(), "%lld tokens cannot fill %lld shards", static_cast<long long>(n), static_cast<long long>(f.shards)));
+  if (std::error_code ec = llvm::sys::fs::create_directories(f.out_dir)) return Report(llvm::createStringError(ec, "%s: %s", f.out_dir.c_str(), ec.message().c_str()));
+  int64_t per = n / f.shards;
+  for (int64_t s = 0; s < f.shards; ++s) {
+    int64_t first = s * per, count = s == f.shards - 1 ? n - first : per;
+    std::vector<uint32_t> shard(ids.begin() + first, ids.begin() + first + count);
+    if (llvm::Error e = avf::data::WriteShard(f.out_dir + "/" + avf::data::ShardFileName(s), width, shard)) return Report(std::move(e));
+  }
+  std::error_code ec;
+  llvm::raw_fd_ostream json(f.out_dir + "/tokenizer.json", ec);
+  if (ec) return Report(llvm::createStringError(ec, "%s/tokenizer.json: %s", f.out_dir.c_str(), ec.message().c_str()));
+  json << tok.ToJson();
+  llvm::outs() << fmt::format("wrote {} tokens in {} shards to {} (vocabulary {}); the dataset is\n"
+                              "  tokens = {}; shards = {}; format = {}\n",
+                              n, f.shards, f.out_dir, tok.vocab_size(), n, f.shards, f.format);
+  return 0;
+}
+
+auto Run(const RunFlags& f) -> int {
+  auto plan = avf::runtime::ReadPlanFile(f.plan);
+  if (!plan) return Report(plan.takeError());
+  auto identity = avf::runtime::ResolveIdentity(f.identity, avf::runtime::ProcessEnvironment(), *plan);
+  if (!identity) return Report(identity.takeError());
+  if (f.data_dir.empty()) {
+    return Report(llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                          "--data-dir is required: the folder that holds dataset `%s`'s shard files",
+                                          plan->data.name.c_str()));
+  }
+  if (std::error_code ec = llvm::sys::fs::create_directories(f.run_dir)) {
+    return Report(llvm::createStringError(ec, "%s: %s", f.run_dir.c_str(), ec.message().c_str()));
+  }
+  avf::train::TrainOptions o;
+  o.data_dir = f.data_dir;
+  o.checkpoint_dir = f.checkpoint_dir;
+  o.resume = f.resume == "latest";
+  o.metrics_path = f.metrics.empty() ? f.run_dir + "/metrics.jsonl" : f.metrics;
+  o.seed = f.seed;
+  o.max_steps = f.max_steps;
+  o.terminal = isatty(STDOUT_FILENO) != 0;
+  auto result = avf::train::Train(*plan, o, llvm::outs());
+  if (!result) return Report(result.takeError());
+  llvm::outs() << fmt::format("trained steps {}..{} of job `{}`: loss {:.4f} -> {:.4f}\n", result->first_step + 1,
+                              result->last_step, plan->job.name, result->first_loss, result->last_loss);
+  return 0;
+}
+
+void AddIdentityFlags(CLI::App& app, avf::runtime::IdentityFlags& id) {
+  app.add_option("--rank", id.rank, "Global rank (overrides RANK)");
+  app.add_option("--world-size", id.world_size, "Ranks in all (overrides WORLD_SIZE)");
+  app.add_option("--local-rank", id.local_rank, "Rank on this node (overrides LOCAL_RANK)");
+  app.add_option("--node-rank", id.node_rank, "This node's index (overrides PET_NODE_RANK)");
+  app.add_option("--nproc-per-node", id.nproc_per_node, "Ranks per node (overrides PET_NPROC_PER_NODE)");
+  app.add_option("--master-addr", id.master_addr, "Address of rank 0's store (overrides MASTER_ADDR)");
+  app.add_option("--master-port", id.master_port, "Port of rank 0's store (overrides MASTER_PORT)");
+}
+
+}  // namespace
+
+auto main(int argc, char** argv) -> int {
+  CLI::App app("avf-run executes one rank of an aviflow plan (plan.json) on this machine.", "avf-run");
+  RunFlags run;
+  TokenizeFlags tok;
+  app.add_option("--plan", run.plan, "The plan.json to execute")->type_name("FILE");
+  app.add_option("--data-dir", run.data_dir, "Folder of the dataset's shard files")->type_name("DIR");
+  app.add_option("--checkpoint-dir", run.checkpoint_dir, "Where checkpoints are written and resumed from")->type_name("DIR");
+  app.add_option("--resume", run.resume, "latest (default): resume from the newest committed checkpoint; never")
+      ->check(CLI::IsMember({"latest", "never"}));
+  app.add_option("--run-dir", run.run_dir, "Folder for metrics.jsonl (default: .)")->type_name("DIR");
+  app.add_option("--metrics", run.metrics, "The metrics file (default: RUN_DIR/metrics.jsonl)")->type_name("FILE");
+  app.add_option("--max-steps", run.max_steps, "Stop after N steps (default: the plan's)")->check(CLI::NonNegativeNumber);
+  app.add_option("--seed", run.seed, "Seed of the parameter initialisation (default 1234)");
+  AddIdentityFlags(app, run.identity);
+  CLI::App* tokenize = app.add_subcommand("tokenize", "Make token shards from text files (a BPE trained on them)");
+  tokenize->add_option("files", tok.inputs, "Text files")->required();
+  tokenize->add_option("-o,--output", tok.out_dir, "Folder for shard_NNNNNN.bin and tokenizer.json")->required();
+  tokenize->add_option("--shards", tok.shards, "Number of shard files (default 1)")->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+  tokenize->add_option("--vocab", tok.vocab, "Vocabulary size (default 512)")->check(CLI::Range(256u, 1u << 24));
+  tokenize->add_option("--format", tok.format, "tokens_u16 (default) or tokens_u32")->check(CLI::IsMember({"tokens_u16", "tokens_u32"}));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (tokenize->parsed()) return Tokenize(tok);
+  if (run.plan.empty()) {
+    llvm::errs() << "avf-run: error: --plan is required\nRun `avf-run --help` for usage.\n";
+    return 2;
+  }
+  return Run(run);
+}

@@ -1,0 +1,211 @@
+#include "train/trainer.h"
+
+#include <chrono>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "data/batches.h"
+#include "model/transformer.h"
+#include "train/checkpoint.h"
+#include "train/metrics.h"
+#include "train/optimizer.h"
+
+namespace avf::train {
+
+namespace {
+
+using runtime::RunPlan;
+using Clock = std::chrono::steady_clock;
+
+auto Fail(std::string message) -> llvm::Error {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s", message.c_str());
+}
+
+auto ModelOf(const RunPlan& p) -> model::ModelConfig {
+  model::ModelConfig c;
+  c.arch = p.model.arch == runtime::Arch::Llama ? model::Arch::Llama : model::Arch::Gpt2;
+  c.layers = p.model.layers, c.hidden = p.model.hidden, c.heads = p.model.heads, c.kv_heads = p.model.kv_heads;
+  c.ffn = p.model.ffn, c.vocab = p.model.vocab, c.seq_len = p.model.seq_len, c.tied_embeddings = p.model.tied_embeddings;
+  return c;
+}
+
+auto OptimizerOf(const RunPlan& p) -> OptimizerConfig {
+  OptimizerConfig c;
+  c.lr = p.optimizer.lr.value_or(3e-4);
+  if (p.optimizer.betas) c.beta1 = (*p.optimizer.betas)[0], c.beta2 = (*p.optimizer.betas)[1];
+  c.weight_decay = p.optimizer.weight_decay.value_or(0.0);
+  c.warmup = p.optimizer.warmup;
+  c.total_steps = p.training.steps;
+  c.schedule = p.optimizer.schedule == runtime::LrSchedule::Linear     ? Schedule::Linear
+               : p.optimizer.schedule == runtime::LrSchedule::Constant ? Schedule::Constant
+                                                                       : Schedule::Cosine;
+  return c;
+}
+
+// Weight decay on matrices, not on norms and biases.
+auto DecayMask(const model::ParamLayout& l) -> std::vector<bool> {
+  std::vector<bool> mask(static_cast<size_t>(l.total), true);
+  for (const model::ParamTensor& t : l.tensors) {
+    bool vector = t.name.find("ln_") != std::string::npos || t.name.find(".bias") != std::string::npos;
+    if (vector) std::fill_n(mask.begin() + t.offset, t.size, false);
+  }
+  return mask;
+}
+
+auto CheckSupported(const RunPlan& p) -> llvm::Error {
+  if (p.ranks.size() != 1) {
+    return Fail(fmt::format("plan.json has {} ranks (data {} x tensor {} x pipeline {}); this avf-run executes "
+                            "single-rank plans: compile the job with `gpus = 1`",
+                            p.ranks.size(), p.layout.data, p.layout.tensor, p.layout.pipeline));
+  }
+  if (p.optimizer.kind != runtime::OptimizerKind::AdamW) return Fail("this avf-run trains with AdamW only; the plan asks for sgd");
+  return llvm::Error::success();
+}
+
+struct Loop {
+  const RunPlan& plan;
+  const TrainOptions& options;
+  llvm::raw_ostream& progress;
+  model::Transformer<float> model;
+  AdamW optimizer;
+  std::vector<bool> decay;
+  std::unique_ptr<data::BatchLoader> loader;
+  std::optional<MetricsFile> metrics;
+  int64_t step = 0;
+  Clock::time_point last_checkpoint = Clock::now();
+
+  auto OneStep(double& loss, double& norm) -> llvm::Error;
+  auto Checkpoint() -> llvm::Error;
+  auto Resume() -> llvm::Error;
+  void Report(const StepMetrics& m);
+};
+
+auto Loop::OneStep(double& loss, double& norm) -> llvm::Error {
+  int64_t micro = plan.layout.micro_batch, seq = plan.model.seq_len;
+  int64_t count = std::max<int64_t>(1, plan.training.micro_batches_per_step);
+  model.ZeroGradients();
+  loss = 0;
+  data::Batch batch;
+  for (int64_t i = 0; i < count; ++i) {
+    if (llvm::Error e = loader->Next(micro, seq, batch)) return e;
+    loss += model.Forward(batch.inputs.data(), batch.targets.data(), micro, seq) / static_cast<double>(count);
+    model.Backward();
+  }
+  std::vector<float>& g = model.gradients();
+  for (float& x : g) x /= static_cast<float>(count);
+  norm = GlobalNorm(g.data(), static_cast<int64_t>(g.size()));
+  if (!std::isfinite(loss) || !std::isfinite(norm)) {
+    return Fail(fmt::format("step {}: the loss or the gradient is not finite (loss {}, gradient norm {}); lower the "
+                            "learning rate", step + 1, loss, norm));
+  }
+  optimizer.Step(model.parameters().data(), g.data(), decay, norm);
+  return llvm::Error::success();
+}
+
+auto Loop::Checkpoint() -> llvm::Error {
+  RankState s;
+  s.step = step;
+  data::BatchLoader::Position pos = loader->position();
+  s.data_position = pos.position, s.data_epoch = pos.epoch;
+  s.params = model.parameters();
+  s.m = optimizer.moments().first;
+  s.v = optimizer.moments().second;
+  if (llvm::Error e = SaveRank(options.checkpoint_dir, 0, 1, s)) return e;
+  if (llvm::Error e = Commit(options.checkpoint_dir, step)) return e;
+  last_checkpoint = Clock::now();
+  std::optional<int64_t> keep = plan.checkpoint ? plan.checkpoint->keep : std::nullopt;
+  return keep ? Prune(options.checkpoint_dir, *keep) : llvm::Error::success();
+}
+
+auto Loop::Resume() -> llvm::Error {
+  auto latest = LatestCommitted(options.checkpoint_dir);
+  if (!latest) return latest.takeError();
+  if (!*latest) return llvm::Error::success();
+  auto s = LoadRank(options.checkpoint_dir, **latest, 0, 1, model.layout().total);
+  if (!s) return s.takeError();
+  model.parameters() = std::move(s->params);
+  optimizer.moments().first = std::move(s->m);
+  optimizer.moments().second = std::move(s->v);
+  optimizer.set_step(s->step);
+  step = s->step;
+  progress << fmt::format("resuming from {} (step {})\n", CheckpointDir(options.checkpoint_dir, step), step);
+  return loader->Seek({s->data_position, s->data_epoch});
+}
+
+void Loop::Report(const StepMetrics& m) {
+  if (options.terminal) {
+    int width = 20, done = static_cast<int>(width * m.step / std::max<int64_t>(1, m.total_steps));
+    progress << "\r[" << std::string(done, '#') << std::string(width - done, '.') << "] " << ProgressText(m)
+             << (m.step == m.total_steps ? "\n" : "");
+  } else if (m.step == 1 || m.step == m.total_steps || m.step % std::max<int64_t>(1, m.total_steps / 100) == 0) {
+    progress << ProgressText(m) << "\n";
+  }
+  progress.flush();
+}
+
+auto Due(const RunPlan& p, int64_t step, Clock::time_point last) -> bool {
+  if (!p.checkpoint) return false;
+  if (p.checkpoint->every_steps) return step % *p.checkpoint->every_steps == 0;
+  if (p.checkpoint->every_seconds) {
+    return std::chrono::duration<double>(Clock::now() - last).count() >= *p.checkpoint->every_seconds;
+  }
+  return false;
+}
+
+auto Run(Loop& loop, TrainResult& result) -> llvm::Error {
+  const RunPlan& p = loop.plan;
+  int64_t total = loop.options.max_steps > 0 ? std::min(loop.options.max_steps, p.training.steps) : p.training.steps;
+  result.first_step = loop.step;
+  double tokens_per_step = static_cast<double>(p.training.tokens_per_step);
+  while (loop.step < total) {
+    Clock::time_point start = Clock::now();
+    double loss = 0, norm = 0;
+    if (llvm::Error e = loop.OneStep(loss, norm)) return e;
+    ++loop.step;
+    double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    StepMetrics m{loop.step, total, loss, LearningRate(OptimizerOf(p), loop.step - 1), norm, seconds,
+                  tokens_per_step / seconds, p.model.flops_per_token * tokens_per_step / seconds};
+    if (loop.metrics) {
+      if (llvm::Error e = loop.metrics->Append(m)) return e;
+    }
+    loop.Report(m);
+    if (result.first_loss == 0) result.first_loss = loss;
+    result.last_loss = loss;
+    bool last = loop.step == total;
+    if (!loop.options.checkpoint_dir.empty() && (Due(p, loop.step, loop.last_checkpoint) || last)) {
+      if (llvm::Error e = loop.Checkpoint()) return e;
+    }
+  }
+  result.last_step = loop.step;
+  return llvm::Error::success();
+}
+
+}  // namespace
+
+auto Train(const RunPlan& plan, const TrainOptions& options, llvm::raw_ostream& progress) -> llvm::Expected<TrainResult> {
+  if (llvm::Error e = CheckSupported(plan)) return e;
+  data::DatasetLayout layout{options.data_dir, plan.data.tokens, plan.data.shards,
+                             static_cast<uint32_t>(plan.data.token_bytes)};
+  const runtime::DataSlice& slice = plan.data.slices.front();
+  auto reader = data::TokenReader::Open(layout, {slice.first_token, slice.tokens});
+  if (!reader) return reader.takeError();
+  Loop loop{plan, options, progress, model::Transformer<float>(ModelOf(plan)),
+            AdamW(OptimizerOf(plan), model::LayoutOf(ModelOf(plan)).total), {}, nullptr, std::nullopt};
+  loop.model.Initialize(options.seed);
+  loop.decay = DecayMask(loop.model.layout());
+  loop.loader = std::make_unique<data::BatchLoader>(std::move(*reader));
+  if (!options.metrics_path.empty()) {
+    auto metrics = MetricsFile::Open(options.metrics_path);
+    if (!metrics) return metrics.takeError();
+    loop.metrics.emplace(std::move(*metrics));
+  }
+  if (options.resume && !options.checkpoint_dir.empty()) {
+    if (llvm::Error e = loop.Resume()) return e;
+  }
+  TrainResult result;
+  if (llvm::Error e = Run(loop, result)) return e;
+  return result;
+}
+
+}  // namespace avf::train
