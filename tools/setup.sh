@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Installs what is missing (Debian packages, as root), builds aviflowc, and
-# runs the main job on every example: `aviflowc check`, `aviflowc plan`, and
-# `aviflowc FILE -o out/`, which writes each job's plan.json and manifests
-# to out/<job>/.
+# Installs what is missing (Debian packages, as root), builds aviflowc and
+# avf-run, runs the main job on every example (`aviflowc check`, `aviflowc
+# plan`, and `aviflowc FILE -o out/`, which writes each job's plan.json and
+# manifests to out/<job>/), then trains the local example on this machine
+# for a short run (`aviflowc run examples/gpt2_tiny_local.avf --local`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/install-deps.sh
@@ -17,4 +18,12 @@ for example in examples/*.avf; do
 done
 echo "== artifacts"
 find out -type f | sort
+# The local example's corpus: deterministic text, tokenized here (no download).
+if [ ! -f examples/data/toy-corpus/shard_000003.bin ]; then
+  mkdir -p out
+  python3 tools/toy_corpus.py > out/toy-corpus.txt
+  build/bin/avf-run tokenize out/toy-corpus.txt -o examples/data/toy-corpus --shards 4 --vocab 512
+fi
+echo "== aviflowc run examples/gpt2_tiny_local.avf --local"
+build/bin/aviflowc run examples/gpt2_tiny_local.avf --local --run-dir out/run --max-steps 300
 echo "aviflowc is built: build/bin/aviflowc (run tools/test.sh for the test suite)"

@@ -6,6 +6,7 @@
 #include "check/check.h"
 #include "emit/plan_json.h"
 #include "emit/plan_report.h"
+#include "driver/local_run.h"
 #include "driver/outputs.h"
 #include "plan/planner.h"
 
@@ -43,7 +44,7 @@ auto SelectJobs(const Options& o, const std::vector<check::CheckedJob>& all, uns
                              hint.empty() ? "" : fmt::format("; did you mean `{}`?", hint)));
   }
   if (o.command != Command::Check && names.empty()) return Usage(fmt::format("`{}` declares no job", o.input));
-  if (o.command == Command::Emit && selected.size() > 1) {
+  if ((o.command == Command::Emit || o.command == Command::Run) && selected.size() > 1) {
     std::string list;
     for (const std::string& n : names) list += (list.empty() ? "`" : ", `") + n + "`";
     return Usage(fmt::format("`{}` declares {} jobs ({}); choose one with --job", o.input, names.size(), list));
@@ -60,17 +61,22 @@ auto RunBackEnd(const Options& o, const source::SourceSet& sources, const sema::
   if (BackEndResult r = SelectJobs(o, jobs, main_buffer, selected); r.usage_error) return r;
   plan::PlanOptions options;
   options.alternatives = o.command == Command::Plan ? o.top : 0;
-  options.tables = o.command == Command::Emit || o.command == Command::Compile;
+  options.tables = o.command == Command::Emit || o.command == Command::Compile || o.command == Command::Run;
   options.whole_space = o.command == Command::Plan;
   std::vector<plan::Plan> plans;
   for (const check::CheckedJob* job : selected) {
     if (!job->ok) continue;
     if (auto p = plan::PlanJob(job->spec, options, diags)) plans.push_back(std::move(*p));
   }
-  bool writes = o.command == Command::Emit || o.command == Command::Compile;
+  bool writes = o.command == Command::Emit || o.command == Command::Compile || o.command == Command::Run;
   if (o.command == Command::Check || (writes && diags.has_errors())) return {};
   std::string hash = writes ? SourceHash(sources) : "";
   for (plan::Plan& p : plans) p.source_sha256 = hash;
+  if (o.command == Command::Run) {
+    BackEndResult r;
+    if (!plans.empty()) r.run_status = RunLocal(o, plans.front(), diags);
+    return r;
+  }
   if (o.command == Command::Compile || (o.command == Command::Emit && o.emit != EmitKind::Plan)) {
     WriteArtifacts(o, plans, diags, out);
     return {};

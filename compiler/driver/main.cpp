@@ -70,6 +70,11 @@ auto Run(const Options& o, const char* argv0) -> int {
         llvm::errs() << "aviflowc: error: " << r.message << "\nRun `aviflowc --help` for usage.\n";
         return r.usage_error;
       }
+      // A local run's own messages came from avf-run; its status is the run's.
+      if (r.run_status >= 0) {
+        int status = Finish(o, sources, diags);
+        return status != 0 ? status : r.run_status;
+      }
     }
   }
   out.flush();

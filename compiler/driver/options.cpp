@@ -16,6 +16,7 @@ constexpr const char* kDescription =
     "  aviflowc check FILE.avf           parse and check, write nothing\n"
     "  aviflowc plan FILE.avf            the chosen layout, predictions and the best alternatives\n"
     "  aviflowc emit KIND FILE.avf       one artifact to standard output: plan, argo, k8s or slurm\n"
+    "  aviflowc run FILE.avf --local     compile, then train the job here with avf-run (CPU)\n"
     "  aviflowc --dump=KIND FILE.avf     print a phase's result: tokens, ast or sema\n\n"
     "Exit status: 0 success (warnings allowed), 1 the input has errors, 2 usage or I/O errors.";
 
@@ -103,6 +104,18 @@ auto ParseCommandLine(int argc, const char* const* argv) -> ParsedCommandLine {
       ->check(CLI::IsMember({"argo", "k8s", "plan", "slurm"}))
       ->type_name("KIND");
   emit->add_option("file", o.input, "The .avf file")->required()->type_name("FILE.avf");
+  CLI::App* run = AddFileCommand(app, "run", "Compile FILE.avf, then execute its plan on this machine (--local)");
+  run->add_option("file", o.input, "The .avf file")->required()->type_name("FILE.avf");
+  bool local = false;
+  run->add_flag("--local", local, "Run the plan's ranks as processes on this machine, with the CPU backend");
+  run->add_option("--ranks", o.ranks, "Check that the plan has N ranks (default: the plan's)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
+      ->type_name("N");
+  run->add_option("--run-dir", o.run_dir, "Folder for plan.json, metrics.jsonl and the log (default: runs/JOB)")
+      ->type_name("DIR");
+  run->add_option("--max-steps", o.max_steps, "Stop after N steps (default: the job's length)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
+      ->type_name("N");
   app.require_subcommand(0, 1);
 
   ParsedCommandLine result;
@@ -120,8 +133,15 @@ auto ParseCommandLine(int argc, const char* const* argv) -> ParsedCommandLine {
     return result;
   }
   ApplySpellings(spellings, o);
-  if (check->parsed() || plan->parsed() || emit->parsed()) {
-    o.command = check->parsed() ? Command::Check : plan->parsed() ? Command::Plan : Command::Emit;
+  if (run->parsed() && !local) {
+    return UsageError("`aviflowc run` executes a job on this machine and needs `--local`; for a cluster, "
+                      "apply the manifests of `aviflowc FILE.avf -o DIR` (docs/deploy.md)");
+  }
+  if (check->parsed() || plan->parsed() || emit->parsed() || run->parsed()) {
+    o.command = check->parsed() ? Command::Check
+                : plan->parsed() ? Command::Plan
+                : run->parsed()  ? Command::Run
+                                 : Command::Emit;
     if (!top_file.empty()) return UsageError("expected one input file, found `" + o.input + "` and `" + top_file + "`");
     if (output->count() > 0) return UsageError("`-o` names the output folder of `aviflowc FILE.avf -o DIR`; `check`, `plan` and `emit` write no files");
     if (o.template_workflow && !(o.command == Command::Emit && o.emit == EmitKind::Argo)) {

@@ -10,7 +10,7 @@
 
 namespace avf::driver {
 
-enum class Command { Check, Plan, Emit, Compile };
+enum class Command { Check, Plan, Emit, Compile, Run };
 enum class PlanFormat { Table, Json };
 enum class EmitKind { Plan, Argo, K8s, Slurm };
 enum class Dump { None, Tokens, Ast, Sema };
@@ -32,6 +32,10 @@ struct Options {
   EmitKind emit = EmitKind::Plan;
   std::string output_dir = ".";  // -o: where `aviflowc FILE.avf` writes DIR/<job>/
   bool template_workflow = false;  // --template: a WorkflowTemplate instead of a Workflow
+  // `run --local`: where plan.json and the metrics go, how many ranks, and a step limit.
+  std::string run_dir;
+  int64_t ranks = 0;      // 0: the plan's
+  int64_t max_steps = 0;  // 0: the plan's
 };
 
 // Either options to run with, or text to print and the exit status.

@@ -97,6 +97,11 @@ auto Run(const RunFlags& f) -> int {
   o.terminal = isatty(STDOUT_FILENO) != 0;
   auto result = avf::train::Train(*plan, o, llvm::outs());
   if (!result) return Report(result.takeError());
+  if (result->first_step >= result->last_step) {
+    llvm::outs() << fmt::format("job `{}` is trained already: its newest checkpoint is at step {}\n", plan->job.name,
+                                result->last_step);
+    return 0;
+  }
   llvm::outs() << fmt::format("trained steps {}..{} of job `{}`: loss {:.4f} -> {:.4f}\n", result->first_step + 1,
                               result->last_step, plan->job.name, result->first_loss, result->last_loss);
   return 0;

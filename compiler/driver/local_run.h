@@ -1,0 +1,16 @@
+// `aviflowc run FILE.avf --local`: writes the job's plan.json to the run
+// folder and executes it here with avf-run (the CPU backend), reading the
+// shards of a `local` tier and checkpointing to one. The exit status is
+// avf-run's.
+#pragma once
+
+#include "diag/diagnostic.h"
+#include "driver/options.h"
+#include "plan/plan.h"
+
+namespace avf::driver {
+
+// Returns the exit status, or -1 after a diagnostic (nothing was run).
+auto RunLocal(const Options& o, const plan::Plan& plan, diag::DiagnosticEngine& diags) -> int;
+
+}  // namespace avf::driver
