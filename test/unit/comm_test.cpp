@@ -1,0 +1,445 @@
+// The CPU communicator across real processes: every rank is a forked child
+// with its own store client and mesh on 127.0.0.1, meeting through a
+// rendezvous store served by the parent (started after the forks, so no lock
+// is held across fork()). Each child checks its own results against a serial
+// reference, bit for bit, and reports "" or what went wrong through a socket
+// pair before _exit().
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <bit>
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <thread>
+
+#include "comm/mesh.h"
+#include "comm/tcp_communicator.h"
+#include "rendezvous/wire.h"
+
+namespace avf::comm {
+namespace {
+
+using namespace std::chrono_literals;
+using rendezvous::net::Clock;
+namespace net = rendezvous::net;
+
+const std::string kToken = "comm-test-token-0123456789abcdef";
+
+auto Text(llvm::Error e) -> std::string { return e ? rendezvous::TakeFailure(std::move(e)).message : std::string(); }
+
+// What one rank runs on its world communicator; "" on success.
+using Body = std::function<std::string(Communicator& world)>;
+
+struct RunSetup {
+  milliseconds timeout = 2s;
+  std::function<void(TcpOptions&)> tweak;  // per-rank options (a wrong token)
+  int kill_rank = -1;                      // the parent SIGKILLs it after kill_after
+  milliseconds kill_after = 300ms;
+};
+
+auto RankMain(int rank, int size, int port_fd, const RunSetup& setup, const Body& body) -> std::string {
+  uint16_t port = 0;
+  if (net::RecvExact(port_fd, reinterpret_cast<char*>(&port), sizeof port, Clock::now() + 5s).done != sizeof port) {
+    return "no port from the parent";
+  }
+  auto store = rendezvous::StoreClient::Join(
+      {.port = port, .rank = rank, .world_size = size, .token = kToken, .connect_timeout = 3s, .io_timeout = 3s});
+  if (!store) return "join: " + Text(store.takeError());
+  TcpOptions o;
+  o.store = std::shared_ptr<rendezvous::StoreClient>(std::move(*store));
+  o.rank = rank;
+  o.size = size;
+  o.token = kToken;
+  o.timeout = setup.timeout;
+  o.setup_timeout = 2s;
+  if (setup.tweak) setup.tweak(o);
+  auto world = TcpCommunicator::Create(std::move(o));
+  if (!world) return "create: " + Text(world.takeError());
+  return body(**world);
+}
+
+struct Child {
+  pid_t pid = -1;
+  int port_fd = -1, report_fd = -1;
+};
+
+auto Spawn(int rank, int size, const RunSetup& setup, const Body& body) -> Child {
+  int to[2], from[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, to) != 0 ||
+      ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, from) != 0) {
+    return {};
+  }
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(to[1]);
+    ::close(from[0]);
+    std::string report = RankMain(rank, size, to[0], setup, body);
+    net::SendAll(from[1], report.empty() ? "ok" : report, Clock::now() + 1s);
+    ::_exit(0);  // no gtest teardown, no atexit handlers in the child
+  }
+  ::close(to[0]);
+  ::close(from[1]);
+  return {pid, to[1], from[0]};
+}
+
+// The child's report ("" for "ok"; "killed" for a SIGKILLed child).
+auto Reap(Child& c, Clock::time_point deadline) -> std::string {
+  std::string report;
+  char buf[1024];
+  for (;;) {
+    auto io = net::RecvExact(c.report_fd, buf, sizeof buf, deadline);
+    report.append(buf, io.done);
+    if (io.kind != net::IoResult::kOk) break;
+  }
+  ::close(c.report_fd);
+  int status = 0;
+  if (::waitpid(c.pid, &status, WNOHANG) == 0) {
+    if (Clock::now() >= deadline) report = "hung: " + report;
+    if (Clock::now() >= deadline) ::kill(c.pid, SIGKILL);
+    ::waitpid(c.pid, &status, 0);
+  }
+  if (WIFSIGNALED(status)) return WTERMSIG(status) == SIGKILL ? "killed" : fmt::format("signal {}", WTERMSIG(status));
+  // A child that died early (a sanitizer report exits 1) sends nothing.
+  if (report.empty() || WEXITSTATUS(status) != 0)
+    return fmt::format("exit {}, report '{}'", WEXITSTATUS(status), report);
+  return report == "ok" ? "" : report;
+}
+
+// Runs `body` on `size` forked ranks; one report per rank.
+auto RunRanks(int size, const Body& body, const RunSetup& setup = {}) -> std::vector<std::string> {
+  std::vector<Child> children;
+  for (int r = 0; r < size; ++r) children.push_back(Spawn(r, size, setup, body));
+  rendezvous::ServerOptions so;
+  so.host = "127.0.0.1";
+  so.world_size = size;
+  so.token = kToken;
+  auto server = rendezvous::StoreServer::Start(std::move(so));
+  if (!server) return {"server: " + Text(server.takeError())};
+  uint16_t port = (*server)->port();
+  for (auto& c : children) {
+    net::SendAll(c.port_fd, std::string_view(reinterpret_cast<const char*>(&port), sizeof port), Clock::now() + 1s);
+    ::close(c.port_fd);
+  }
+  if (setup.kill_rank >= 0) {
+    std::this_thread::sleep_for(setup.kill_after);
+    ::kill(children[setup.kill_rank].pid, SIGKILL);
+  }
+  auto deadline = Clock::now() + 12s;
+  std::vector<std::string> reports;
+  for (auto& c : children) reports.push_back(Reap(c, deadline));
+  return reports;
+}
+
+void ExpectAllOk(const std::vector<std::string>& reports) {
+  for (size_t r = 0; r < reports.size(); ++r) EXPECT_EQ(reports[r], "") << "rank " << r;
+}
+
+// Rank r's i-th input: mostly values near 1, every fifth ±1e8, so that float
+// sums depend on the order (1e8 + 1 - 1e8 is 0, 1e8 - 1e8 + 1 is 1).
+auto Value(int r, size_t i) -> float {
+  if ((i * 7 + static_cast<size_t>(r) * 3) % 5 == 0) return r % 2 ? -1e8f : 1e8f;
+  return 1.0f + 0.37f * static_cast<float>(r) + 1e-4f * static_cast<float>(i % 1000);
+}
+
+// The serial reference: ((x_m0 + x_m1) + ...) over `members` in order, then / n for Avg.
+auto Serial(std::span<const int> members, size_t i, ReduceOp op) -> float {
+  float acc = Value(members[0], i);
+  for (size_t k = 1; k < members.size(); ++k) acc += Value(members[k], i);
+  return op == ReduceOp::kAvg ? acc / static_cast<float>(members.size()) : acc;
+}
+
+auto Iota(int n) -> std::vector<int> {
+  std::vector<int> v(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) v[i] = i;
+  return v;
+}
+
+// "" when got[i] has the bits of want(i + first) for every i.
+auto Compare(std::span<const float> got, const std::function<float(size_t)>& want, std::string_view what)
+    -> std::string {
+  for (size_t i = 0; i < got.size(); ++i) {
+    float w = want(i);
+    if (std::bit_cast<uint32_t>(got[i]) != std::bit_cast<uint32_t>(w)) {
+      return fmt::format("{}: element {} is {} (0x{:08x}), the serial order gives {} (0x{:08x})", what, i, got[i],
+                         std::bit_cast<uint32_t>(got[i]), w, std::bit_cast<uint32_t>(w));
+    }
+  }
+  return "";
+}
+
+// AllReduce of `count` values on `comm`, whose ranks are `members` (world ranks) in order.
+auto CheckAllReduce(Communicator& comm, std::span<const int> members, size_t count, ReduceOp op) -> std::string {
+  int me = members[comm.rank()];
+  std::vector<float> data(count);
+  for (size_t i = 0; i < count; ++i) data[i] = Value(me, i);
+  if (auto e = comm.AllReduce(data.data(), count, op)) return Text(std::move(e));
+  return Compare(
+      data, [&](size_t i) { return Serial(members, i, op); },
+      fmt::format("AllReduce {} of {} on {} ranks", ReduceOpName(op), count, members.size()));
+}
+
+TEST(CommReference, TheInputsMakeTheOrderVisible) {
+  std::vector<int> order{0, 1, 2, 3}, reversed{3, 2, 1, 0};
+  int differ = 0;
+  for (size_t i = 0; i < 100; ++i) differ += Serial(order, i, ReduceOp::kSum) != Serial(reversed, i, ReduceOp::kSum);
+  EXPECT_GT(differ, 0);
+}
+
+class CommRanks : public ::testing::TestWithParam<int> {};
+
+TEST_P(CommRanks, AllReduceIsBitIdenticalToTheSerialRankOrder) {
+  int n = GetParam();
+  ExpectAllOk(RunRanks(n, [n](Communicator& c) -> std::string {
+    std::vector<int> members = Iota(n);
+    for (size_t count : {size_t{1}, size_t{3}, size_t{7}, size_t{1000003}}) {
+      if (auto s = CheckAllReduce(c, members, count, ReduceOp::kSum); !s.empty()) return s;
+    }
+    if (auto s = CheckAllReduce(c, members, 7, ReduceOp::kAvg); !s.empty()) return s;
+    return CheckAllReduce(c, members, 1001, ReduceOp::kAvg);
+  }));
+}
+
+TEST_P(CommRanks, ReduceScatterAndAllGather) {
+  int n = GetParam();
+  ExpectAllOk(RunRanks(n, [n](Communicator& c) -> std::string {
+    std::vector<int> members = Iota(n);
+    const int me = c.rank();
+    for (size_t per : {size_t{1}, size_t{7}, size_t{1001}}) {
+      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAvg}) {
+        std::vector<float> in(per * n), out(per, -1.0f);
+        for (size_t i = 0; i < in.size(); ++i) in[i] = Value(me, i);
+        if (auto e = c.ReduceScatter(in.data(), out.data(), per, op)) return Text(std::move(e));
+        auto s = Compare(
+            out, [&](size_t i) { return Serial(members, per * me + i, op); }, "ReduceScatter");
+        if (!s.empty()) return s;
+      }
+      std::vector<float> mine(per), all(per * n);
+      for (size_t i = 0; i < per; ++i) mine[i] = Value(me, i);
+      if (auto e = c.AllGather(mine.data(), all.data(), per)) return Text(std::move(e));
+      // In place: this rank's block of `all` is the input.
+      if (auto e = c.AllGather(all.data() + per * me, all.data(), per)) return Text(std::move(e));
+      auto s = Compare(
+          all, [&](size_t i) { return Value(static_cast<int>(i / per), i % per); }, "AllGather");
+      if (!s.empty()) return s;
+    }
+    return "";
+  }));
+}
+
+TEST_P(CommRanks, BroadcastFromTheLastRank) {
+  int n = GetParam();
+  ExpectAllOk(RunRanks(n, [n](Communicator& c) -> std::string {
+    std::vector<float> data(100003);
+    for (size_t i = 0; i < data.size(); ++i) data[i] = Value(c.rank(), i);
+    if (auto e = c.Broadcast(data.data(), data.size(), n - 1)) return Text(std::move(e));
+    return Compare(
+        data, [&](size_t i) { return Value(n - 1, i); }, "Broadcast");
+  }));
+}
+
+TEST_P(CommRanks, BarrierWaitsForTheLastRank) {
+  int n = GetParam();
+  ExpectAllOk(RunRanks(n, [n](Communicator& c) -> std::string {
+    if (auto e = c.Barrier()) return Text(std::move(e));
+    std::this_thread::sleep_for(std::chrono::milliseconds(60 * c.rank()));
+    auto start = Clock::now();
+    if (auto e = c.Barrier()) return Text(std::move(e));
+    auto waited = Clock::now() - start;
+    if (c.rank() == 0 && n > 1 && waited < std::chrono::milliseconds(60 * (n - 1) - 20)) {
+      return fmt::format("rank 0 left the barrier after {} ms",
+                         std::chrono::duration_cast<milliseconds>(waited).count());
+    }
+    return "";
+  }));
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, CommRanks, ::testing::Values(1, 2, 3, 4),
+                         [](const auto& info) { return fmt::format("n{}", info.param); });
+
+TEST(CommPointToPoint, SendRecvRingAndOrderedSends) {
+  for (int n : {2, 3, 4}) {
+    ExpectAllOk(RunRanks(n, [n](Communicator& c) -> std::string {
+      const int me = c.rank(), next = (me + 1) % n, prev = (me + n - 1) % n;
+      // 4 MiB each way around the ring at once: no rank sends first.
+      std::vector<float> out(1 << 20), in(1 << 20);
+      for (size_t i = 0; i < out.size(); ++i) out[i] = Value(me, i);
+      if (auto e = c.SendRecv(out.data(), out.size(), next, in.data(), in.size(), prev)) return Text(std::move(e));
+      if (auto s = Compare(
+              in, [&](size_t i) { return Value(prev, i); }, "SendRecv");
+          !s.empty())
+        return s;
+      // Two small messages in order: even ranks send first, odd ranks receive first.
+      std::vector<float> a{1.5f * me}, b{2.5f * me}, ra(1), rb(1);
+      auto send = [&]() -> llvm::Error {
+        if (auto e = c.Send(a.data(), 1, next)) return e;
+        return c.Send(b.data(), 1, next);
+      };
+      auto recv = [&]() -> llvm::Error {
+        if (auto e = c.Recv(ra.data(), 1, prev)) return e;
+        return c.Recv(rb.data(), 1, prev);
+      };
+      bool first = me % 2 == 0;
+      if (auto e = first ? send() : recv()) return Text(std::move(e));
+      if (auto e = first ? recv() : send()) return Text(std::move(e));
+      if (ra[0] != 1.5f * prev || rb[0] != 2.5f * prev)
+        return fmt::format("got {} {} from rank {}", ra[0], rb[0], prev);
+      return "";
+    }));
+  }
+}
+
+TEST(CommSplit, EvenAndOddRanksFormTwoGroupsOrderedByKey) {
+  ExpectAllOk(RunRanks(4, [](Communicator& world) -> std::string {
+    const int me = world.rank();
+    // Key -rank: each group is ranked in reverse, so the group's order is (3, 1) and (2, 0).
+    auto group = world.Split(me % 2, -me);
+    if (!group) return Text(group.takeError());
+    Communicator& g = **group;
+    std::vector<int> members = me % 2 ? std::vector<int>{3, 1} : std::vector<int>{2, 0};
+    if (g.size() != 2 || members[g.rank()] != me) return fmt::format("rank {} of {} in its group", g.rank(), g.size());
+    if (auto s = CheckAllReduce(g, members, 1001, ReduceOp::kSum); !s.empty()) return s;
+    if (auto s = CheckAllReduce(g, members, 7, ReduceOp::kAvg); !s.empty()) return s;
+    std::vector<float> x{static_cast<float>(me)};
+    if (auto e = g.Broadcast(x.data(), 1, 1)) return Text(std::move(e));
+    if (x[0] != static_cast<float>(members[1])) return fmt::format("broadcast in the group gave {}", x[0]);
+    // The parent still works, and a second split gets its own mesh.
+    if (auto s = CheckAllReduce(world, Iota(4), 7, ReduceOp::kSum); !s.empty()) return s;
+    auto all = world.Split(0, me);
+    if (!all) return Text(all.takeError());
+    return CheckAllReduce(**all, Iota(4), 7, ReduceOp::kSum);
+  }));
+}
+
+TEST(CommSplit, NoColorGetsNoCommunicator) {
+  ExpectAllOk(RunRanks(3, [](Communicator& world) -> std::string {
+    const int me = world.rank();
+    auto group = world.Split(me == 1 ? kNoColor : 0, me);
+    if (!group) return Text(group.takeError());
+    if (me == 1) return *group ? "colour -1 got a communicator" : "";
+    if (!*group || (*group)->size() != 2) return "ranks 0 and 2 did not get a group of two";
+    return CheckAllReduce(**group, std::vector<int>{0, 2}, 7, ReduceOp::kSum);
+  }));
+}
+
+// What a surviving rank reports: the error of `call`, how long it took, and
+// whether the next call failed at once.
+auto ExpectFailure(Communicator& c, const std::function<llvm::Error()>& call) -> std::string {
+  auto start = Clock::now();
+  llvm::Error e = call();
+  auto took = std::chrono::duration_cast<milliseconds>(Clock::now() - start);
+  if (!e) return "no error";
+  std::string message = Text(std::move(e));
+  auto again = Clock::now();
+  std::string next = Text(c.Barrier());
+  if (next.find("failed earlier") == std::string::npos || Clock::now() - again > 100ms) {
+    return "the next call did not fail at once: " + next;
+  }
+  return fmt::format("{} ms: {}", took.count(), message);
+}
+
+auto Millis(const std::string& report) -> long { return std::atol(report.c_str()); }
+
+TEST(CommFailures, AKilledRankIsNamedByEveryOtherRank) {
+  RunSetup setup{.timeout = 2s, .tweak = {}, .kill_rank = 3, .kill_after = 300ms};
+  auto reports = RunRanks(
+      4,
+      [](Communicator& c) -> std::string {
+        if (c.rank() == 3) ::pause();  // killed by the parent while the others wait for it
+        std::vector<float> data(1000003, 1.0f);
+        return ExpectFailure(c, [&] { return c.AllReduce(data.data(), data.size(), ReduceOp::kSum); });
+      },
+      setup);
+  ASSERT_EQ(reports.size(), 4u);
+  EXPECT_EQ(reports[3], "killed");
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_NE(reports[r].find("rank 3 closed its connection during AllReduce"), std::string::npos) << reports[r];
+    EXPECT_LT(Millis(reports[r]), 5000) << reports[r];
+  }
+}
+
+TEST(CommFailures, ASilentRankTimesOutNamed) {
+  auto reports = RunRanks(
+      3,
+      [](Communicator& c) -> std::string {
+        if (c.rank() == 2) {
+          std::this_thread::sleep_for(2500ms);
+          return "";
+        }
+        return ExpectFailure(c, [&] { return c.Barrier(); });
+      },
+      RunSetup{.timeout = 1s, .tweak = {}});
+  ASSERT_EQ(reports.size(), 3u);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_NE(reports[r].find("rank 2 sent nothing for 1 s during Barrier"), std::string::npos) << reports[r];
+    EXPECT_LT(Millis(reports[r]), 2000) << reports[r];
+  }
+}
+
+TEST(CommFailures, MismatchedSizesAreAnError) {
+  auto reports = RunRanks(2, [](Communicator& c) -> std::string {
+    std::vector<float> data(8, 1.0f);
+    return ExpectFailure(c, [&] { return c.AllReduce(data.data(), 7 + c.rank(), ReduceOp::kSum); });
+  });
+  ASSERT_EQ(reports.size(), 2u);
+  for (const auto& r : reports) EXPECT_NE(r.find("passed different sizes"), std::string::npos) << r;
+}
+
+TEST(CommFailures, AWrongTokenIsRefused) {
+  RunSetup setup{.timeout = 1s, .tweak = [](TcpOptions& o) {
+                   if (o.rank == 1) o.token = "not-the-job-token-0123456789";
+                 }};
+  auto reports = RunRanks(
+      2, [](Communicator&) -> std::string { return "created"; }, setup);
+  ASSERT_EQ(reports.size(), 2u);
+  EXPECT_NE(reports[1].find("rank 0 refused the connection of rank 1 of communicator 'world': the job token does "
+                            "not match"),
+            std::string::npos)
+      << reports[1];
+  EXPECT_NE(reports[0].find("rank 1 did not connect to rank 0 of communicator 'world' within 2 s (refused a "
+                            "connection from 127.0.0.1:"),
+            std::string::npos)
+      << reports[0];
+}
+
+// A stranger at rank 0's port: `bytes`, then whatever rank 0 answers before
+// closing ("" when it closes without a word).
+auto KnockOnRankZero(rendezvous::StoreClient& store, std::string_view bytes) -> std::string {
+  auto addr = store.Get(AddressKey("world", 0), 2s);
+  if (!addr) return Text(addr.takeError());
+  auto colon = addr->rfind(':');
+  auto fd = net::ConnectWithRetry(addr->substr(0, colon), static_cast<uint16_t>(std::stoi(addr->substr(colon + 1))),
+                                  Clock::now() + 2s);
+  if (!fd) return Text(fd.takeError());
+  net::SendAll(fd->get(), bytes, Clock::now() + 1s);
+  std::string reply;
+  char buf[256];
+  for (;;) {
+    auto io = net::RecvExact(fd->get(), buf, sizeof buf, Clock::now() + 2s);
+    reply.append(buf, io.done);
+    if (io.kind != net::IoResult::kOk) break;
+  }
+  return reply;
+}
+
+TEST(CommFailures, StrangersAreRefusedAndTheMeshStillForms) {
+  RunSetup setup{.timeout = 2s, .tweak = [](TcpOptions& o) {
+                   if (o.rank != 2) return;
+                   std::string garbage = KnockOnRankZero(*o.store, "GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+                   std::string wrong =
+                       KnockOnRankZero(*o.store, detail::EncodeHello("wrong-token-0123456789", "world", 2, 0, 3));
+                   std::string other = KnockOnRankZero(*o.store, detail::EncodeHello(kToken, "other", 2, 0, 3));
+                   bool refused = garbage.empty() && wrong.find("the job token does not match") != std::string::npos &&
+                                  other.find("not rank 0 of 'other'") != std::string::npos;
+                   if (!refused) o.size = 0;  // fails Create, so the test sees it
+                 }};
+  ExpectAllOk(RunRanks(
+      3, [](Communicator& c) { return CheckAllReduce(c, Iota(3), 7, ReduceOp::kSum); }, setup));
+}
+
+}  // namespace
+}  // namespace avf::comm
