@@ -1,6 +1,12 @@
 #include "driver/local_run.h"
 
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <cstdlib>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -8,6 +14,8 @@
 #include <llvm/Support/Path.h>
 #include <llvm/Support/Program.h>
 #include <llvm/Support/raw_ostream.h>
+
+#include <fmt/format.h>
 
 #include "emit/plan_json.h"
 
@@ -58,6 +66,80 @@ auto WritePlan(const std::string& dir, const plan::Plan& plan, diag::DiagnosticE
   return path;
 }
 
+// A port on the loopback interface that is free now, for rank 0's store.
+auto FreePort() -> int {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  int port = 29500;
+  if (fd >= 0 && bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  if (fd >= 0) close(fd);
+  return port;
+}
+
+// A fresh job token for this run's ranks only.
+auto RandomToken() -> std::string {
+  std::random_device device;
+  std::string token;
+  for (int i = 0; i < 8; ++i) token += fmt::format("{:08x}", device());
+  return token;
+}
+
+// This process's environment plus the rank variables of `rank`.
+auto RankEnvironment(int64_t rank, int64_t world, int port, const std::string& token) -> std::vector<std::string> {
+  std::vector<std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    llvm::StringRef var(*e);
+    if (var.startswith("PET_") || var.startswith("RANK=") || var.startswith("WORLD_SIZE=") ||
+        var.startswith("LOCAL_RANK=") || var.startswith("MASTER_") || var.startswith("AVF_JOB_TOKEN")) {
+      continue;
+    }
+    env.push_back(var.str());
+  }
+  env.insert(env.end(), {fmt::format("RANK={}", rank), fmt::format("WORLD_SIZE={}", world),
+                         fmt::format("LOCAL_RANK={}", rank), "MASTER_ADDR=127.0.0.1",
+                         fmt::format("MASTER_PORT={}", port), "AVF_JOB_TOKEN=" + token});
+  return env;
+}
+
+// Starts one avf-run per rank and waits for all; when one fails the others
+// are stopped (they would fail at their next collective anyway).
+auto LaunchRanks(const std::vector<std::string>& args, int64_t world, diag::DiagnosticEngine& diags) -> int {
+  int port = FreePort();
+  std::string token = RandomToken();
+  std::vector<llvm::StringRef> refs(args.begin(), args.end());
+  std::vector<llvm::sys::ProcessInfo> procs;
+  std::vector<std::vector<std::string>> envs(static_cast<size_t>(world));
+  for (int64_t r = 0; r < world; ++r) {
+    envs[static_cast<size_t>(r)] = RankEnvironment(r, world, port, token);
+    std::vector<llvm::StringRef> env(envs[static_cast<size_t>(r)].begin(), envs[static_cast<size_t>(r)].end());
+    std::string error;
+    bool failed = false;
+    procs.push_back(llvm::sys::ExecuteNoWait(args[0], refs, llvm::ArrayRef<llvm::StringRef>(env), {}, 0, &error, &failed));
+    if (failed) {
+      for (const llvm::sys::ProcessInfo& p : procs) {
+        if (p.Pid > 0) kill(p.Pid, SIGTERM);
+      }
+      diags.Report(diag::DiagId::CannotRunRuntime, {}, args[0], error.empty() ? "it did not start" : error);
+      return -1;
+    }
+  }
+  int status = 0;
+  for (size_t i = 0; i < procs.size(); ++i) {
+    llvm::sys::ProcessInfo done = llvm::sys::Wait(procs[i], 0, /*WaitUntilTerminates=*/true);
+    if (done.ReturnCode != 0 && status == 0) {
+      status = done.ReturnCode < 0 ? 1 : done.ReturnCode;
+      for (size_t j = i + 1; j < procs.size(); ++j) kill(procs[j].Pid, SIGTERM);
+    }
+  }
+  return status;
+}
+
 }  // namespace
 
 auto RunLocal(const Options& o, const plan::Plan& plan, diag::DiagnosticEngine& diags) -> int {
@@ -84,8 +166,9 @@ auto RunLocal(const Options& o, const plan::Plan& plan, diag::DiagnosticEngine& 
     args.insert(args.end(), {"--checkpoint-dir", TierPath(o, *job.checkpoint.dir)});
   }
   if (o.max_steps > 0) args.insert(args.end(), {"--max-steps", std::to_string(o.max_steps)});
-  std::vector<llvm::StringRef> refs(args.begin(), args.end());
   llvm::outs().flush();
+  if (ranks > 1) return LaunchRanks(args, ranks, diags);
+  std::vector<llvm::StringRef> refs(args.begin(), args.end());
   std::string error;
   int status = llvm::sys::ExecuteAndWait(args[0], refs, llvm::None, {}, 0, 0, &error);
   if (status < 0) {

@@ -10,11 +10,14 @@
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include "comm/tcp_communicator.h"
 #include "data/shard_format.h"
 #include "data/shard_writer.h"
 #include "data/tokenizer.h"
 #include "plan/identity.h"
 #include "plan/plan.h"
+#include "rendezvous/store.h"
+#include "rendezvous/token.h"
 #include "train/trainer.h"
 
 namespace {
@@ -74,6 +77,54 @@ auto Tokenize(const TokenizeFlags& f) -> int {
   return 0;
 }
 
+// The connections of a multi-rank run: rank 0 serves the rendezvous store,
+// every rank joins it with the job token and builds the data group's mesh.
+struct World {
+  std::unique_ptr<avf::rendezvous::StoreServer> server;
+  std::shared_ptr<avf::rendezvous::StoreClient> store;
+  std::unique_ptr<avf::comm::TcpCommunicator> comm;
+};
+
+// The address the other ranks reach this one at: $AVF_HOST, else loopback
+// when the store is local, else this machine's host name (a pod's name
+// resolves to its address through the training object's headless Service).
+auto OwnAddress(const std::string& master) -> std::string {
+  if (const char* host = std::getenv("AVF_HOST"); host && *host) return host;
+  if (master == "localhost" || master.rfind("127.", 0) == 0 || master == "::1") return "127.0.0.1";
+  char name[256] = {};
+  return gethostname(name, sizeof(name) - 1) == 0 ? std::string(name) : "127.0.0.1";
+}
+
+auto Connect(const avf::runtime::RankIdentity& id) -> llvm::Expected<World> {
+  auto token = avf::rendezvous::TokenFromEnvironment();
+  if (!token) return token.takeError();
+  World w;
+  auto port = static_cast<uint16_t>(id.master_port);
+  int rank = static_cast<int>(id.rank), size = static_cast<int>(id.world_size);
+  if (rank == 0) {
+    avf::rendezvous::ServerOptions options;
+    options.port = port;
+    options.world_size = size;
+    options.token = *token;
+    auto server = avf::rendezvous::StoreServer::Start(std::move(options));
+    if (!server) return server.takeError();
+    w.server = std::move(*server);
+  }
+  auto store = avf::rendezvous::StoreClient::Join({id.master_addr, port, rank, size, *token});
+  if (!store) return store.takeError();
+  w.store = std::move(*store);
+  avf::comm::TcpOptions options;
+  options.store = w.store;
+  options.rank = rank;
+  options.size = size;
+  options.token = *token;
+  options.host = OwnAddress(id.master_addr);
+  auto comm = avf::comm::TcpCommunicator::Create(std::move(options));
+  if (!comm) return comm.takeError();
+  w.comm = std::move(*comm);
+  return w;
+}
+
 auto Run(const RunFlags& f) -> int {
   auto plan = avf::runtime::ReadPlanFile(f.plan);
   if (!plan) return Report(plan.takeError());
@@ -95,8 +146,18 @@ auto Run(const RunFlags& f) -> int {
   o.seed = f.seed;
   o.max_steps = f.max_steps;
   o.terminal = isatty(STDOUT_FILENO) != 0;
+  o.rank = static_cast<int>(identity->rank);
+  if (llvm::Error e = avf::train::CheckSupported(*plan, static_cast<int>(identity->world_size))) return Report(std::move(e));
+  World world;
+  if (identity->world_size > 1) {
+    auto connected = Connect(*identity);
+    if (!connected) return Report(connected.takeError());
+    world = std::move(*connected);
+    o.world = world.comm.get();
+  }
   auto result = avf::train::Train(*plan, o, llvm::outs());
   if (!result) return Report(result.takeError());
+  if (identity->rank != 0) return 0;
   if (result->first_step >= result->last_step) {
     llvm::outs() << fmt::format("job `{}` is trained already: its newest checkpoint is at step {}\n", plan->job.name,
                                 result->last_step);

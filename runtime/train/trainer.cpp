@@ -53,15 +53,23 @@ auto DecayMask(const model::ParamLayout& l) -> std::vector<bool> {
   return mask;
 }
 
-auto CheckSupported(const RunPlan& p) -> llvm::Error {
-  if (p.ranks.size() != 1) {
-    return Fail(fmt::format("plan.json has {} ranks (data {} x tensor {} x pipeline {}); this avf-run executes "
-                            "single-rank plans: compile the job with `gpus = 1`",
-                            p.ranks.size(), p.layout.data, p.layout.tensor, p.layout.pipeline));
+}  // namespace
+
+auto CheckSupported(const RunPlan& p, int world) -> llvm::Error {
+  if (p.layout.tensor != 1 || p.layout.pipeline != 1 || p.layout.zero != 0) {
+    return Fail(fmt::format("plan.json asks for tensor {} x pipeline {} with ZeRO {}; this avf-run executes "
+                            "data parallelism only (tensor = pipeline = 1, zero = 0)",
+                            p.layout.tensor, p.layout.pipeline, p.layout.zero));
+  }
+  if (static_cast<int64_t>(p.ranks.size()) != world) {
+    return Fail(fmt::format("plan.json has {} ranks but {} {} running", p.ranks.size(), world,
+                            world == 1 ? "is" : "are"));
   }
   if (p.optimizer.kind != runtime::OptimizerKind::AdamW) return Fail("this avf-run trains with AdamW only; the plan asks for sgd");
   return llvm::Error::success();
 }
+
+namespace {
 
 struct Loop {
   const RunPlan& plan;
@@ -94,6 +102,13 @@ auto Loop::OneStep(double& loss, double& norm) -> llvm::Error {
   }
   std::vector<float>& g = model.gradients();
   for (float& x : g) x /= static_cast<float>(count);
+  if (options.world) {
+    // Every rank then holds the same averaged gradient, so the same update.
+    if (llvm::Error e = options.world->AllReduce(g.data(), g.size(), comm::ReduceOp::kAvg)) return e;
+    float l = static_cast<float>(loss);
+    if (llvm::Error e = options.world->AllReduce(&l, 1, comm::ReduceOp::kAvg)) return e;
+    loss = l;
+  }
   norm = GlobalNorm(g.data(), static_cast<int64_t>(g.size()));
   if (!std::isfinite(loss) || !std::isfinite(norm)) {
     return Fail(fmt::format("step {}: the loss or the gradient is not finite (loss {}, gradient norm {}); lower the "
@@ -111,9 +126,15 @@ auto Loop::Checkpoint() -> llvm::Error {
   s.params = model.parameters();
   s.m = optimizer.moments().first;
   s.v = optimizer.moments().second;
-  if (llvm::Error e = SaveRank(options.checkpoint_dir, 0, 1, s)) return e;
-  if (llvm::Error e = Commit(options.checkpoint_dir, step)) return e;
+  int world = options.world ? options.world->size() : 1;
+  if (llvm::Error e = SaveRank(options.checkpoint_dir, options.rank, world, s)) return e;
+  // Every rank's file is written before rank 0 marks the step committed.
+  if (options.world) {
+    if (llvm::Error e = options.world->Barrier()) return e;
+  }
   last_checkpoint = Clock::now();
+  if (options.rank != 0) return llvm::Error::success();
+  if (llvm::Error e = Commit(options.checkpoint_dir, step)) return e;
   std::optional<int64_t> keep = plan.checkpoint ? plan.checkpoint->keep : std::nullopt;
   return keep ? Prune(options.checkpoint_dir, *keep) : llvm::Error::success();
 }
@@ -122,14 +143,17 @@ auto Loop::Resume() -> llvm::Error {
   auto latest = LatestCommitted(options.checkpoint_dir);
   if (!latest) return latest.takeError();
   if (!*latest) return llvm::Error::success();
-  auto s = LoadRank(options.checkpoint_dir, **latest, 0, 1, model.layout().total);
+  auto s = LoadRank(options.checkpoint_dir, **latest, options.rank, options.world ? options.world->size() : 1,
+                    model.layout().total);
   if (!s) return s.takeError();
   model.parameters() = std::move(s->params);
   optimizer.moments().first = std::move(s->m);
   optimizer.moments().second = std::move(s->v);
   optimizer.set_step(s->step);
   step = s->step;
-  progress << fmt::format("resuming from {} (step {})\n", CheckpointDir(options.checkpoint_dir, step), step);
+  if (options.rank == 0) {
+    progress << fmt::format("resuming from {} (step {})\n", CheckpointDir(options.checkpoint_dir, step), step);
+  }
   return loader->Seek({s->data_position, s->data_epoch});
 }
 
@@ -169,7 +193,7 @@ auto Run(Loop& loop, TrainResult& result) -> llvm::Error {
     if (loop.metrics) {
       if (llvm::Error e = loop.metrics->Append(m)) return e;
     }
-    loop.Report(m);
+    if (loop.options.rank == 0) loop.Report(m);
     if (result.first_loss == 0) result.first_loss = loss;
     result.last_loss = loss;
     bool last = loop.step == total;
@@ -184,10 +208,10 @@ auto Run(Loop& loop, TrainResult& result) -> llvm::Error {
 }  // namespace
 
 auto Train(const RunPlan& plan, const TrainOptions& options, llvm::raw_ostream& progress) -> llvm::Expected<TrainResult> {
-  if (llvm::Error e = CheckSupported(plan)) return e;
+  if (llvm::Error e = CheckSupported(plan, options.world ? options.world->size() : 1)) return e;
   data::DatasetLayout layout{options.data_dir, plan.data.tokens, plan.data.shards,
                              static_cast<uint32_t>(plan.data.token_bytes)};
-  const runtime::DataSlice& slice = plan.data.slices.front();
+  const runtime::DataSlice& slice = plan.data.slices[static_cast<size_t>(plan.ranks[options.rank].data)];
   auto reader = data::TokenReader::Open(layout, {slice.first_token, slice.tokens});
   if (!reader) return reader.takeError();
   Loop loop{plan, options, progress, model::Transformer<float>(ModelOf(plan)),
@@ -195,7 +219,7 @@ auto Train(const RunPlan& plan, const TrainOptions& options, llvm::raw_ostream& 
   loop.model.Initialize(options.seed);
   loop.decay = DecayMask(loop.model.layout());
   loop.loader = std::make_unique<data::BatchLoader>(std::move(*reader));
-  if (!options.metrics_path.empty()) {
+  if (!options.metrics_path.empty() && options.rank == 0) {
     auto metrics = MetricsFile::Open(options.metrics_path);
     if (!metrics) return metrics.takeError();
     loop.metrics.emplace(std::move(*metrics));

@@ -1,7 +1,7 @@
 // One rank's training loop on the CPU backend: the plan's model, data slice,
-// optimizer, micro-batches, checkpoints and metrics. This version executes
-// single-rank plans (data = tensor = pipeline = 1); the parallel execution of
-// larger plans builds on the same loop.
+// optimizer, micro-batches, checkpoints and metrics. Plans with several data
+// ranks (tensor = pipeline = 1, ZeRO 0) average the gradients over the data
+// group each step; tensor, pipeline and ZeRO execution build on this loop.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +10,7 @@
 #include <llvm/Support/Error.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include "comm/communicator.h"
 #include "plan/plan.h"
 
 namespace avf::train {
@@ -22,6 +23,9 @@ struct TrainOptions {
   uint64_t seed = 1234;        // parameter initialisation
   int64_t max_steps = 0;       // stop after this many steps (0: the plan's)
   bool terminal = false;       // redraw one progress line instead of printing lines
+  int rank = 0;                // this process's rank in the plan
+  // The ranks of the plan, all data-parallel; null for a single-rank plan.
+  comm::Communicator* world = nullptr;
 };
 
 struct TrainResult {
@@ -29,6 +33,10 @@ struct TrainResult {
   int64_t last_step = 0;
   double first_loss = 0, last_loss = 0;
 };
+
+// Whether this avf-run can execute the plan with `world` processes; checked
+// before any rank connects, so an unsupported plan fails at once everywhere.
+auto CheckSupported(const runtime::RunPlan& plan, int world) -> llvm::Error;
 
 auto Train(const runtime::RunPlan& plan, const TrainOptions& options, llvm::raw_ostream& progress)
     -> llvm::Expected<TrainResult>;
