@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <llvm/Support/FileSystem.h>
@@ -100,6 +101,11 @@ auto RankEnvironment(int64_t rank, int64_t world, int port, const std::string& t
       continue;
     }
     env.push_back(var.str());
+  }
+  // The ranks share this machine's cores: each BLAS gets its share, unless the user chose.
+  if (!std::getenv("OPENBLAS_NUM_THREADS")) {
+    unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    env.push_back(fmt::format("OPENBLAS_NUM_THREADS={}", std::max<int64_t>(1, cores / world)));
   }
   env.insert(env.end(), {fmt::format("RANK={}", rank), fmt::format("WORLD_SIZE={}", world),
                          fmt::format("LOCAL_RANK={}", rank), "MASTER_ADDR=127.0.0.1",
