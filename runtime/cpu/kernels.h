@@ -86,4 +86,10 @@ void CrossEntropyForward(T* losses, T* probs, const T* logits, const uint32_t* t
 template <typename T>
 void CrossEntropyBackward(T* dlogits, const T* probs, const uint32_t* targets, const T* dlosses, int64_t n, int64_t v);
 
+// Wall time spent inside the BLAS GEMMs since the last reset, summed over
+// calls (for bench/train_cpu: the share of a step the GEMMs take).
+auto GemmSeconds() -> double;
+auto GemmFlops() -> double;
+void ResetGemmCounters();
+
 }  // namespace avf::cpu

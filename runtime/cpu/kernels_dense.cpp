@@ -1,6 +1,8 @@
 // Matmul, embedding, norms, activations and residual (kernels.h).
 #include <cblas.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 
 #include "cpu/kernels.h"
@@ -11,9 +13,29 @@ namespace {
 
 constexpr double kEps = 1e-5;
 
+// Nanoseconds and FLOPs of all GEMMs (relaxed: only totals are read).
+std::atomic<int64_t> gemm_ns{0};
+std::atomic<double> gemm_flops{0};
+
+// Adds the scope's duration and a GEMM's 2mnk FLOPs to the counters.
+class GemmTimer {
+ public:
+  GemmTimer(int64_t m, int64_t n, int64_t k) : start_(std::chrono::steady_clock::now()), flops_(2.0 * m * n * k) {}
+  ~GemmTimer() {
+    auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start_).count();
+    gemm_ns.fetch_add(ns, std::memory_order_relaxed);
+    gemm_flops.fetch_add(flops_, std::memory_order_relaxed);
+  }
+
+ private:
+  std::chrono::steady_clock::time_point start_;
+  double flops_;
+};
+
 // C(m x n) = alpha A B + beta C, A (m x k) or its transpose, B (k x n) or its transpose.
 void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
           float beta, float* c, int64_t ldc) {
+  GemmTimer timer(m, n, k);
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(m),
               static_cast<int>(n), static_cast<int>(k), 1.0f, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta, c,
               static_cast<int>(ldc));
@@ -21,6 +43,7 @@ void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int
 
 void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, const double* b, int64_t ldb,
           double beta, double* c, int64_t ldc) {
+  GemmTimer timer(m, n, k);
   cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(m),
               static_cast<int>(n), static_cast<int>(k), 1.0, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta, c,
               static_cast<int>(ldc));
@@ -29,6 +52,13 @@ void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, in
 constexpr double kGeluScale = 0.7978845608028654;  // sqrt(2 / pi)
 
 }  // namespace
+
+auto GemmSeconds() -> double { return static_cast<double>(gemm_ns.load()) * 1e-9; }
+auto GemmFlops() -> double { return gemm_flops.load(); }
+void ResetGemmCounters() {
+  gemm_ns = 0;
+  gemm_flops = 0;
+}
 
 template <typename T>
 void MatmulForward(T* out, const T* in, const T* weight, const T* bias, int64_t n, int64_t c, int64_t oc) {
