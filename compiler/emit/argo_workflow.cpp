@@ -73,23 +73,7 @@ void WriteToolStep(YamlWriter& y, const Deployment& d, const ToolStep& s) {
       });
     }
     if (s.retry) WriteRetry(y);
-    if (NeedsClusterNodes(mounts) && !d.node_selector.empty()) {
-      y.MapField("nodeSelector", [&] {
-        for (const auto& [k, v] : d.node_selector) y.Field(k, v);
-      });
-    }
-    if (NeedsClusterNodes(mounts) && !d.tolerations.empty()) {
-      y.SeqField("tolerations", [&] {
-        for (const deploy::Toleration& t : d.tolerations) {
-          y.Map([&] {
-            y.Field("key", t.key);
-            y.Field("operator", t.value.empty() ? "Exists" : "Equal");
-            if (!t.value.empty()) y.Field("value", t.value);
-            y.Field("effect", t.effect);
-          });
-        }
-      });
-    }
+    if (NeedsClusterNodes(mounts)) WriteSelectorAndTolerations(y, d);
     y.MapField("script", [&] {
       y.Field("image", d.tools_image);
       y.Key("command");

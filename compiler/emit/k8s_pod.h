@@ -39,6 +39,9 @@ struct TrainerPod {
 // annotations) and spec (scheduling, security, the avf-run container).
 void WriteTrainerTemplate(YamlWriter& y, const deploy::Deployment& d, const TrainerPod& pod);
 
+// `nodeSelector` and `tolerations` of the cluster's nodes (labels, taints).
+void WriteSelectorAndTolerations(YamlWriter& y, const deploy::Deployment& d);
+
 // Security context of the staging, export and cleanup containers.
 void WriteToolsSecurity(YamlWriter& y, const deploy::Deployment& d);
 
