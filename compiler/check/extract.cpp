@@ -126,9 +126,6 @@ void ReadCluster(const Program& p, const Decl& cluster, JobSpec& spec) {
   spec.at.nodes = RangeOf(c, "nodes", cluster.name_range);
   hw.nodes = Integer(c, "nodes").value_or(1);
   spec.price_per_gpu_hour = Number(c, "gpu_hour_price");
-  if (const Value* labels = Field(c, "labels"); labels && labels->kind == Value::Kind::List) {
-    for (const Value& l : labels->list) spec.labels.push_back(l.text);
-  }
   if (const RecordValue* tree = Sub(c, "topology")) {
     hw.nodes_per_leaf = Integer(*tree, "nodes_per_leaf").value_or(0);
     hw.oversubscription = Number(*tree, "oversubscription").value_or(1);
@@ -297,7 +294,6 @@ auto WrittenList(const RecordValue& r, std::string_view name, llvm::SMRange fall
 void ReadDeployCluster(const Program& p, const Decl& cluster, DeploySpec& d) {
   const RecordValue& c = cluster.fields;
   llvm::SMRange at = cluster.name_range;
-  d.cluster_decl = at;
   if (std::string s = Text(c, "scheduler"); !s.empty()) d.scheduler = s;
   d.node_resources = WrittenList(c, "node_resources", at);
   d.node_taints = WrittenList(c, "node_taints", at);
@@ -305,7 +301,6 @@ void ReadDeployCluster(const Program& p, const Decl& cluster, DeploySpec& d) {
   d.hcas = WrittenList(c, "hcas", at);
   d.socket_interface = WrittenText(c, "socket_interface", at);
   if (const RecordValue* tree = Sub(c, "topology")) {
-    d.nodes_per_leaf = Integer(*tree, "nodes_per_leaf").value_or(0);
     d.leaf_label = WrittenText(*tree, "leaf_label", RangeOf(c, "topology", at));
     d.spine_label = WrittenText(*tree, "spine_label", RangeOf(c, "topology", at));
   }
@@ -369,10 +364,6 @@ auto ExtractJob(const Program& p, const Decl& job) -> JobSpec {
   spec.workload.optimizer = spec.optimizer.kind;
   ReadCheckpoint(p, f, spec.checkpoint, spec.at);
   ReadLength(f, spec, job.name_range);
-  spec.image = Text(f, "image");
-  spec.k8s_namespace = Text(f, "namespace");
-  spec.queue = Text(f, "queue");
-  spec.priority = Text(f, "priority");
   spec.target = Text(f, "target");
   ReadDeployJob(job, spec.deploy);
   return spec;

@@ -104,7 +104,6 @@ struct DeploySpec {
   std::vector<Written> hcas;
   Written socket_interface;
   Written leaf_label, spine_label;
-  int64_t nodes_per_leaf = 0;             // 0: no topology declared
   std::optional<int64_t> node_cpus;
   std::optional<double> node_memory;      // the node's cpu_memory, bytes
   std::optional<int64_t> cpus;            // job.resources
@@ -114,7 +113,6 @@ struct DeploySpec {
   bool cleanup_staged = false;
   int64_t max_restarts = 3;
   Written image, tools_image, k8s_namespace, queue, priority;
-  llvm::SMRange cluster_decl;
 };
 
 struct JobSpec {
@@ -132,8 +130,7 @@ struct JobSpec {
   std::string length_field;  // "steps", "tokens" or "epochs": what the user wrote
   double requested_tokens = 0;  // as written (steps x batch x seq_len for `steps`), before rounding to steps
   std::optional<double> price_per_gpu_hour;
-  std::string image, k8s_namespace, queue, priority, target;
-  std::vector<std::string> labels;
+  std::string target;  // kubeflow, jobset or slurm
   DeploySpec deploy;
 };
 

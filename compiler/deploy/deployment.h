@@ -4,6 +4,7 @@
 // Argo, Kubernetes or Slurm text and never decide anything themselves.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -77,7 +78,6 @@ struct Staging {
   std::string dest_dir;     // the hot-tier directory in the pods
   std::string hot_storage;  // the hot tier
   std::vector<ShardRange> ranges;   // one per copier
-  int64_t bwlimit_kib = 0;  // per copier, KiB/s; 0 = unlimited
   double total_bandwidth = 0;       // bytes/s the copiers share (0: unknown)
   int64_t shards = 0;
   int64_t tokens_per_shard = 0;     // every shard but the last
@@ -85,6 +85,13 @@ struct Staging {
   int64_t token_bytes = 2;
   std::string marker;       // identifies the staged copy (source, size, format)
   bool cleanup = false;     // default of the workflow's cleanup-staged parameter
+
+  // rclone's --bwlimit (KiB/s) of each of `concurrent` copies that share the
+  // tiers' bandwidth; 0 when the bandwidth is unknown (no limit).
+  auto BwlimitKib(int64_t concurrent) const -> int64_t {
+    if (total_bandwidth <= 0 || concurrent < 1) return 0;
+    return std::max<int64_t>(1, static_cast<int64_t>(total_bandwidth / static_cast<double>(concurrent) / 1024));
+  }
 };
 
 struct Export {
@@ -155,8 +162,8 @@ struct Deployment {
   Placement placement;
   std::optional<Staging> staging;
   std::optional<Export> export_checkpoints;
-  // Names of the companion objects.
-  std::string configmap, service_account, workflow;
+  // Names of the companion objects (the workflow is named `name`).
+  std::string configmap, service_account;
 };
 
 }  // namespace avf::deploy

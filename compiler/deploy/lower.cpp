@@ -81,7 +81,6 @@ void LowerIdentity(LowerContext& c, std::optional<Target> target) {
   o.name = *name;
   o.configmap = o.name + "-plan";
   o.service_account = o.name + "-workflow";
-  o.workflow = o.name;
   // Explicit, so that RoleBinding subjects and cleanup name it.
   o.k8s_namespace = j.deploy.k8s_namespace.value.empty() ? "default" : j.deploy.k8s_namespace.value;
   o.image = j.deploy.image.value;
@@ -230,7 +229,7 @@ void LowerPlacement(LowerContext& c) {
     if (w->value.empty()) continue;
     if (std::string why = LabelKeyProblem(w->value); !why.empty()) ReportInvalid(c, *w, "node label key", why);
   }
-  int64_t nodes = c.out.nodes, per_leaf = d.nodes_per_leaf;
+  int64_t nodes = c.out.nodes, per_leaf = c.job.hardware.nodes_per_leaf;
   if (p.leaf_label.empty() || nodes <= 1) p.mode = TopologyMode::None;
   else if (per_leaf > 0 && nodes <= per_leaf) p.mode = TopologyMode::OneLeaf;
   else if (c.out.scheduler == Scheduler::Kueue && c.out.target == Target::JobSet && per_leaf > 0 && nodes % per_leaf == 0) {

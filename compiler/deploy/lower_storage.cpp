@@ -162,9 +162,6 @@ void LowerStaging(LowerContext& c) {
   if (ds.stage_to->write_bw) limits.push_back(*ds.stage_to->write_bw);
   s.total_bandwidth = limits.empty() ? 0 : *std::min_element(limits.begin(), limits.end());
   s.ranges = SplitShards(ds.shards, CopierCount(c.job, s.total_bandwidth, ds.shards));
-  if (s.total_bandwidth > 0) {
-    s.bwlimit_kib = std::max<int64_t>(1, static_cast<int64_t>(s.total_bandwidth / s.ranges.size() / 1024));
-  }
   std::string where = IsObjectStore(ds.source.storage_kind)
                           ? fmt::format("{}:{}/{}", ds.source.storage_kind, source->endpoint, source->bucket)
                           : ds.source.storage_kind;

@@ -102,7 +102,7 @@ auto StagingSteps(const Deployment& d) -> std::vector<ToolStep> {
   std::vector<std::string> tiers{s.hot_storage};
   std::vector<std::string> copy_tiers = tiers;
   if (s.source.is_local()) copy_tiers.push_back(s.source.storage);
-  std::string copy = "FIRST=\"$ARG_first\"\nLAST=\"$ARG_last\"\n" + CopyShardsScript(s, s.bwlimit_kib);
+  std::string copy = "FIRST=\"$ARG_first\"\nLAST=\"$ARG_last\"\n" + CopyShardsScript(s, s.BwlimitKib(static_cast<int64_t>(s.ranges.size())));
   return {
       {"check-staged", CheckStagedScript(s), {}, tiers, {}, false},
       {"copy-shards", copy, RemoteEnv(s.source), copy_tiers, {"first", "last"}, true},
@@ -166,7 +166,7 @@ void WriteDag(YamlWriter& y, const Deployment& d) {
           WriteStageTasks(y, d);
           train_after = "seal-staged.Succeeded || seal-staged.Skipped";
         }
-        if (!PodGroupYaml(d).empty()) {
+        if (HasPodGroup(d)) {
           y.Map([&] { WriteTask(y, "create-podgroup", ""); });
           train_after = train_after.empty() ? "create-podgroup.Succeeded"
                                             : "(" + train_after + ") && create-podgroup.Succeeded";
@@ -222,7 +222,7 @@ void WriteExitHandler(YamlWriter& y, const Deployment& d) {
       y.Seq([&] {
         y.Map([&] { WriteTask(y, "report", ""); });
         y.Map([&] { WriteTask(y, "stop-training", "", "{{workflow.status}} != Succeeded"); });
-        if (!PodGroupYaml(d).empty()) y.Map([&] { WriteTask(y, "delete-podgroup", ""); });
+        if (HasPodGroup(d)) y.Map([&] { WriteTask(y, "delete-podgroup", ""); });
       });
       if (!d.staging) return;
       y.Seq([&] { y.Map([&] { WriteTask(y, "cleanup-staged", "", "{{workflow.parameters.cleanup-staged}} == true"); }); });
@@ -239,7 +239,7 @@ void WriteExitHandler(YamlWriter& y, const Deployment& d) {
   // A failed or stopped workflow must not leave the training pods running (argo-workflows#8364).
   WriteResourceStep(y, "stop-training", "delete", DeleteManifest(d, TrainingObjectKind(d)), "", "");
   // The gang's PodGroup has done its work once the run is over.
-  if (!PodGroupYaml(d).empty()) WriteResourceStep(y, "delete-podgroup", "delete", DeleteManifest(d, kPodGroup), "", "");
+  if (HasPodGroup(d)) WriteResourceStep(y, "delete-podgroup", "delete", DeleteManifest(d, kPodGroup), "", "");
   if (d.staging) {
     WriteToolStep(y, d, {"cleanup-staged", CleanupScript(*d.staging), {}, {d.staging->hot_storage}, {}, false});
   }
@@ -251,7 +251,7 @@ void WriteTemplates(YamlWriter& y, const Deployment& d) {
     if (d.staging) {
       for (const ToolStep& s : StagingSteps(d)) WriteToolStep(y, d, s);
     }
-    if (std::string pg = PodGroupYaml(d); !pg.empty()) WriteResourceStep(y, "create-podgroup", "create", pg, "", "");
+    if (HasPodGroup(d)) WriteResourceStep(y, "create-podgroup", "create", PodGroupYaml(d), "", "");
     WriteTrainStep(y, d);
     if (d.export_checkpoints) WriteToolStep(y, d, ExportStep(d));
     WriteExitHandler(y, d);
@@ -288,7 +288,7 @@ void WriteSpec(YamlWriter& y, const Deployment& d) {
 
 auto WorkflowYaml(const Deployment& d, bool as_template) -> std::string {
   std::string kind = as_template ? "WorkflowTemplate" : "Workflow";
-  std::string how = as_template ? fmt::format("argo template create workflow.yaml; argo submit --from workflowtemplate/{}", d.workflow)
+  std::string how = as_template ? fmt::format("argo template create workflow.yaml; argo submit --from workflowtemplate/{}", d.name)
                                 : "argo submit workflow.yaml";
   std::string header = HeaderComment(d, "workflow.yaml") +
                        fmt::format("\nFirst kubectl apply -f rbac.yaml -f plan-configmap.yaml, then {}", how);
@@ -296,7 +296,7 @@ auto WorkflowYaml(const Deployment& d, bool as_template) -> std::string {
   y.Map([&] {
     y.Field("apiVersion", "argoproj.io/v1alpha1");
     y.Field("kind", kind);
-    WriteMetadata(y, d, d.workflow);
+    WriteMetadata(y, d, d.name);
     WriteSpec(y, d);
   });
   return y.Output();

@@ -124,11 +124,11 @@ void WritePodGroup(YamlWriter& y, const Deployment& d) {
   });
 }
 
+}  // namespace
+
 auto HasPodGroup(const Deployment& d) -> bool {
   return d.target == deploy::Target::JobSet && d.scheduler == Scheduler::Volcano;
 }
-
-}  // namespace
 
 auto TrainingObjectKind(const Deployment& d) -> ObjectKind {
   if (d.target == deploy::Target::JobSet) return {"jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets"};

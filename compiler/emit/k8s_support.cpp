@@ -82,7 +82,7 @@ auto RbacYaml(const Deployment& d) -> std::string {
     WriteMetadata(y, d, d.service_account);
     y.SeqField("rules", [&] {
       WriteRule(y, k.group, {k.plural}, {"create", "get", "list", "watch", "patch", "delete"});
-      if (!PodGroupYaml(d).empty()) {
+      if (HasPodGroup(d)) {
         WriteRule(y, "scheduling.volcano.sh", {"podgroups"}, {"create", "get", "list", "watch", "patch", "delete"});
       }
       WriteRule(y, "argoproj.io", {"workflowtaskresults"}, {"create", "patch"});

@@ -14,7 +14,9 @@ namespace avf::emit {
 auto JobYaml(const deploy::Deployment& d) -> std::string;
 // The training object alone, without header (the Argo train step's manifest).
 auto TrainingObjectYaml(const deploy::Deployment& d) -> std::string;
-// The Volcano PodGroup of a JobSet, without header; "" when there is none.
+// A JobSet under Volcano gets a PodGroup of its own (a PyTorchJob's operator makes one).
+auto HasPodGroup(const deploy::Deployment& d) -> bool;
+// That PodGroup, without header; "" when there is none.
 auto PodGroupYaml(const deploy::Deployment& d) -> std::string;
 // The apiVersion/kind of the training object, for RBAC and cleanup.
 struct ObjectKind {

@@ -71,10 +71,10 @@ void JobSection(JsonWriter& j, const plan::Plan& plan) {
     j.Field("name", s.name);
     TextOrNull(j, "source_sha256", plan.source_sha256);
     TextOrNull(j, "target", s.target);
-    TextOrNull(j, "image", s.image);
-    TextOrNull(j, "namespace", s.k8s_namespace);
-    TextOrNull(j, "queue", s.queue);
-    TextOrNull(j, "priority", s.priority);
+    TextOrNull(j, "image", s.deploy.image.value);
+    TextOrNull(j, "namespace", s.deploy.k8s_namespace.value);
+    TextOrNull(j, "queue", s.deploy.queue.value);
+    TextOrNull(j, "priority", s.deploy.priority.value);
   });
 }
 

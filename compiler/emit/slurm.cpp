@@ -98,7 +98,7 @@ auto StageSection(const Deployment& d) -> std::string {
   int64_t tasks = std::min<int64_t>(static_cast<int64_t>(s.ranges.size()), d.nodes);
   // One copier task per node works through its ranges one after another, so
   // the tiers' bandwidth is shared by `tasks` copies at a time.
-  int64_t bwlimit = s.total_bandwidth > 0 ? std::max<int64_t>(1, static_cast<int64_t>(s.total_bandwidth / tasks / 1024)) : 0;
+  int64_t bwlimit = s.BwlimitKib(tasks);
   std::string files = StepFile("check-staged.sh", CheckStagedScript(s)) + StepFile("copy-shards.sh", CopyShardsScript(s, bwlimit)) +
                       StepFile("copy-ranges.sh", CopyRangesScript(tasks)) + StepFile("seal-staged.sh", SealStagedScript(s));
   return fmt::format(
