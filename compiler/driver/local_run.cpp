@@ -18,6 +18,7 @@
 
 #include <fmt/format.h>
 
+#include "driver/outputs.h"
 #include "emit/plan_json.h"
 
 namespace avf::driver {
@@ -44,27 +45,6 @@ auto AvfRunPath() -> std::string {
   llvm::SmallString<256> path(llvm::sys::path::parent_path(self));
   llvm::sys::path::append(path, "avf-run");
   return path.str().str();
-}
-
-auto WritePlan(const std::string& dir, const plan::Plan& plan, diag::DiagnosticEngine& diags) -> std::string {
-  if (std::error_code ec = llvm::sys::fs::create_directories(dir)) {
-    diags.Report(diag::DiagId::CannotWriteOutput, {}, dir, ec.message());
-    return "";
-  }
-  std::string path = dir + "/plan.json";
-  std::error_code ec;
-  llvm::raw_fd_ostream out(path, ec);
-  if (!ec) {
-    emit::WritePlanJson(plan, out);
-    out.close();
-    if (out.has_error()) ec = out.error();
-    out.clear_error();
-  }
-  if (ec) {
-    diags.Report(diag::DiagId::CannotWriteOutput, {}, path, ec.message());
-    return "";
-  }
-  return path;
 }
 
 // A port on the loopback interface that is free now, for rank 0's store.
@@ -165,8 +145,11 @@ auto RunLocal(const Options& o, const plan::Plan& plan, diag::DiagnosticEngine& 
     return -1;
   }
   std::string dir = o.run_dir.empty() ? "runs/" + job.name : o.run_dir;
-  std::string plan_path = WritePlan(dir, plan, diags);
-  if (plan_path.empty()) return -1;
+  std::string plan_path = dir + "/plan.json", json;
+  llvm::raw_string_ostream stream(json);
+  emit::WritePlanJson(plan, stream);
+  stream.flush();
+  if (!WriteOutputFiles({{plan_path, json}}, diags)) return -1;
   std::vector<std::string> args{AvfRunPath(), "--plan", plan_path, "--data-dir", TierPath(o, data), "--run-dir", dir};
   if (job.checkpoint.enabled && job.checkpoint.dir && job.checkpoint.dir->storage_kind == "local") {
     args.insert(args.end(), {"--checkpoint-dir", TierPath(o, *job.checkpoint.dir)});

@@ -16,11 +16,6 @@ namespace avf::driver {
 
 namespace {
 
-struct Artifact {
-  std::string path;  // DIR/<job>/<file>
-  std::string text;
-};
-
 auto Sha256(const std::string& text) -> std::string {
   llvm::SHA256 hash;
   hash.update(text);
@@ -40,7 +35,7 @@ auto TargetFor(const Options& o, const check::JobSpec& job) -> std::optional<dep
   return job.target == "jobset" ? deploy::Target::JobSet : deploy::Target::Kubeflow;
 }
 
-void AddFiles(const Options& o, const deploy::Deployment& d, std::vector<Artifact>& files) {
+void AddFiles(const Options& o, const deploy::Deployment& d, std::vector<OutputFile>& files) {
   std::string dir = (llvm::Twine(o.output_dir) + "/" + d.job).str();
   auto add = [&](const char* name, std::string text) { files.push_back({dir + "/" + name, std::move(text)}); };
   add("plan.json", d.plan_json);
@@ -75,7 +70,7 @@ auto MissingFolders(const std::string& path) -> std::vector<std::string> {
 }
 
 // Writes `a` to its temporary name; false after a diagnostic.
-auto WriteTemporary(const Artifact& a, std::vector<std::string>& created, diag::DiagnosticEngine& diags) -> bool {
+auto WriteTemporary(const OutputFile& a, std::vector<std::string>& created, diag::DiagnosticEngine& diags) -> bool {
   for (const std::string& dir : MissingFolders(a.path)) {
     if (std::error_code ec = llvm::sys::fs::create_directory(dir)) {
       diags.Report(diag::DiagId::CannotWriteOutput, {}, dir, ec.message());
@@ -100,25 +95,29 @@ auto WriteTemporary(const Artifact& a, std::vector<std::string>& created, diag::
   return false;
 }
 
-// Every file to its temporary name first, then each renamed over the old
-// one; after an I/O error the temporary files and the folders made for
-// them are removed, so the output folder is left as it was.
-void WriteFiles(const std::vector<Artifact>& files, diag::DiagnosticEngine& diags) {
+}  // namespace
+
+auto WriteOutputFiles(const std::vector<OutputFile>& files, diag::DiagnosticEngine& diags) -> bool {
   std::vector<std::string> created;
   size_t written = 0;
   while (written < files.size() && WriteTemporary(files[written], created, diags)) ++written;
   if (written < files.size()) {
     for (size_t i = 0; i <= written && i < files.size(); ++i) llvm::sys::fs::remove(files[i].path + ".tmp");
     for (auto dir = created.rbegin(); dir != created.rend(); ++dir) llvm::sys::fs::remove(*dir);
-    return;
+    return false;
   }
-  for (const Artifact& a : files) {
+  bool ok = true;
+  for (const OutputFile& a : files) {
     if (std::error_code ec = llvm::sys::fs::rename(a.path + ".tmp", a.path)) {
       llvm::sys::fs::remove(a.path + ".tmp");
       diags.Report(diag::DiagId::CannotWriteOutput, {}, a.path, ec.message());
+      ok = false;
     }
   }
+  return ok;
 }
+
+namespace {
 
 // Two jobs whose Kubernetes names coincide (`Train_A`, `train_a`) would
 // overwrite each other's objects in one namespace.
@@ -140,7 +139,7 @@ void CheckNameClashes(const std::vector<std::pair<const plan::Plan*, std::string
 
 void WriteArtifacts(const Options& o, const std::vector<plan::Plan>& plans, diag::DiagnosticEngine& diags,
                     llvm::raw_ostream& out) {
-  std::vector<Artifact> files;
+  std::vector<OutputFile> files;
   std::vector<std::pair<const plan::Plan*, std::string>> names;  // namespace/name of each cluster job
   std::string printed;
   for (const plan::Plan& plan : plans) {
@@ -166,7 +165,7 @@ void WriteArtifacts(const Options& o, const std::vector<plan::Plan>& plans, diag
   CheckNameClashes(names, diags);
   if (diags.has_errors()) return;
   out << printed;
-  WriteFiles(files, diags);
+  WriteOutputFiles(files, diags);
 }
 
 }  // namespace avf::driver

@@ -5,6 +5,7 @@
 // write error leaves the previous files as they were.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include <llvm/Support/raw_ostream.h>
@@ -14,6 +15,17 @@
 #include "plan/plan.h"
 
 namespace avf::driver {
+
+// One file to write: DIR/<job>/<name> and its bytes.
+struct OutputFile {
+  std::string path;
+  std::string text;
+};
+
+// Writes every file to FILE.tmp, then renames them all into place; after an
+// I/O error (reported) the folders made for them are removed again. False
+// when anything could not be written.
+auto WriteOutputFiles(const std::vector<OutputFile>& files, diag::DiagnosticEngine& diags) -> bool;
 
 void WriteArtifacts(const Options& o, const std::vector<plan::Plan>& plans, diag::DiagnosticEngine& diags,
                     llvm::raw_ostream& out);
