@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <type_traits>
 
 #include "cpu/kernels.h"
 
@@ -32,21 +33,18 @@ class GemmTimer {
   double flops_;
 };
 
-// C(m x n) = alpha A B + beta C, A (m x k) or its transpose, B (k x n) or its transpose.
-void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
-          float beta, float* c, int64_t ldc) {
+// C(m x n) = A B + beta C, A (m x k) or its transpose, B (k x n) or its transpose.
+template <typename T>
+void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb, T beta,
+          T* c, int64_t ldc) {
   GemmTimer timer(m, n, k);
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(m),
-              static_cast<int>(n), static_cast<int>(k), 1.0f, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta, c,
-              static_cast<int>(ldc));
-}
-
-void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, const double* b, int64_t ldb,
-          double beta, double* c, int64_t ldc) {
-  GemmTimer timer(m, n, k);
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(m),
-              static_cast<int>(n), static_cast<int>(k), 1.0, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta, c,
-              static_cast<int>(ldc));
+  auto gemm = [](auto... args) {
+    if constexpr (std::is_same_v<T, float>) cblas_sgemm(args...);
+    else cblas_dgemm(args...);
+  };
+  gemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(m),
+       static_cast<int>(n), static_cast<int>(k), T(1), a, static_cast<int>(lda), b, static_cast<int>(ldb), beta, c,
+       static_cast<int>(ldc));
 }
 
 constexpr double kGeluScale = 0.7978845608028654;  // sqrt(2 / pi)

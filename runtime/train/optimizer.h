@@ -39,6 +39,7 @@ class AdamW {
   void Step(float* params, const float* grads, const std::vector<bool>& decay, double grad_norm);
 
   auto step() const -> int64_t { return step_; }
+  auto config() const -> const OptimizerConfig& { return config_; }
   auto moments() -> std::pair<std::vector<float>&, std::vector<float>&> { return {m_, v_}; }
   void set_step(int64_t step) { step_ = step; }
 

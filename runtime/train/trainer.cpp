@@ -188,7 +188,7 @@ auto Run(Loop& loop, TrainResult& result) -> llvm::Error {
     if (llvm::Error e = loop.OneStep(loss, norm)) return e;
     ++loop.step;
     double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    StepMetrics m{loop.step, total, loss, LearningRate(OptimizerOf(p), loop.step - 1), norm, seconds,
+    StepMetrics m{loop.step, total, loss, LearningRate(loop.optimizer.config(), loop.step - 1), norm, seconds,
                   tokens_per_step / seconds, p.model.flops_per_token * tokens_per_step / seconds};
     if (loop.metrics) {
       if (llvm::Error e = loop.metrics->Append(m)) return e;
@@ -214,8 +214,9 @@ auto Train(const RunPlan& plan, const TrainOptions& options, llvm::raw_ostream& 
   const runtime::DataSlice& slice = plan.data.slices[static_cast<size_t>(plan.ranks[options.rank].data)];
   auto reader = data::TokenReader::Open(layout, {slice.first_token, slice.tokens});
   if (!reader) return reader.takeError();
-  Loop loop{plan, options, progress, model::Transformer<float>(ModelOf(plan)),
-            AdamW(OptimizerOf(plan), model::LayoutOf(ModelOf(plan)).total), {}, nullptr, std::nullopt};
+  model::Transformer<float> model(ModelOf(plan));
+  int64_t parameters = model.layout().total;
+  Loop loop{plan, options, progress, std::move(model), AdamW(OptimizerOf(plan), parameters), {}, nullptr, std::nullopt};
   loop.model.Initialize(options.seed);
   loop.decay = DecayMask(loop.model.layout());
   loop.loader = std::make_unique<data::BatchLoader>(std::move(*reader));
