@@ -10,6 +10,7 @@
 #include <numeric>
 
 #include "data/batches.h"
+#include "temp_dir.h"
 #include "data/shard_format.h"
 #include "data/shard_writer.h"
 #include "data/token_reader.h"
@@ -22,12 +23,7 @@ auto Message(llvm::Error e) -> std::string { return llvm::toString(std::move(e))
 
 class Shards : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/avf-data-test-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { std::system(("rm -rf " + dir_).c_str()); }
+  void SetUp() override { ASSERT_FALSE(dir_.empty()); }
 
   // Dataset tokens 0..tokens-1 (token i has value i % 60000 + 7) in `shards` files.
   auto Write(int64_t tokens, int64_t shards, uint32_t width) -> DatasetLayout {
@@ -41,7 +37,8 @@ class Shards : public ::testing::Test {
     }
     return l;
   }
-  std::string dir_;
+  avf::testing::TempDir temp_{"avf-data-test"};
+  std::string dir_ = temp_.path();
 };
 
 TEST(ShardFormat, HeaderRoundTrip) {

@@ -14,6 +14,7 @@
 #include <llvm/Support/FileSystem.h>
 
 #include "model/transformer.h"
+#include "temp_dir.h"
 #include "train/checkpoint.h"
 #include "train/metrics.h"
 #include "train/optimizer.h"
@@ -135,12 +136,7 @@ TEST(Metrics, JsonAndProgress) {
 
 class Checkpoints : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/avf-ckpt-test-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    root_ = tmpl;
-  }
-  void TearDown() override { std::system(("rm -rf " + root_).c_str()); }
+  void SetUp() override { ASSERT_FALSE(root_.empty()); }
   static auto State(int64_t step) -> RankState {
     RankState s;
     s.step = step;
@@ -152,7 +148,8 @@ class Checkpoints : public ::testing::Test {
     return s;
   }
   auto Message(llvm::Error e) -> std::string { return llvm::toString(std::move(e)); }
-  std::string root_;
+  avf::testing::TempDir temp_{"avf-ckpt-test"};
+  std::string root_ = temp_.path();
 };
 
 TEST_F(Checkpoints, RoundTripAndCommit) {
