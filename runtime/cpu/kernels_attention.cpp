@@ -3,9 +3,12 @@
 #include <cmath>
 #include <vector>
 
+#include "cpu/gemm.h"
 #include "cpu/kernels.h"
 
 namespace avf::cpu {
+
+using detail::Gemm;
 
 namespace {
 
@@ -28,38 +31,50 @@ void Rotate(T* x, int64_t b, int64_t t, int64_t heads, int64_t head_dim, double 
   }
 }
 
-// Offsets of query head h and of its key/value head at batch bb, position pos.
-struct HeadIndex {
+constexpr int64_t kParallelMin = 1 << 14;
+
+// One (batch, query head) pair's matrices inside the (B, T, heads, head_dim)
+// activations: rows are positions, `ld` elements apart, so the BLAS reads a
+// head in place without copies.
+template <typename T>
+struct HeadViews {
   const AttentionShape& s;
-  auto Q(int64_t bb, int64_t pos, int64_t h) const -> int64_t { return ((bb * s.t + pos) * s.heads + h) * s.head_dim; }
-  auto KV(int64_t bb, int64_t pos, int64_t h) const -> int64_t {
-    int64_t group = s.heads / s.kv_heads;
-    return ((bb * s.t + pos) * s.kv_heads + h / group) * s.head_dim;
+  auto q_ld() const -> int64_t { return s.heads * s.head_dim; }
+  auto kv_ld() const -> int64_t { return s.kv_heads * s.head_dim; }
+  auto Q(int64_t bb, int64_t h) const -> int64_t { return bb * s.t * q_ld() + h * s.head_dim; }
+  auto KV(int64_t bb, int64_t h) const -> int64_t {
+    return bb * s.t * kv_ld() + h / (s.heads / s.kv_heads) * s.head_dim;
   }
-  auto Att(int64_t bb, int64_t h, int64_t pos) const -> int64_t { return ((bb * s.heads + h) * s.t + pos) * s.t; }
+  auto Att(int64_t bb, int64_t h) const -> int64_t { return (bb * s.heads + h) * s.t * s.t; }
 };
 
+// In place on the T x T scores of one head: causal softmax of each row,
+// zero above the diagonal.
 template <typename T>
-auto Dot(const T* a, const T* b, int64_t n) -> double {
-  double sum = 0;
-  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(a[i]) * b[i];
-  return sum;
+void CausalSoftmax(T* scores, int64_t t) {
+#pragma omp parallel for if (t * t >= kParallelMin)
+  for (int64_t pos = 0; pos < t; ++pos) {
+    T* row = scores + pos * t;
+    double max = -INFINITY, sum = 0;
+    for (int64_t j = 0; j <= pos; ++j) max = std::max(max, static_cast<double>(row[j]));
+    for (int64_t j = 0; j <= pos; ++j) sum += static_cast<double>(row[j] = static_cast<T>(std::exp(row[j] - max)));
+    for (int64_t j = 0; j <= pos; ++j) row[j] = static_cast<T>(row[j] / sum);
+    std::fill(row + pos + 1, row + t, T(0));
+  }
 }
 
-// One query row: probabilities over positions 0..pos, written to `row`.
+// dscores = probs * (dprobs - rowsum(probs * dprobs)) * scale, in place on
+// dprobs (T x T); above the diagonal probs are 0, so dscores are too.
 template <typename T>
-void SoftmaxRow(T* row, const T* q, const T* k, const HeadIndex& ix, int64_t bb, int64_t pos, int64_t h) {
-  const AttentionShape& s = ix.s;
-  double scale = 1.0 / std::sqrt(static_cast<double>(s.head_dim));
-  std::vector<double> scores(static_cast<size_t>(pos + 1));
-  double max = -INFINITY;
-  for (int64_t j = 0; j <= pos; ++j) {
-    scores[j] = scale * Dot(q + ix.Q(bb, pos, h), k + ix.KV(bb, j, h), s.head_dim);
-    max = std::max(max, scores[j]);
+void SoftmaxBackward(T* dprobs, const T* probs, int64_t t, double scale) {
+#pragma omp parallel for if (t * t >= kParallelMin)
+  for (int64_t pos = 0; pos < t; ++pos) {
+    const T* p = probs + pos * t;
+    T* d = dprobs + pos * t;
+    double weighted = 0;
+    for (int64_t j = 0; j <= pos; ++j) weighted += static_cast<double>(p[j]) * d[j];
+    for (int64_t j = 0; j < t; ++j) d[j] = j <= pos ? static_cast<T>(p[j] * (d[j] - weighted) * scale) : T(0);
   }
-  double sum = 0;
-  for (int64_t j = 0; j <= pos; ++j) sum += scores[j] = std::exp(scores[j] - max);
-  for (int64_t j = 0; j < s.t; ++j) row[j] = j <= pos ? static_cast<T>(scores[j] / sum) : T(0);
 }
 
 }  // namespace
@@ -74,67 +89,58 @@ void RopeBackward(T* dx, int64_t b, int64_t t, int64_t heads, int64_t head_dim, 
   Rotate(dx, b, t, heads, head_dim, theta, -1.0);
 }
 
+// Per (batch, head): scores = scale Q K^T and out = P V, two GEMMs on the
+// head's rows in place. The GEMMs compute the whole T x T block, masked
+// afterwards: twice the causal FLOPs, but at BLAS speed.
 template <typename T>
 void AttentionForward(T* out, T* att, const T* q, const T* k, const T* v, const AttentionShape& s) {
-  HeadIndex ix{s};
+  HeadViews<T> ix{s};
+  T scale = static_cast<T>(1.0 / std::sqrt(static_cast<double>(s.head_dim)));
   for (int64_t bb = 0; bb < s.b; ++bb) {
     for (int64_t h = 0; h < s.heads; ++h) {
-      for (int64_t pos = 0; pos < s.t; ++pos) {
-        T* row = att + ix.Att(bb, h, pos);
-        SoftmaxRow(row, q, k, ix, bb, pos, h);
-        T* o = out + ix.Q(bb, pos, h);
-        std::fill(o, o + s.head_dim, T(0));
-        for (int64_t j = 0; j <= pos; ++j) {
-          const T* vj = v + ix.KV(bb, j, h);
-          for (int64_t d = 0; d < s.head_dim; ++d) o[d] += row[j] * vj[d];
-        }
-      }
+      T* probs = att + ix.Att(bb, h);
+      Gemm(false, true, s.t, s.t, s.head_dim, scale, q + ix.Q(bb, h), ix.q_ld(), k + ix.KV(bb, h), ix.kv_ld(), T(0),
+           probs, s.t);
+      CausalSoftmax(probs, s.t);
+      Gemm(false, false, s.t, s.head_dim, s.t, T(1), probs, s.t, v + ix.KV(bb, h), ix.kv_ld(), T(0), out + ix.Q(bb, h),
+           ix.q_ld());
     }
   }
 }
 
+// Per (batch, head): dP = dO V^T, dV += P^T dO, dS = softmax'(dP), then
+// dQ += dS K and dK += dS^T Q. Query heads sharing a key/value head add
+// into it one after another, in head order.
 template <typename T>
 void AttentionBackward(T* dq, T* dk, T* dv, const T* dout, const T* att, const T* q, const T* k, const T* v,
                        const AttentionShape& s) {
-  HeadIndex ix{s};
+  HeadViews<T> ix{s};
   double scale = 1.0 / std::sqrt(static_cast<double>(s.head_dim));
-  std::vector<double> datt(static_cast<size_t>(s.t));
+  std::vector<T> dscores(static_cast<size_t>(s.t * s.t));
   for (int64_t bb = 0; bb < s.b; ++bb) {
     for (int64_t h = 0; h < s.heads; ++h) {
-      for (int64_t pos = 0; pos < s.t; ++pos) {
-        const T* row = att + ix.Att(bb, h, pos);
-        const T* dy = dout + ix.Q(bb, pos, h);
-        double weighted = 0;
-        for (int64_t j = 0; j <= pos; ++j) {
-          datt[j] = Dot(dy, v + ix.KV(bb, j, h), s.head_dim);
-          weighted += row[j] * datt[j];
-          T* dvj = dv + ix.KV(bb, j, h);
-          for (int64_t d = 0; d < s.head_dim; ++d) dvj[d] += row[j] * dy[d];
-        }
-        // Softmax backward, then the scaled dot product.
-        for (int64_t j = 0; j <= pos; ++j) {
-          double dscore = row[j] * (datt[j] - weighted) * scale;
-          const T* kj = k + ix.KV(bb, j, h);
-          const T* qi = q + ix.Q(bb, pos, h);
-          T* dqi = dq + ix.Q(bb, pos, h);
-          T* dkj = dk + ix.KV(bb, j, h);
-          for (int64_t d = 0; d < s.head_dim; ++d) {
-            dqi[d] += static_cast<T>(dscore * kj[d]);
-            dkj[d] += static_cast<T>(dscore * qi[d]);
-          }
-        }
-      }
+      const T* probs = att + ix.Att(bb, h);
+      const T* dy = dout + ix.Q(bb, h);
+      int64_t kv = ix.KV(bb, h), qo = ix.Q(bb, h);
+      Gemm(false, true, s.t, s.t, s.head_dim, T(1), dy, ix.q_ld(), v + kv, ix.kv_ld(), T(0), dscores.data(), s.t);
+      Gemm(true, false, s.t, s.head_dim, s.t, T(1), probs, s.t, dy, ix.q_ld(), T(1), dv + kv, ix.kv_ld());
+      SoftmaxBackward(dscores.data(), probs, s.t, scale);
+      Gemm(false, false, s.t, s.head_dim, s.t, T(1), dscores.data(), s.t, k + kv, ix.kv_ld(), T(1), dq + qo, ix.q_ld());
+      Gemm(true, false, s.t, s.head_dim, s.t, T(1), dscores.data(), s.t, q + qo, ix.q_ld(), T(1), dk + kv, ix.kv_ld());
     }
   }
 }
 
 template <typename T>
 void CrossEntropyForward(T* losses, T* probs, const T* logits, const uint32_t* targets, int64_t n, int64_t v) {
+#pragma omp parallel for if (n * v >= kParallelMin)
   for (int64_t i = 0; i < n; ++i) {
     const T* z = logits + i * v;
+    T* p = probs + i * v;
     double max = *std::max_element(z, z + v), sum = 0;
-    for (int64_t j = 0; j < v; ++j) sum += std::exp(static_cast<double>(z[j]) - max);
-    for (int64_t j = 0; j < v; ++j) probs[i * v + j] = static_cast<T>(std::exp(static_cast<double>(z[j]) - max) / sum);
+    for (int64_t j = 0; j < v; ++j) sum += p[j] = static_cast<T>(std::exp(static_cast<double>(z[j]) - max));
+    T inverse = static_cast<T>(1.0 / sum);
+    for (int64_t j = 0; j < v; ++j) p[j] *= inverse;
     // -log softmax, from the logits: no log(0) for a vanishing probability.
     losses[i] = static_cast<T>(std::log(sum) + max - z[targets[i]]);
   }
@@ -142,11 +148,12 @@ void CrossEntropyForward(T* losses, T* probs, const T* logits, const uint32_t* t
 
 template <typename T>
 void CrossEntropyBackward(T* dlogits, const T* probs, const uint32_t* targets, const T* dlosses, int64_t n, int64_t v) {
+#pragma omp parallel for if (n * v >= kParallelMin)
   for (int64_t i = 0; i < n; ++i) {
-    for (int64_t j = 0; j < v; ++j) {
-      T indicator = j == static_cast<int64_t>(targets[i]) ? T(1) : T(0);
-      dlogits[i * v + j] += (probs[i * v + j] - indicator) * dlosses[i];
-    }
+    T* d = dlogits + i * v;
+    const T* p = probs + i * v;
+    for (int64_t j = 0; j < v; ++j) d[j] += p[j] * dlosses[i];
+    d[targets[i]] -= dlosses[i];
   }
 }
 

@@ -1,11 +1,13 @@
 // Matmul, embedding, norms, activations and residual (kernels.h).
 #include <cblas.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <type_traits>
 
+#include "cpu/gemm.h"
 #include "cpu/kernels.h"
 
 namespace avf::cpu {
@@ -13,6 +15,9 @@ namespace avf::cpu {
 namespace {
 
 constexpr double kEps = 1e-5;
+
+// Loops shorter than this run on one thread: starting the team costs more.
+constexpr int64_t kParallelMin = 1 << 14;
 
 // Nanoseconds and FLOPs of all GEMMs (relaxed: only totals are read).
 std::atomic<int64_t> gemm_ns{0};
@@ -33,23 +38,47 @@ class GemmTimer {
   double flops_;
 };
 
-// C(m x n) = A B + beta C, A (m x k) or its transpose, B (k x n) or its transpose.
+// sums[j] += column j of rows(n x c), each column summed in row order (the
+// same result on any thread count); threads take blocks of columns.
 template <typename T>
-void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb, T beta,
-          T* c, int64_t ldc) {
-  GemmTimer timer(m, n, k);
-  auto gemm = [](auto... args) {
-    if constexpr (std::is_same_v<T, float>) cblas_sgemm(args...);
-    else cblas_dgemm(args...);
-  };
-  gemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(m),
-       static_cast<int>(n), static_cast<int>(k), T(1), a, static_cast<int>(lda), b, static_cast<int>(ldb), beta, c,
-       static_cast<int>(ldc));
+void ColumnSums(T* sums, const T* rows, int64_t n, int64_t c) {
+  constexpr int64_t kBlock = 64;
+#pragma omp parallel for if (n * c >= kParallelMin)
+  for (int64_t j0 = 0; j0 < c; j0 += kBlock) {
+    int64_t j1 = std::min(c, j0 + kBlock);
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t j = j0; j < j1; ++j) sums[j] += rows[i * c + j];
+    }
+  }
 }
 
 constexpr double kGeluScale = 0.7978845608028654;  // sqrt(2 / pi)
 
 }  // namespace
+
+namespace detail {
+
+template <typename T>
+void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda, const T* b,
+          int64_t ldb, T beta, T* c, int64_t ldc) {
+  GemmTimer timer(m, n, k);
+  auto gemm = [](auto... args) {
+    if constexpr (std::is_same_v<T, float>) cblas_sgemm(args...);
+    else cblas_dgemm(args...);
+  };
+  gemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, static_cast<int>(m),
+       static_cast<int>(n), static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta, c,
+       static_cast<int>(ldc));
+}
+
+template void Gemm<float>(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t,
+                          float, float*, int64_t);
+template void Gemm<double>(bool, bool, int64_t, int64_t, int64_t, double, const double*, int64_t, const double*,
+                           int64_t, double, double*, int64_t);
+
+}  // namespace detail
+
+using detail::Gemm;
 
 auto GemmSeconds() -> double { return static_cast<double>(gemm_ns.load()) * 1e-9; }
 auto GemmFlops() -> double { return gemm_flops.load(); }
@@ -60,8 +89,9 @@ void ResetGemmCounters() {
 
 template <typename T>
 void MatmulForward(T* out, const T* in, const T* weight, const T* bias, int64_t n, int64_t c, int64_t oc) {
-  Gemm(false, true, n, oc, c, in, c, weight, c, T(0), out, oc);
+  Gemm(false, true, n, oc, c, T(1), in, c, weight, c, T(0), out, oc);
   if (!bias) return;
+#pragma omp parallel for if (n * oc >= kParallelMin)
   for (int64_t i = 0; i < n; ++i) {
     for (int64_t o = 0; o < oc; ++o) out[i * oc + o] += bias[o];
   }
@@ -70,16 +100,15 @@ void MatmulForward(T* out, const T* in, const T* weight, const T* bias, int64_t 
 template <typename T>
 void MatmulBackward(T* din, T* dweight, T* dbias, const T* dout, const T* in, const T* weight, int64_t n, int64_t c,
                     int64_t oc) {
-  if (din) Gemm(false, false, n, c, oc, dout, oc, weight, c, T(1), din, c);
-  Gemm(true, false, oc, c, n, dout, oc, in, c, T(1), dweight, c);
+  if (din) Gemm(false, false, n, c, oc, T(1), dout, oc, weight, c, T(1), din, c);
+  Gemm(true, false, oc, c, n, T(1), dout, oc, in, c, T(1), dweight, c);
   if (!dbias) return;
-  for (int64_t i = 0; i < n; ++i) {
-    for (int64_t o = 0; o < oc; ++o) dbias[o] += dout[i * oc + o];
-  }
+  ColumnSums(dbias, dout, n, oc);
 }
 
 template <typename T>
 void EmbeddingForward(T* out, const uint32_t* tokens, const T* wte, const T* wpe, int64_t b, int64_t t, int64_t c) {
+#pragma omp parallel for if (b * t * c >= kParallelMin)
   for (int64_t i = 0; i < b * t; ++i) {
     const T* e = wte + static_cast<int64_t>(tokens[i]) * c;
     const T* p = wpe ? wpe + (i % t) * c : nullptr;
@@ -101,6 +130,7 @@ void EmbeddingBackward(T* dwte, T* dwpe, const T* dout, const uint32_t* tokens, 
 
 template <typename T>
 void LayerNormForward(T* out, T* mean, T* rstd, const T* in, const T* weight, const T* bias, int64_t n, int64_t c) {
+#pragma omp parallel for if (n * c >= kParallelMin)
   for (int64_t i = 0; i < n; ++i) {
     const T* x = in + i * c;
     double m = 0, var = 0;
@@ -141,6 +171,7 @@ void LayerNormBackward(T* din, T* dweight, T* dbias, const T* dout, const T* in,
 
 template <typename T>
 void RmsNormForward(T* out, T* rstd, const T* in, const T* weight, int64_t n, int64_t c) {
+#pragma omp parallel for if (n * c >= kParallelMin)
   for (int64_t i = 0; i < n; ++i) {
     const T* x = in + i * c;
     double ss = 0;
@@ -169,6 +200,7 @@ void RmsNormBackward(T* din, T* dweight, const T* dout, const T* in, const T* we
 
 template <typename T>
 void GeluForward(T* out, const T* in, int64_t n) {
+#pragma omp parallel for if (n >= kParallelMin)
   for (int64_t i = 0; i < n; ++i) {
     double x = in[i];
     out[i] = static_cast<T>(0.5 * x * (1.0 + std::tanh(kGeluScale * (x + 0.044715 * x * x * x))));
@@ -177,6 +209,7 @@ void GeluForward(T* out, const T* in, int64_t n) {
 
 template <typename T>
 void GeluBackward(T* din, const T* in, const T* dout, int64_t n) {
+#pragma omp parallel for if (n >= kParallelMin)
   for (int64_t i = 0; i < n; ++i) {
     double x = in[i];
     double u = kGeluScale * (x + 0.044715 * x * x * x);
@@ -189,6 +222,7 @@ void GeluBackward(T* din, const T* in, const T* dout, int64_t n) {
 
 template <typename T>
 void SwigluForward(T* out, const T* gate, const T* up, int64_t n) {
+#pragma omp parallel for if (n >= kParallelMin)
   for (int64_t i = 0; i < n; ++i) {
     double g = gate[i];
     out[i] = static_cast<T>(g / (1.0 + std::exp(-g)) * up[i]);
@@ -197,6 +231,7 @@ void SwigluForward(T* out, const T* gate, const T* up, int64_t n) {
 
 template <typename T>
 void SwigluBackward(T* dgate, T* dup, const T* dout, const T* gate, const T* up, int64_t n) {
+#pragma omp parallel for if (n >= kParallelMin)
   for (int64_t i = 0; i < n; ++i) {
     double g = gate[i];
     double s = 1.0 / (1.0 + std::exp(-g));
@@ -207,11 +242,13 @@ void SwigluBackward(T* dgate, T* dup, const T* dout, const T* gate, const T* up,
 
 template <typename T>
 void ResidualForward(T* out, const T* a, const T* b, int64_t n) {
+#pragma omp parallel for if (n >= kParallelMin)
   for (int64_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
 }
 
 template <typename T>
 void ResidualBackward(T* da, T* db, const T* dout, int64_t n) {
+#pragma omp parallel for if (n >= kParallelMin)
   for (int64_t i = 0; i < n; ++i) {
     da[i] += dout[i];
     db[i] += dout[i];

@@ -1,6 +1,7 @@
 #include "train/trainer.h"
 
 #include <chrono>
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -100,7 +101,7 @@ auto Loop::OneStep(double& loss, double& norm) -> llvm::Error {
     loss += model.Forward(batch.inputs.data(), batch.targets.data(), micro, seq) / static_cast<double>(count);
     model.Backward();
   }
-  std::vector<float>& g = model.gradients();
+  backend::Buffer<float>& g = model.gradients();
   for (float& x : g) x /= static_cast<float>(count);
   if (options.world) {
     // Every rank then holds the same averaged gradient, so the same update.
@@ -123,7 +124,7 @@ auto Loop::Checkpoint() -> llvm::Error {
   s.step = step;
   data::BatchLoader::Position pos = loader->position();
   s.data_position = pos.position, s.data_epoch = pos.epoch;
-  s.params = model.parameters();
+  s.params.assign(model.parameters().begin(), model.parameters().end());
   s.m = optimizer.moments().first;
   s.v = optimizer.moments().second;
   int world = options.world ? options.world->size() : 1;
@@ -146,7 +147,7 @@ auto Loop::Resume() -> llvm::Error {
   auto s = LoadRank(options.checkpoint_dir, **latest, options.rank, options.world ? options.world->size() : 1,
                     model.layout().total);
   if (!s) return s.takeError();
-  model.parameters() = std::move(s->params);
+  std::copy(s->params.begin(), s->params.end(), model.parameters().begin());
   optimizer.moments().first = std::move(s->m);
   optimizer.moments().second = std::move(s->v);
   optimizer.set_step(s->step);

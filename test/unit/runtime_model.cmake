@@ -2,3 +2,9 @@
 add_executable(avf_model_tests model_test.cpp)
 target_link_libraries(avf_model_tests PRIVATE avf_model GTest::gtest_main)
 add_test(NAME unit/model COMMAND avf_model_tests)
+
+# The compute backend seam (runtime/backend): the model touches memory only
+# through it.
+add_executable(avf_backend_tests backend_test.cpp)
+target_link_libraries(avf_backend_tests PRIVATE avf_model GTest::gtest_main)
+add_test(NAME unit/backend COMMAND avf_backend_tests)

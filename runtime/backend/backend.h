@@ -1,0 +1,91 @@
+// The compute backend of the runtime: the memory the transformer's tensors
+// live in and the kernels that run on it, behind one interface. The model
+// (runtime/model) calls only this, never a concrete kernel, so a GPU backend
+// (CUDA kernels in kernels/, GEMMs through cuBLAS) plugs in beside the CPU one
+// without touching the model or the trainer. Kernel contracts are those of
+// cpu/kernels.h: row-major activations, (out x in) weights, and every
+// backward ADDS into its gradient outputs.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "cpu/kernels.h"
+
+namespace avf::backend {
+
+enum class Kind { kCpu, kCuda };
+
+auto KindName(Kind kind) -> std::string_view;
+
+// Allocations and copies of one backend: host memory on the CPU, device memory
+// on a GPU. Pointers it returns are only handed to this backend's kernels
+// unless host_visible().
+class Memory {
+ public:
+  virtual ~Memory() = default;
+  virtual auto kind() const -> Kind = 0;
+  // True when the host may read and write allocations directly (the trainer's
+  // optimizer and checkpoints do so on the CPU backend).
+  virtual auto host_visible() const -> bool = 0;
+  // Zero-filled; exits with a clear message when the memory is not there
+  // rather than returning null (callers cannot recover mid-step).
+  virtual auto Allocate(size_t bytes) -> void* = 0;
+  virtual void Free(void* p) = 0;
+  virtual void CopyFromHost(void* dst, const void* host, size_t bytes) = 0;
+  virtual void CopyToHost(void* host, const void* src, size_t bytes) = 0;
+  virtual void Zero(void* dst, size_t bytes) = 0;
+  // `rows` rows of `row_bytes`, from src + i*src_pitch to dst + i*dst_pitch
+  // (splitting fused [q | k | v] rows, or joining their gradients).
+  virtual void Copy2D(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t row_bytes,
+                      size_t rows) = 0;
+  // Returns once all queued work is done (the CPU backend runs synchronously).
+  virtual void Synchronize() = 0;
+};
+
+// The transformer's kernels on element type T, with the memory they use.
+template <typename T>
+class Kernels : public Memory {
+ public:
+  using AttentionShape = cpu::AttentionShape;
+
+  virtual void MatmulForward(T* out, const T* in, const T* weight, const T* bias, int64_t n, int64_t c,
+                             int64_t oc) = 0;
+  virtual void MatmulBackward(T* din, T* dweight, T* dbias, const T* dout, const T* in, const T* weight, int64_t n,
+                              int64_t c, int64_t oc) = 0;
+  virtual void EmbeddingForward(T* out, const uint32_t* tokens, const T* wte, const T* wpe, int64_t b, int64_t t,
+                                int64_t c) = 0;
+  virtual void EmbeddingBackward(T* dwte, T* dwpe, const T* dout, const uint32_t* tokens, int64_t b, int64_t t,
+                                 int64_t c) = 0;
+  virtual void LayerNormForward(T* out, T* mean, T* rstd, const T* in, const T* weight, const T* bias, int64_t n,
+                                int64_t c) = 0;
+  virtual void LayerNormBackward(T* din, T* dweight, T* dbias, const T* dout, const T* in, const T* weight,
+                                 const T* mean, const T* rstd, int64_t n, int64_t c) = 0;
+  virtual void RmsNormForward(T* out, T* rstd, const T* in, const T* weight, int64_t n, int64_t c) = 0;
+  virtual void RmsNormBackward(T* din, T* dweight, const T* dout, const T* in, const T* weight, const T* rstd,
+                               int64_t n, int64_t c) = 0;
+  virtual void GeluForward(T* out, const T* in, int64_t n) = 0;
+  virtual void GeluBackward(T* din, const T* in, const T* dout, int64_t n) = 0;
+  virtual void SwigluForward(T* out, const T* gate, const T* up, int64_t n) = 0;
+  virtual void SwigluBackward(T* dgate, T* dup, const T* dout, const T* gate, const T* up, int64_t n) = 0;
+  virtual void ResidualForward(T* out, const T* a, const T* b, int64_t n) = 0;
+  virtual void ResidualBackward(T* da, T* db, const T* dout, int64_t n) = 0;
+  virtual void RopeForward(T* x, int64_t b, int64_t t, int64_t heads, int64_t head_dim, double theta) = 0;
+  virtual void RopeBackward(T* dx, int64_t b, int64_t t, int64_t heads, int64_t head_dim, double theta) = 0;
+  virtual void AttentionForward(T* out, T* att, const T* q, const T* k, const T* v, const AttentionShape& s) = 0;
+  virtual void AttentionBackward(T* dq, T* dk, T* dv, const T* dout, const T* att, const T* q, const T* k,
+                                 const T* v, const AttentionShape& s) = 0;
+  virtual void CrossEntropyForward(T* losses, T* probs, const T* logits, const uint32_t* targets, int64_t n,
+                                   int64_t v) = 0;
+  virtual void CrossEntropyBackward(T* dlogits, const T* probs, const uint32_t* targets, const T* dlosses, int64_t n,
+                                    int64_t v) = 0;
+};
+
+// The CPU backend (runtime/cpu: OpenBLAS GEMMs, OpenMP loops): float for
+// training, double for the finite-difference gradient checks. One shared,
+// stateless instance per type.
+template <typename T>
+auto Cpu() -> Kernels<T>&;
+
+}  // namespace avf::backend

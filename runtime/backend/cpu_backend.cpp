@@ -1,0 +1,117 @@
+// The CPU backend: host memory, and the kernels of runtime/cpu.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "backend/backend.h"
+
+namespace avf::backend {
+
+auto KindName(Kind kind) -> std::string_view { return kind == Kind::kCpu ? "cpu" : "cuda"; }
+
+namespace {
+
+template <typename T>
+class CpuKernels final : public Kernels<T> {
+ public:
+  using typename Kernels<T>::AttentionShape;
+
+  auto kind() const -> Kind override { return Kind::kCpu; }
+  auto host_visible() const -> bool override { return true; }
+  auto Allocate(size_t bytes) -> void* override {
+    void* p = std::calloc(1, bytes);
+    if (p) return p;
+    std::fprintf(stderr, "%s\n",
+                 fmt::format("avf-run: error: out of memory: cannot allocate {:.3f} GiB of host memory for the "
+                             "model; use a smaller model or micro-batch, or more ranks",
+                             static_cast<double>(bytes) / (1 << 30))
+                     .c_str());
+    std::exit(1);
+  }
+  void Free(void* p) override { std::free(p); }
+  void CopyFromHost(void* dst, const void* host, size_t bytes) override { std::memcpy(dst, host, bytes); }
+  void CopyToHost(void* host, const void* src, size_t bytes) override { std::memcpy(host, src, bytes); }
+  void Zero(void* dst, size_t bytes) override { std::memset(dst, 0, bytes); }
+  void Copy2D(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t row_bytes,
+              size_t rows) override {
+    for (size_t i = 0; i < rows; ++i) {
+      std::memcpy(static_cast<char*>(dst) + i * dst_pitch, static_cast<const char*>(src) + i * src_pitch, row_bytes);
+    }
+  }
+  void Synchronize() override {}
+
+  void MatmulForward(T* out, const T* in, const T* w, const T* bias, int64_t n, int64_t c, int64_t oc) override {
+    cpu::MatmulForward(out, in, w, bias, n, c, oc);
+  }
+  void MatmulBackward(T* din, T* dw, T* db, const T* dout, const T* in, const T* w, int64_t n, int64_t c,
+                      int64_t oc) override {
+    cpu::MatmulBackward(din, dw, db, dout, in, w, n, c, oc);
+  }
+  void EmbeddingForward(T* out, const uint32_t* tokens, const T* wte, const T* wpe, int64_t b, int64_t t,
+                        int64_t c) override {
+    cpu::EmbeddingForward(out, tokens, wte, wpe, b, t, c);
+  }
+  void EmbeddingBackward(T* dwte, T* dwpe, const T* dout, const uint32_t* tokens, int64_t b, int64_t t,
+                         int64_t c) override {
+    cpu::EmbeddingBackward(dwte, dwpe, dout, tokens, b, t, c);
+  }
+  void LayerNormForward(T* out, T* mean, T* rstd, const T* in, const T* w, const T* bias, int64_t n,
+                        int64_t c) override {
+    cpu::LayerNormForward(out, mean, rstd, in, w, bias, n, c);
+  }
+  void LayerNormBackward(T* din, T* dw, T* db, const T* dout, const T* in, const T* w, const T* mean, const T* rstd,
+                         int64_t n, int64_t c) override {
+    cpu::LayerNormBackward(din, dw, db, dout, in, w, mean, rstd, n, c);
+  }
+  void RmsNormForward(T* out, T* rstd, const T* in, const T* w, int64_t n, int64_t c) override {
+    cpu::RmsNormForward(out, rstd, in, w, n, c);
+  }
+  void RmsNormBackward(T* din, T* dw, const T* dout, const T* in, const T* w, const T* rstd, int64_t n,
+                       int64_t c) override {
+    cpu::RmsNormBackward(din, dw, dout, in, w, rstd, n, c);
+  }
+  void GeluForward(T* out, const T* in, int64_t n) override { cpu::GeluForward(out, in, n); }
+  void GeluBackward(T* din, const T* in, const T* dout, int64_t n) override { cpu::GeluBackward(din, in, dout, n); }
+  void SwigluForward(T* out, const T* gate, const T* up, int64_t n) override { cpu::SwigluForward(out, gate, up, n); }
+  void SwigluBackward(T* dgate, T* dup, const T* dout, const T* gate, const T* up, int64_t n) override {
+    cpu::SwigluBackward(dgate, dup, dout, gate, up, n);
+  }
+  void ResidualForward(T* out, const T* a, const T* b, int64_t n) override { cpu::ResidualForward(out, a, b, n); }
+  void ResidualBackward(T* da, T* db, const T* dout, int64_t n) override { cpu::ResidualBackward(da, db, dout, n); }
+  void RopeForward(T* x, int64_t b, int64_t t, int64_t heads, int64_t hd, double theta) override {
+    cpu::RopeForward(x, b, t, heads, hd, theta);
+  }
+  void RopeBackward(T* dx, int64_t b, int64_t t, int64_t heads, int64_t hd, double theta) override {
+    cpu::RopeBackward(dx, b, t, heads, hd, theta);
+  }
+  void AttentionForward(T* out, T* att, const T* q, const T* k, const T* v, const AttentionShape& s) override {
+    cpu::AttentionForward(out, att, q, k, v, s);
+  }
+  void AttentionBackward(T* dq, T* dk, T* dv, const T* dout, const T* att, const T* q, const T* k, const T* v,
+                         const AttentionShape& s) override {
+    cpu::AttentionBackward(dq, dk, dv, dout, att, q, k, v, s);
+  }
+  void CrossEntropyForward(T* losses, T* probs, const T* logits, const uint32_t* targets, int64_t n,
+                           int64_t v) override {
+    cpu::CrossEntropyForward(losses, probs, logits, targets, n, v);
+  }
+  void CrossEntropyBackward(T* dlogits, const T* probs, const uint32_t* targets, const T* dlosses, int64_t n,
+                            int64_t v) override {
+    cpu::CrossEntropyBackward(dlogits, probs, targets, dlosses, n, v);
+  }
+};
+
+}  // namespace
+
+template <typename T>
+auto Cpu() -> Kernels<T>& {
+  static CpuKernels<T> instance;
+  return instance;
+}
+
+template auto Cpu<float>() -> Kernels<float>&;
+template auto Cpu<double>() -> Kernels<double>&;
+
+}  // namespace avf::backend
