@@ -21,6 +21,16 @@ using rendezvous::StoreErrc;
 
 auto ReduceOpName(ReduceOp op) -> std::string_view { return op == ReduceOp::kSum ? "sum" : "avg"; }
 
+auto DataTypeName(DataType type) -> std::string_view {
+  switch (type) {
+    case DataType::kF32:
+      return "fp32";
+    case DataType::kBF16:
+      return "bf16";
+  }
+  return "?";
+}
+
 auto KindName(TcpCommunicator::Kind kind) -> std::string_view {
   using K = TcpCommunicator::Kind;
   switch (kind) {
@@ -50,10 +60,12 @@ namespace {
 constexpr size_t kHeaderBytes = 16;
 using Header = std::array<char, kHeaderBytes>;
 
-// u8 kind, 3 zero bytes, u32 sequence, u64 payload bytes, little-endian.
-auto MakeHeader(TcpCommunicator::Kind kind, uint32_t seq, uint64_t bytes) -> Header {
+// u8 kind, u8 data type, 2 zero bytes, u32 sequence, u64 payload bytes,
+// little-endian. fp32 is 0, so fp32 messages are those of before bf16 existed.
+auto MakeHeader(TcpCommunicator::Kind kind, DataType type, uint32_t seq, uint64_t bytes) -> Header {
   Header h{};
   h[0] = static_cast<char>(kind);
+  h[1] = static_cast<char>(type);
   for (int i = 0; i < 4; ++i) h[4 + i] = static_cast<char>((seq >> (8 * i)) & 0xff);
   for (int i = 0; i < 8; ++i) h[8 + i] = static_cast<char>((bytes >> (8 * i)) & 0xff);
   return h;
@@ -65,9 +77,20 @@ auto HeaderField(const Header& h, int at, int n) -> uint64_t {
   return v;
 }
 
+// A DataType cast from an integer may be neither.
+auto Known(DataType type) -> bool { return type == DataType::kF32 || type == DataType::kBF16; }
+
+// "a 28-byte fp32 AllReduce message (#3)"; Barrier and Split carry no elements.
 auto HeaderText(const Header& h) -> std::string {
-  auto kind = static_cast<TcpCommunicator::Kind>(h[0]);
-  return fmt::format("a {}-byte {} message (#{})", HeaderField(h, 8, 8), KindName(kind), HeaderField(h, 4, 4));
+  using K = TcpCommunicator::Kind;
+  auto kind = static_cast<K>(h[0]);
+  std::string type;
+  if (kind != K::kBarrier && kind != K::kSplit) {
+    auto t = static_cast<DataType>(h[1]);
+    type = Known(t) ? std::string(DataTypeName(t)) : fmt::format("type-{}", static_cast<uint8_t>(h[1]));
+    type += ' ';
+  }
+  return fmt::format("a {}-byte {}{} message (#{})", HeaderField(h, 8, 8), type, KindName(kind), HeaderField(h, 4, 4));
 }
 
 // Chunk c of `total` elements split over n ranks: the first total % n chunks
@@ -85,8 +108,49 @@ auto BlockOffsets(size_t per_rank, int n) -> std::vector<size_t> {
   return off;
 }
 
-auto Bytes(const float* p) -> const char* { return reinterpret_cast<const char*>(p); }
-auto Bytes(float* p) -> char* { return reinterpret_cast<char*>(p); }
+auto Bytes(const void* p) -> const char* { return static_cast<const char*>(p); }
+auto Bytes(void* p) -> char* { return static_cast<char*>(p); }
+
+// The accumulator of every reduction is fp32; Narrow rounds it back once.
+auto Widen(float x) -> float { return x; }
+auto Widen(Bf16 x) -> float { return ToFloat(x); }
+template <Element T>
+auto Narrow(float x) -> T {
+  if constexpr (std::same_as<T, float>) {
+    return x;
+  } else {
+    return ToBf16(x);
+  }
+}
+
+// out[i] = ((x_0[i] + x_1[i]) + ...) + x_{n-1}[i], / n for Avg, in fp32, where
+// x_r = staging + r * count; rounded to T once. Blocks of fp32 accumulators keep
+// the rank-by-rank passes in cache without changing any element's order.
+template <Element T>
+void SumInRankOrder(const T* staging, size_t count, int n, ReduceOp op, T* out) {
+  constexpr size_t kBlock = 2048;
+  float acc[kBlock];
+  for (size_t begin = 0; begin < count; begin += kBlock) {
+    const size_t m = std::min(kBlock, count - begin);
+    for (size_t i = 0; i < m; ++i) acc[i] = Widen(staging[begin + i]);
+    for (int r = 1; r < n; ++r) {
+      const T* x = staging + count * r + begin;
+      for (size_t i = 0; i < m; ++i) acc[i] += Widen(x[i]);
+    }
+    if (op == ReduceOp::kAvg) {
+      const float ranks = static_cast<float>(n);
+      for (size_t i = 0; i < m; ++i) acc[i] /= ranks;
+    }
+    for (size_t i = 0; i < m; ++i) out[begin + i] = Narrow<T>(acc[i]);
+  }
+}
+
+// Calls body(T{}) with T the element type of `type`.
+template <class Body>
+auto WithElement(DataType type, Body&& body) -> llvm::Error {
+  if (type == DataType::kBF16) return body(Bf16{});
+  return body(float{});
+}
 
 }  // namespace
 
@@ -134,6 +198,15 @@ auto TcpCommunicator::Usable(Kind kind) -> llvm::Error {
                                               KindName(kind), Name(o_.rank), o_.id, broken_->message));
 }
 
+auto TcpCommunicator::Ready(Kind kind, DataType type) -> llvm::Error {
+  if (auto e = Usable(kind)) return e;
+  if (Known(type)) return llvm::Error::success();
+  return MakeError(
+      StoreErrc::kInvalidArgument,
+      fmt::format("{}: data type {} is neither fp32 ({}) nor bf16 ({})", KindName(kind), static_cast<int>(type),
+                  static_cast<int>(DataType::kF32), static_cast<int>(DataType::kBF16)));
+}
+
 auto TcpCommunicator::CheckPeer(int peer, std::string_view role, Kind kind) -> llvm::Error {
   if (peer >= 0 && peer < o_.size && peer != o_.rank) return llvm::Error::success();
   return MakeError(StoreErrc::kInvalidArgument,
@@ -166,7 +239,7 @@ auto TcpCommunicator::Stalled(const Flow& f, Kind kind) -> llvm::Error {
 auto TcpCommunicator::HeaderMismatch(const Flow& f, Kind kind) -> llvm::Error {
   return Fail(StoreErrc::kMalformed,
               fmt::format("{} sent {} during {}, where {} expected {}: the ranks called different collectives or "
-                          "passed different sizes",
+                          "passed different sizes or data types",
                           Name(f.lane.peer), HeaderText(f.in_header), KindName(kind), Name(o_.rank),
                           HeaderText(f.want_header)));
 }
@@ -206,12 +279,12 @@ auto TcpCommunicator::Pump(Flow& f, Kind kind) -> llvm::Error {
   return PumpRecv(f, kind);
 }
 
-auto TcpCommunicator::Exchange(Kind kind, std::span<Lane> lanes) -> llvm::Error {
+auto TcpCommunicator::Exchange(Kind kind, DataType type, std::span<Lane> lanes) -> llvm::Error {
   std::vector<Flow> flows;
   for (const Lane& l : lanes) {
     Flow& f = flows.emplace_back(Flow{.lane = l, .last_progress = Clock::now()});
-    if (l.sends) f.out_header = MakeHeader(kind, sent_[l.peer]++, l.out_bytes);
-    if (l.receives) f.want_header = MakeHeader(kind, received_[l.peer]++, l.in_bytes);
+    if (l.sends) f.out_header = MakeHeader(kind, type, sent_[l.peer]++, l.out_bytes);
+    if (l.receives) f.want_header = MakeHeader(kind, type, received_[l.peer]++, l.in_bytes);
   }
   std::vector<pollfd> fds;
   std::vector<Flow*> active;
@@ -238,12 +311,13 @@ auto TcpCommunicator::Exchange(Kind kind, std::span<Lane> lanes) -> llvm::Error 
   }
 }
 
-auto TcpCommunicator::ReduceChunks(const float* in, float* out, std::span<const size_t> off, Kind kind, ReduceOp op)
+template <Element T>
+auto TcpCommunicator::ReduceChunks(const T* in, T* out, std::span<const size_t> off, Kind kind, ReduceOp op)
     -> llvm::Error {
   const int n = o_.size, me = o_.rank;
   const size_t mine = off[me + 1] - off[me];
   // Rank r's contribution to this rank's chunk at staging[r * mine].
-  std::vector<float> staging(mine * n);
+  std::vector<T> staging(mine * n);
   std::copy_n(in + off[me], mine, staging.data() + mine * me);
   std::vector<Lane> lanes;
   for (int p = 0; p < n; ++p) {
@@ -251,103 +325,106 @@ auto TcpCommunicator::ReduceChunks(const float* in, float* out, std::span<const 
     lanes.push_back({.peer = p,
                      .sends = true,
                      .out = Bytes(in + off[p]),
-                     .out_bytes = (off[p + 1] - off[p]) * 4,
+                     .out_bytes = (off[p + 1] - off[p]) * sizeof(T),
                      .receives = true,
                      .in = Bytes(staging.data() + mine * p),
-                     .in_bytes = mine * 4});
+                     .in_bytes = mine * sizeof(T)});
   }
-  if (auto e = Exchange(kind, lanes)) return e;
-  // The fixed order: ((x0 + x1) + x2) + ... + x(n-1), element by element.
-  std::copy_n(staging.data(), mine, out);
-  for (int r = 1; r < n; ++r) {
-    const float* x = staging.data() + mine * r;
-    for (size_t i = 0; i < mine; ++i) out[i] += x[i];
-  }
-  if (op == ReduceOp::kAvg) {
-    const float ranks = static_cast<float>(n);
-    for (size_t i = 0; i < mine; ++i) out[i] /= ranks;
-  }
+  if (auto e = Exchange(kind, kDataTypeOf<T>, lanes)) return e;
+  SumInRankOrder(staging.data(), mine, n, op, out);
   return llvm::Error::success();
 }
 
-auto TcpCommunicator::GatherChunks(float* data, std::span<const size_t> off, Kind kind) -> llvm::Error {
+auto TcpCommunicator::GatherChunks(void* data, std::span<const size_t> off, DataType type, Kind kind) -> llvm::Error {
   const int me = o_.rank;
+  const size_t bytes = ElementBytes(type);
+  char* base = Bytes(data);
   std::vector<Lane> lanes;
   for (int p = 0; p < o_.size; ++p) {
     if (p == me) continue;
     lanes.push_back({.peer = p,
                      .sends = true,
-                     .out = Bytes(data + off[me]),
-                     .out_bytes = (off[me + 1] - off[me]) * 4,
+                     .out = base + off[me] * bytes,
+                     .out_bytes = (off[me + 1] - off[me]) * bytes,
                      .receives = true,
-                     .in = Bytes(data + off[p]),
-                     .in_bytes = (off[p + 1] - off[p]) * 4});
+                     .in = base + off[p] * bytes,
+                     .in_bytes = (off[p + 1] - off[p]) * bytes});
   }
-  return Exchange(kind, lanes);
+  return Exchange(kind, type, lanes);
 }
 
-auto TcpCommunicator::AllReduce(float* data, size_t count, ReduceOp op) -> llvm::Error {
-  if (auto e = Usable(Kind::kAllReduce)) return e;
+auto TcpCommunicator::AllReduce(void* data, size_t count, DataType type, ReduceOp op) -> llvm::Error {
+  if (auto e = Ready(Kind::kAllReduce, type)) return e;
   std::vector<size_t> off = EvenOffsets(count, o_.size);
-  if (auto e = ReduceChunks(data, data + off[o_.rank], off, Kind::kAllReduce, op)) return e;
-  return GatherChunks(data, off, Kind::kAllReduce);
+  return WithElement(type, [&]<Element T>(T) -> llvm::Error {
+    T* p = static_cast<T*>(data);
+    if (auto e = ReduceChunks(p, p + off[o_.rank], off, Kind::kAllReduce, op)) return e;
+    return GatherChunks(data, off, type, Kind::kAllReduce);
+  });
 }
 
-auto TcpCommunicator::ReduceScatter(const float* in, float* out, size_t count_per_rank, ReduceOp op) -> llvm::Error {
-  if (auto e = Usable(Kind::kReduceScatter)) return e;
-  return ReduceChunks(in, out, BlockOffsets(count_per_rank, o_.size), Kind::kReduceScatter, op);
+auto TcpCommunicator::ReduceScatter(const void* in, void* out, size_t count_per_rank, DataType type, ReduceOp op)
+    -> llvm::Error {
+  if (auto e = Ready(Kind::kReduceScatter, type)) return e;
+  return WithElement(type, [&]<Element T>(T) -> llvm::Error {
+    return ReduceChunks(static_cast<const T*>(in), static_cast<T*>(out), BlockOffsets(count_per_rank, o_.size),
+                        Kind::kReduceScatter, op);
+  });
 }
 
-auto TcpCommunicator::AllGather(const float* in, float* out, size_t count_per_rank) -> llvm::Error {
-  if (auto e = Usable(Kind::kAllGather)) return e;
-  float* mine = out + count_per_rank * o_.rank;
-  if (in != mine) std::memmove(mine, in, count_per_rank * sizeof(float));
-  return GatherChunks(out, BlockOffsets(count_per_rank, o_.size), Kind::kAllGather);
+auto TcpCommunicator::AllGather(const void* in, void* out, size_t count_per_rank, DataType type) -> llvm::Error {
+  if (auto e = Ready(Kind::kAllGather, type)) return e;
+  const size_t block = count_per_rank * ElementBytes(type);
+  char* mine = Bytes(out) + block * o_.rank;
+  if (in != mine) std::memmove(mine, in, block);
+  return GatherChunks(out, BlockOffsets(count_per_rank, o_.size), type, Kind::kAllGather);
 }
 
-auto TcpCommunicator::Broadcast(float* data, size_t count, int root) -> llvm::Error {
-  if (auto e = Usable(Kind::kBroadcast)) return e;
+auto TcpCommunicator::Broadcast(void* data, size_t count, DataType type, int root) -> llvm::Error {
+  if (auto e = Ready(Kind::kBroadcast, type)) return e;
   if (root < 0 || root >= o_.size) return CheckPeer(root, "root", Kind::kBroadcast);
+  const size_t bytes = count * ElementBytes(type);
   std::vector<Lane> lanes;
   for (int p = 0; p < o_.size; ++p) {
     if (p == o_.rank) continue;
     if (o_.rank == root) {
-      lanes.push_back({.peer = p, .sends = true, .out = Bytes(data), .out_bytes = count * 4});
+      lanes.push_back({.peer = p, .sends = true, .out = Bytes(data), .out_bytes = bytes});
     } else if (p == root) {
-      lanes.push_back({.peer = p, .receives = true, .in = Bytes(data), .in_bytes = count * 4});
+      lanes.push_back({.peer = p, .receives = true, .in = Bytes(data), .in_bytes = bytes});
     }
   }
-  return Exchange(Kind::kBroadcast, lanes);
+  return Exchange(Kind::kBroadcast, type, lanes);
 }
 
-auto TcpCommunicator::Send(const float* data, size_t count, int peer) -> llvm::Error {
-  if (auto e = Usable(Kind::kSend)) return e;
+auto TcpCommunicator::Send(const void* data, size_t count, DataType type, int peer) -> llvm::Error {
+  if (auto e = Ready(Kind::kSend, type)) return e;
   if (auto e = CheckPeer(peer, "destination", Kind::kSend)) return e;
-  Lane lane{.peer = peer, .sends = true, .out = Bytes(data), .out_bytes = count * 4};
-  return Exchange(Kind::kSend, std::span<Lane>(&lane, 1));
+  Lane lane{.peer = peer, .sends = true, .out = Bytes(data), .out_bytes = count * ElementBytes(type)};
+  return Exchange(Kind::kSend, type, std::span<Lane>(&lane, 1));
 }
 
-auto TcpCommunicator::Recv(float* data, size_t count, int peer) -> llvm::Error {
-  if (auto e = Usable(Kind::kSend)) return e;
+auto TcpCommunicator::Recv(void* data, size_t count, DataType type, int peer) -> llvm::Error {
+  if (auto e = Ready(Kind::kSend, type)) return e;
   if (auto e = CheckPeer(peer, "source", Kind::kSend)) return e;
-  Lane lane{.peer = peer, .receives = true, .in = Bytes(data), .in_bytes = count * 4};
-  return Exchange(Kind::kSend, std::span<Lane>(&lane, 1));
+  Lane lane{.peer = peer, .receives = true, .in = Bytes(data), .in_bytes = count * ElementBytes(type)};
+  return Exchange(Kind::kSend, type, std::span<Lane>(&lane, 1));
 }
 
-auto TcpCommunicator::SendRecv(const float* send, size_t send_count, int to, float* recv, size_t recv_count, int from)
-    -> llvm::Error {
-  if (auto e = Usable(Kind::kSend)) return e;
+auto TcpCommunicator::SendRecv(const void* send, size_t send_count, int to, void* recv, size_t recv_count, int from,
+                               DataType type) -> llvm::Error {
+  if (auto e = Ready(Kind::kSend, type)) return e;
   if (auto e = CheckPeer(to, "destination", Kind::kSend)) return e;
   if (auto e = CheckPeer(from, "source", Kind::kSend)) return e;
-  std::vector<Lane> lanes{{.peer = to, .sends = true, .out = Bytes(send), .out_bytes = send_count * 4}};
+  const size_t bytes = ElementBytes(type);
+  std::vector<Lane> lanes{{.peer = to, .sends = true, .out = Bytes(send), .out_bytes = send_count * bytes}};
   if (from == to) {
     lanes[0].receives = true;
     lanes[0].in = Bytes(recv);
-    lanes[0].in_bytes = recv_count * 4;
+    lanes[0].in_bytes = recv_count * bytes;
   } else {
-    lanes.push_back({.peer = from, .receives = true, .in = Bytes(recv), .in_bytes = recv_count * 4});
+    lanes.push_back({.peer = from, .receives = true, .in = Bytes(recv), .in_bytes = recv_count * bytes});
   }
-  return Exchange(Kind::kSend, lanes);
+  return Exchange(Kind::kSend, type, lanes);
 }
 
 auto TcpCommunicator::Barrier() -> llvm::Error {
@@ -356,7 +433,7 @@ auto TcpCommunicator::Barrier() -> llvm::Error {
   for (int p = 0; p < o_.size; ++p) {
     if (p != o_.rank) lanes.push_back({.peer = p, .sends = true, .receives = true});
   }
-  return Exchange(Kind::kBarrier, lanes);
+  return Exchange(Kind::kBarrier, DataType::kF32, lanes);
 }
 
 auto TcpCommunicator::AllGatherBytes(const std::string& mine, Kind kind) -> llvm::Expected<std::vector<std::string>> {
@@ -373,7 +450,7 @@ auto TcpCommunicator::AllGatherBytes(const std::string& mine, Kind kind) -> llvm
                      .in = all[p].data(),
                      .in_bytes = mine.size()});
   }
-  if (auto e = Exchange(kind, lanes)) return e;
+  if (auto e = Exchange(kind, DataType::kF32, lanes)) return e;
   return all;
 }
 

@@ -64,13 +64,23 @@ class TcpCommunicator final : public Communicator {
   auto size() const -> int override { return o_.size; }
   auto id() const -> const std::string& { return o_.id; }
 
-  auto AllReduce(float* data, size_t count, ReduceOp op) -> llvm::Error override;
-  auto ReduceScatter(const float* in, float* out, size_t count_per_rank, ReduceOp op) -> llvm::Error override;
-  auto AllGather(const float* in, float* out, size_t count_per_rank) -> llvm::Error override;
-  auto Broadcast(float* data, size_t count, int root) -> llvm::Error override;
-  auto Send(const float* data, size_t count, int peer) -> llvm::Error override;
-  auto Recv(float* data, size_t count, int peer) -> llvm::Error override;
-  auto SendRecv(const float* send, size_t send_count, int to, float* recv, size_t recv_count, int from)
+  // The typed overloads of Communicator, which these declarations would hide.
+  using Communicator::AllGather;
+  using Communicator::AllReduce;
+  using Communicator::Broadcast;
+  using Communicator::Recv;
+  using Communicator::ReduceScatter;
+  using Communicator::Send;
+  using Communicator::SendRecv;
+
+  auto AllReduce(void* data, size_t count, DataType type, ReduceOp op) -> llvm::Error override;
+  auto ReduceScatter(const void* in, void* out, size_t count_per_rank, DataType type, ReduceOp op)
+      -> llvm::Error override;
+  auto AllGather(const void* in, void* out, size_t count_per_rank, DataType type) -> llvm::Error override;
+  auto Broadcast(void* data, size_t count, DataType type, int root) -> llvm::Error override;
+  auto Send(const void* data, size_t count, DataType type, int peer) -> llvm::Error override;
+  auto Recv(void* data, size_t count, DataType type, int peer) -> llvm::Error override;
+  auto SendRecv(const void* send, size_t send_count, int to, void* recv, size_t recv_count, int from, DataType type)
       -> llvm::Error override;
   auto Barrier() -> llvm::Error override;
   auto Split(int color, int key) -> llvm::Expected<std::unique_ptr<Communicator>> override;
@@ -80,7 +90,7 @@ class TcpCommunicator final : public Communicator {
   enum class Kind : uint8_t { kAllReduce = 1, kReduceScatter, kAllGather, kBroadcast, kSend, kBarrier, kSplit };
 
   // One peer's part of an exchange: at most one message each way. Messages
-  // carry a 16-byte header (kind, per-pair sequence number, length).
+  // carry a 16-byte header (kind, data type, per-pair sequence number, length).
   struct Lane {
     int peer = 0;
     bool sends = false;
@@ -95,7 +105,9 @@ class TcpCommunicator final : public Communicator {
   TcpCommunicator(TcpOptions options, std::vector<rendezvous::net::Fd> peers);
   // Moves every lane's messages, all sockets polled together with
   // non-blocking partial writes, so large messages both ways cannot deadlock.
-  auto Exchange(Kind kind, std::span<Lane> lanes) -> llvm::Error;
+  // `type` goes into the headers (Barrier and Split, which carry no elements,
+  // pass kF32, whose header byte is 0).
+  auto Exchange(Kind kind, DataType type, std::span<Lane> lanes) -> llvm::Error;
   // A lane with its headers and progress (tcp_communicator.cpp).
   struct Flow;
   auto Pump(Flow& flow, Kind kind) -> llvm::Error;
@@ -104,17 +116,21 @@ class TcpCommunicator final : public Communicator {
   auto HeaderMismatch(const Flow& flow, Kind kind) -> llvm::Error;
   auto Stalled(const Flow& flow, Kind kind) -> llvm::Error;
   auto PeerClosed(int peer, Kind kind, int err) -> llvm::Error;
-  // Reduces chunk c of every rank's `in` on rank c, summing in rank order
-  // 0..n-1; this rank's reduced chunk goes to `out`.
-  auto ReduceChunks(const float* in, float* out, std::span<const size_t> offsets, Kind kind, ReduceOp op)
-      -> llvm::Error;
-  // Every rank's chunk (at offsets[r] of `data`) to every rank.
-  auto GatherChunks(float* data, std::span<const size_t> offsets, Kind kind) -> llvm::Error;
+  // Reduces chunk c of every rank's `in` on rank c, accumulating in fp32 in
+  // rank order 0..n-1 and rounding to T once; this rank's reduced chunk goes
+  // to `out`. T is float or Bf16; defined and used in tcp_communicator.cpp only.
+  template <Element T>
+  auto ReduceChunks(const T* in, T* out, std::span<const size_t> offsets, Kind kind, ReduceOp op) -> llvm::Error;
+  // Every rank's chunk (at element offsets[r] of `data`) to every rank.
+  auto GatherChunks(void* data, std::span<const size_t> offsets, DataType type, Kind kind) -> llvm::Error;
   auto AllGatherBytes(const std::string& mine, Kind kind) -> llvm::Expected<std::vector<std::string>>;
   // The first failure, if any: marks the communicator unusable, tells the
   // store, closes every connection.
   auto Fail(rendezvous::StoreErrc code, std::string message) -> llvm::Error;
   auto Usable(Kind kind) -> llvm::Error;
+  // Usable, and `type` is a DataType this communicator knows (a cast integer
+  // might not be).
+  auto Ready(Kind kind, DataType type) -> llvm::Error;
   auto CheckPeer(int peer, std::string_view role, Kind kind) -> llvm::Error;
   auto Name(int rank) const -> std::string;
 
