@@ -4,6 +4,8 @@
 // or a checkpoint, 2 a usage error.
 #include <unistd.h>
 
+#include <chrono>
+
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <llvm/Support/FileSystem.h>
@@ -18,6 +20,7 @@
 #include "plan/plan.h"
 #include "rendezvous/store.h"
 #include "rendezvous/token.h"
+#include "run/launcher.h"
 #include "train/trainer.h"
 
 namespace {
@@ -26,6 +29,9 @@ struct RunFlags {
   std::string plan, data_dir, checkpoint_dir, resume = "latest", run_dir = ".", metrics;
   int64_t max_steps = 0;
   uint64_t seed = 1234;
+  // Seconds the ranks wait for each other at start (ranks may start minutes
+  // apart on a cluster), and a collective waits for a silent peer.
+  double join_timeout_s = 300, peer_timeout_s = 60;
   avf::runtime::IdentityFlags identity;
 };
 
@@ -95,7 +101,11 @@ auto OwnAddress(const std::string& master) -> std::string {
   return gethostname(name, sizeof(name) - 1) == 0 ? std::string(name) : "127.0.0.1";
 }
 
-auto Connect(const avf::runtime::RankIdentity& id) -> llvm::Expected<World> {
+auto Millis(double seconds) -> std::chrono::milliseconds {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
+auto Connect(const avf::runtime::RankIdentity& id, const RunFlags& f) -> llvm::Expected<World> {
   auto token = avf::rendezvous::TokenFromEnvironment();
   if (!token) return token.takeError();
   World w;
@@ -110,7 +120,8 @@ auto Connect(const avf::runtime::RankIdentity& id) -> llvm::Expected<World> {
     if (!server) return server.takeError();
     w.server = std::move(*server);
   }
-  auto store = avf::rendezvous::StoreClient::Join({id.master_addr, port, rank, size, *token});
+  auto store = avf::rendezvous::StoreClient::Join(
+      {id.master_addr, port, rank, size, *token, Millis(f.join_timeout_s)});
   if (!store) return store.takeError();
   w.store = std::move(*store);
   avf::comm::TcpOptions options;
@@ -119,16 +130,24 @@ auto Connect(const avf::runtime::RankIdentity& id) -> llvm::Expected<World> {
   options.size = size;
   options.token = *token;
   options.host = OwnAddress(id.master_addr);
+  options.timeout = Millis(f.peer_timeout_s);
+  options.setup_timeout = Millis(f.join_timeout_s);
   auto comm = avf::comm::TcpCommunicator::Create(std::move(options));
   if (!comm) return comm.takeError();
   w.comm = std::move(*comm);
   return w;
 }
 
-auto Run(const RunFlags& f) -> int {
+auto Run(const RunFlags& f, const std::vector<std::string>& args) -> int {
   auto plan = avf::runtime::ReadPlanFile(f.plan);
   if (!plan) return Report(plan.takeError());
-  auto identity = avf::runtime::ResolveIdentity(f.identity, avf::runtime::ProcessEnvironment(), *plan);
+  avf::runtime::Environment env = avf::runtime::ProcessEnvironment();
+  if (!avf::run::LocalRankGiven(f.identity, env)) {
+    auto node = avf::runtime::ResolveNode(f.identity, env, *plan);
+    if (!node) return Report(node.takeError());
+    if (node->nproc_per_node > 1) return avf::run::LaunchNode(args, *node);
+  }
+  auto identity = avf::runtime::ResolveIdentity(f.identity, env, *plan);
   if (!identity) return Report(identity.takeError());
   if (f.data_dir.empty()) {
     return Report(llvm::createStringError(llvm::inconvertibleErrorCode(),
@@ -150,7 +169,7 @@ auto Run(const RunFlags& f) -> int {
   if (llvm::Error e = avf::train::CheckSupported(*plan, static_cast<int>(identity->world_size))) return Report(std::move(e));
   World world;
   if (identity->world_size > 1) {
-    auto connected = Connect(*identity);
+    auto connected = Connect(*identity, f);
     if (!connected) return Report(connected.takeError());
     world = std::move(*connected);
     o.world = world.comm.get();
@@ -193,6 +212,10 @@ auto main(int argc, char** argv) -> int {
   app.add_option("--metrics", run.metrics, "The metrics file (default: RUN_DIR/metrics.jsonl)")->type_name("FILE");
   app.add_option("--max-steps", run.max_steps, "Stop after N steps (default: the plan's)")->check(CLI::NonNegativeNumber);
   app.add_option("--seed", run.seed, "Seed of the parameter initialisation (default 1234)");
+  app.add_option("--join-timeout", run.join_timeout_s, "Seconds to wait for every rank to join (default 300)")
+      ->check(CLI::Range(0.1, 86400.0));
+  app.add_option("--peer-timeout", run.peer_timeout_s, "Seconds a collective waits for a silent peer (default 60)")
+      ->check(CLI::Range(0.1, 86400.0));
   AddIdentityFlags(app, run.identity);
   CLI::App* tokenize = app.add_subcommand("tokenize", "Make token shards from text files (a BPE trained on them)");
   tokenize->add_option("files", tok.inputs, "Text files")->required();
@@ -210,5 +233,5 @@ auto main(int argc, char** argv) -> int {
     llvm::errs() << "avf-run: error: --plan is required\nRun `avf-run --help` for usage.\n";
     return 2;
   }
-  return Run(run);
+  return Run(run, std::vector<std::string>(argv, argv + argc));
 }
