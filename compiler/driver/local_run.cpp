@@ -82,10 +82,11 @@ auto RankEnvironment(int64_t rank, int64_t world, int port, const std::string& t
     }
     env.push_back(var.str());
   }
-  // The ranks share this machine's cores: each BLAS gets its share, unless the user chose.
-  if (!std::getenv("OPENBLAS_NUM_THREADS")) {
-    unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-    env.push_back(fmt::format("OPENBLAS_NUM_THREADS={}", std::max<int64_t>(1, cores / world)));
+  // The ranks share this machine's cores: each BLAS and OpenMP team gets its
+  // share, unless the user chose.
+  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  for (const char* name : {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"}) {
+    if (!std::getenv(name)) env.push_back(fmt::format("{}={}", name, std::max<int64_t>(1, cores / world)));
   }
   env.insert(env.end(), {fmt::format("RANK={}", rank), fmt::format("WORLD_SIZE={}", world),
                          fmt::format("LOCAL_RANK={}", rank), "MASTER_ADDR=127.0.0.1",
@@ -115,6 +116,9 @@ auto LaunchRanks(const std::vector<std::string>& args, int64_t world, diag::Diag
       return -1;
     }
   }
+  // Ctrl-C reaches the ranks directly (one process group): they stop after
+  // the step in flight with a checkpoint, and this process reports their status.
+  signal(SIGINT, SIG_IGN);
   int status = 0;
   for (size_t i = 0; i < procs.size(); ++i) {
     llvm::sys::ProcessInfo done = llvm::sys::Wait(procs[i], 0, /*WaitUntilTerminates=*/true);

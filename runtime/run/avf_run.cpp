@@ -4,7 +4,10 @@
 // or a checkpoint, 2 a usage error.
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <csignal>
+#include <cstring>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -138,6 +141,51 @@ auto Connect(const avf::runtime::RankIdentity& id, const RunFlags& f) -> llvm::E
   return w;
 }
 
+// SIGTERM (a pod being deleted, preemption) or SIGINT asks the trainer to
+// stop after the step in flight, with a checkpoint; a second one kills.
+std::atomic<bool> stop_requested{false};
+std::atomic<int> stop_signal{0};
+
+void RequestStop(int sig) {
+  if (stop_requested.load()) {
+    signal(sig, SIG_DFL);
+    raise(sig);
+    return;
+  }
+  stop_signal = sig;
+  stop_requested = true;
+}
+
+void InstallStopHandlers() {
+  struct sigaction sa {};
+  sa.sa_handler = RequestStop;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+}
+
+// What rank 0 prints at the end, and the exit status.
+auto Finish(const avf::runtime::RunPlan& plan, const avf::train::TrainResult& r, int64_t rank) -> int {
+  int status = r.stopped ? 128 + stop_signal.load() : 0;
+  if (rank != 0) return status;
+  if (r.stopped) {
+    llvm::outs() << fmt::format("stopped on signal {} ({}) after step {}{}\n", stop_signal.load(),
+                                strsignal(stop_signal.load()), r.last_step,
+                                r.checkpointed ? "; its checkpoint is committed, `--resume latest` continues from it"
+                                               : " without a checkpoint (no checkpoint directory)");
+    return status;
+  }
+  if (r.first_step >= r.last_step) {
+    llvm::outs() << fmt::format("job `{}` is trained already: its newest checkpoint is at step {}\n", plan.job.name,
+                                r.last_step);
+    return 0;
+  }
+  llvm::outs() << fmt::format("trained steps {}..{} of job `{}`: loss {:.4f} -> {:.4f}\n", r.first_step + 1,
+                              r.last_step, plan.job.name, r.first_loss, r.last_loss);
+  return 0;
+}
+
 auto Run(const RunFlags& f, const std::vector<std::string>& args) -> int {
   auto plan = avf::runtime::ReadPlanFile(f.plan);
   if (!plan) return Report(plan.takeError());
@@ -174,17 +222,11 @@ auto Run(const RunFlags& f, const std::vector<std::string>& args) -> int {
     world = std::move(*connected);
     o.world = world.comm.get();
   }
+  o.stop_requested = &stop_requested;
+  InstallStopHandlers();
   auto result = avf::train::Train(*plan, o, llvm::outs());
   if (!result) return Report(result.takeError());
-  if (identity->rank != 0) return 0;
-  if (result->first_step >= result->last_step) {
-    llvm::outs() << fmt::format("job `{}` is trained already: its newest checkpoint is at step {}\n", plan->job.name,
-                                result->last_step);
-    return 0;
-  }
-  llvm::outs() << fmt::format("trained steps {}..{} of job `{}`: loss {:.4f} -> {:.4f}\n", result->first_step + 1,
-                              result->last_step, plan->job.name, result->first_loss, result->last_loss);
-  return 0;
+  return Finish(*plan, *result, identity->rank);
 }
 
 void AddIdentityFlags(CLI::App& app, avf::runtime::IdentityFlags& id) {

@@ -140,10 +140,13 @@ class Supervisor {
     }
   }
 
-  // A child that died of the signal the launcher passed on is not a failure
-  // to report: the node was asked to stop.
+  // A child that died of the signal the launcher passed on, or stopped cleanly
+  // on it (exit 128 + signal), is not a failure to report: the node was asked
+  // to stop.
   static auto Forwarded(int status) -> bool {
-    return forwarded_signal != 0 && WIFSIGNALED(status) && WTERMSIG(status) == forwarded_signal;
+    int sig = forwarded_signal;
+    if (sig == 0) return false;
+    return (WIFSIGNALED(status) && WTERMSIG(status) == sig) || (WIFEXITED(status) && WEXITSTATUS(status) == 128 + sig);
   }
 
   void Escalate() {

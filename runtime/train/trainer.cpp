@@ -84,13 +84,13 @@ struct Loop {
   int64_t step = 0;
   Clock::time_point last_checkpoint = Clock::now();
 
-  auto OneStep(double& loss, double& norm) -> llvm::Error;
+  auto OneStep(double& loss, double& norm, bool& stop) -> llvm::Error;
   auto Checkpoint() -> llvm::Error;
   auto Resume() -> llvm::Error;
   void Report(const StepMetrics& m);
 };
 
-auto Loop::OneStep(double& loss, double& norm) -> llvm::Error {
+auto Loop::OneStep(double& loss, double& norm, bool& stop) -> llvm::Error {
   int64_t micro = plan.layout.micro_batch, seq = plan.model.seq_len;
   int64_t count = std::max<int64_t>(1, plan.training.micro_batches_per_step);
   model.ZeroGradients();
@@ -103,12 +103,15 @@ auto Loop::OneStep(double& loss, double& norm) -> llvm::Error {
   }
   backend::Buffer<float>& g = model.gradients();
   for (float& x : g) x /= static_cast<float>(count);
+  stop = options.stop_requested && options.stop_requested->load();
   if (options.world) {
     // Every rank then holds the same averaged gradient, so the same update.
     if (llvm::Error e = options.world->AllReduce(g.data(), g.size(), comm::ReduceOp::kAvg)) return e;
-    float l = static_cast<float>(loss);
-    if (llvm::Error e = options.world->AllReduce(&l, 1, comm::ReduceOp::kAvg)) return e;
-    loss = l;
+    // The loss, and whether any rank was asked to stop: all stop together.
+    float shared[2] = {static_cast<float>(loss), stop ? 1.0f : 0.0f};
+    if (llvm::Error e = options.world->AllReduce(shared, 2, comm::ReduceOp::kAvg)) return e;
+    loss = shared[0];
+    stop = shared[1] > 0;
   }
   norm = GlobalNorm(g.data(), static_cast<int64_t>(g.size()));
   if (!std::isfinite(loss) || !std::isfinite(norm)) {
@@ -186,7 +189,8 @@ auto Run(Loop& loop, TrainResult& result) -> llvm::Error {
   while (loop.step < total) {
     Clock::time_point start = Clock::now();
     double loss = 0, norm = 0;
-    if (llvm::Error e = loop.OneStep(loss, norm)) return e;
+    bool stop = false;
+    if (llvm::Error e = loop.OneStep(loss, norm, stop)) return e;
     ++loop.step;
     double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     StepMetrics m{loop.step, total, loss, LearningRate(loop.optimizer.config(), loop.step - 1), norm, seconds,
@@ -197,9 +201,15 @@ auto Run(Loop& loop, TrainResult& result) -> llvm::Error {
     if (loop.options.rank == 0) loop.Report(m);
     if (result.first_loss == 0) result.first_loss = loss;
     result.last_loss = loss;
-    bool last = loop.step == total;
+    bool last = loop.step == total || stop;
+    result.checkpointed = false;
     if (!loop.options.checkpoint_dir.empty() && (Due(p, loop.step, loop.last_checkpoint) || last)) {
       if (llvm::Error e = loop.Checkpoint()) return e;
+      result.checkpointed = true;
+    }
+    if (stop && loop.step < total) {
+      result.stopped = true;
+      break;
     }
   }
   result.last_step = loop.step;

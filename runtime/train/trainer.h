@@ -4,6 +4,7 @@
 // group each step; tensor, pipeline and ZeRO execution build on this loop.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -26,12 +27,17 @@ struct TrainOptions {
   int rank = 0;                // this process's rank in the plan
   // The ranks of the plan, all data-parallel; null for a single-rank plan.
   comm::Communicator* world = nullptr;
+  // Set (by a signal handler) to ask for a clean stop: the ranks agree on it
+  // at the end of a step, write a checkpoint, and return with `stopped`.
+  const std::atomic<bool>* stop_requested = nullptr;
 };
 
 struct TrainResult {
   int64_t first_step = 0;  // 0, or the step resumed from
   int64_t last_step = 0;
   double first_loss = 0, last_loss = 0;
+  bool stopped = false;     // stop_requested ended the run before its last step
+  bool checkpointed = false;  // the last step's checkpoint is committed
 };
 
 // Whether this avf-run can execute the plan with `world` processes; checked
