@@ -35,16 +35,35 @@ struct EnvVar {
   }
 };
 
-enum class VolumeKind : uint8_t { HostPath, Claim, ConfigMap, Memory };
+enum class VolumeKind : uint8_t { HostPath, Claim, ConfigMap, Memory, Secret };
 
+// Every member has a default, so that a volume is written with designated
+// initializers naming only what it sets.
 struct Volume {
   VolumeKind kind = VolumeKind::HostPath;
-  std::string name;        // the volume's name in the pod (DNS-1123 label)
-  std::string source;      // host path, claim name or ConfigMap name
-  std::string mount_path;  // inside the containers
-  std::string size_limit;  // Memory volumes: a Kubernetes quantity
+  std::string name{};        // the volume's name in the pod (DNS-1123 label)
+  std::string source{};      // host path, claim, ConfigMap or Secret name
+  std::string mount_path{};  // inside the containers
+  std::string size_limit{};  // Memory volumes: a Kubernetes quantity
   bool read_only = false;
-  std::string storage;     // the .avf storage tier, "" for plan and shm
+  std::string storage{};     // the .avf storage tier, "" for plan, shm and token
+  int file_mode = 0;         // Secret volumes: the mode of its files (defaultMode)
+  std::string note{};        // why the file mode is what it is, as a comment
+};
+
+// The job token every rank presents when it joins the rendezvous store on
+// node 0 (runtime/rendezvous/token.h), so that only this job's pods are
+// admitted. On Kubernetes it is the key `key` of the Secret `secret`, mounted
+// read-only into the training pods; the workflow's make-token step creates
+// the Secret with a fresh token unless it exists. On Slurm the batch script
+// makes a fresh token at job start and hands it to the ranks in `env`.
+struct JobToken {
+  std::string secret;          // Kubernetes: the Secret's name, NAME-rendezvous
+  std::string key;             // its key, the file name in the mount
+  std::string mount_dir;       // where the training pods mount the Secret
+  std::string env;             // what avf-run reads: AVF_JOB_TOKEN_FILE or AVF_JOB_TOKEN
+  int64_t random_bytes = 32;   // of /dev/urandom in a fresh token, written as hex
+  auto file() const -> std::string { return mount_dir + "/" + key; }
 };
 
 // A PersistentVolumeClaim the artifacts create (a `kind = pvc` tier that
@@ -135,6 +154,9 @@ struct SecurityProfile {
   // IPC_LOCK, which Kubernetes only grants to UID 0.
   bool ipc_lock = false;
   int64_t user = 1000, group = 1000;
+  // The pod's fsGroup: a non-root trainer reads the token file (mode 0400,
+  // owned by root) through its group, which the kubelet sets to this one.
+  std::optional<int64_t> fs_group;
 };
 
 struct Deployment {
@@ -162,6 +184,7 @@ struct Deployment {
   Placement placement;
   std::optional<Staging> staging;
   std::optional<Export> export_checkpoints;
+  JobToken token;
   // Names of the companion objects (the workflow is named `name`).
   std::string configmap, service_account;
 };

@@ -24,6 +24,10 @@ constexpr size_t kMaxBaseName = 40;
 // memory, leaving the rest to the kubelet and system daemons.
 constexpr double kNodeShare = 0.9;
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+// The token Secret is named after the job (docs/deploy.md, "Names and
+// labels"), so that a Secret made by hand for `kubectl apply -f job.yaml`
+// and the workflow's make-token step agree on it; 40 + 11 characters.
+constexpr const char* kTokenSecretSuffix = "-rendezvous";
 
 auto TargetOf(const std::string& t) -> Target {
   return t == "jobset" ? Target::JobSet : t == "slurm" ? Target::Slurm : Target::Kubeflow;
@@ -240,6 +244,30 @@ void LowerPlacement(LowerContext& c) {
   }
 }
 
+// Kubernetes: the training pods mount the Secret NAME-rendezvous read-only
+// and avf-run reads the token from the file; a non-root trainer needs the
+// pod's fsGroup to read a file of mode 0400. Slurm: the batch script makes
+// the token and exports it (emit/slurm.cpp).
+void LowerToken(LowerContext& c) {
+  Deployment& o = c.out;
+  JobToken& t = o.token;
+  if (o.target == Target::Slurm) {
+    t.env = "AVF_JOB_TOKEN";
+    return;
+  }
+  t.secret = o.name + kTokenSecretSuffix;
+  t.key = "token";
+  t.mount_dir = "/var/run/secrets/aviflow";
+  t.env = "AVF_JOB_TOKEN_FILE";
+  constexpr int kMode = 0400;
+  std::string why = fmt::format("{:04o} in octal: only the owner (root) reads the token, and the pod's fsGroup", kMode);
+  o.volumes.push_back({.kind = VolumeKind::Secret, .name = "job-token", .source = t.secret, .mount_path = t.mount_dir,
+                       .read_only = true, .file_mode = kMode, .note = why});
+  AddEnv(o, t.env, t.file(),
+         fmt::format("the token every rank presents to the rendezvous store: Secret `{}`, key `{}`", t.secret, t.key));
+  if (!o.security.ipc_lock) o.security.fs_group = o.security.group;
+}
+
 void LowerCommand(LowerContext& c) {
   Deployment& o = c.out;
   std::string plan = o.target == Target::Slurm ? "${AVF_PLAN}" : "/etc/aviflow/plan.json";
@@ -329,6 +357,7 @@ auto Lower(const plan::Plan& plan, const LowerOptions& options, diag::Diagnostic
   LowerSelectors(c);
   LowerPlacement(c);
   LowerStorage(c);
+  LowerToken(c);
   LowerCommand(c);
   if (diags.error_count() > errors || c.repeated_error) return std::nullopt;
   return out;

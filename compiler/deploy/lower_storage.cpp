@@ -202,8 +202,10 @@ void LowerCheckpoints(LowerContext& c) {
 
 void LowerStorage(LowerContext& c) {
   Deployment& o = c.out;
-  o.volumes.push_back({VolumeKind::ConfigMap, "plan", o.configmap, "/etc/aviflow", "", true, ""});
-  o.volumes.push_back({VolumeKind::Memory, "dshm", "", "/dev/shm", o.resources.shm, false, ""});
+  o.volumes.push_back(
+      {.kind = VolumeKind::ConfigMap, .name = "plan", .source = o.configmap, .mount_path = "/etc/aviflow", .read_only = true});
+  o.volumes.push_back(
+      {.kind = VolumeKind::Memory, .name = "dshm", .mount_path = "/dev/shm", .size_limit = o.resources.shm});
   const check::DatasetSpec& ds = c.job.dataset;
   if (ds.stage_to) {
     LowerStaging(c);

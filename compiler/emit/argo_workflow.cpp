@@ -1,9 +1,10 @@
 // workflow.yaml: the job's lifecycle as an Argo DAG.
 //
 //   check-staged -> stage-in (N copiers) -> seal-staged -> train -> export
+//   make-token (the job token's Secret, unless it exists) ---^
 //   onExit: report, stop-training (unless it succeeded), cleanup-staged (when asked)
 //
-// The copy and export steps retry with backoff; the train step does not:
+// The token, copy and export steps retry with backoff; the train step does not:
 // the training object restarts its pods and avf-run resumes from the last
 // checkpoint.
 #include <fmt/format.h>
@@ -161,17 +162,18 @@ void WriteDag(YamlWriter& y, const Deployment& d) {
     y.Field("name", "pipeline");
     y.MapField("dag", [&] {
       y.SeqField("tasks", [&] {
+        // The token runs beside the stage-in; train waits for both.
+        y.Map([&] { WriteTask(y, "make-token", ""); });
         std::string train_after;
         if (d.staging) {
           WriteStageTasks(y, d);
-          train_after = "seal-staged.Succeeded || seal-staged.Skipped";
+          train_after = "(seal-staged.Succeeded || seal-staged.Skipped) && ";
         }
         if (HasPodGroup(d)) {
           y.Map([&] { WriteTask(y, "create-podgroup", ""); });
-          train_after = train_after.empty() ? "create-podgroup.Succeeded"
-                                            : "(" + train_after + ") && create-podgroup.Succeeded";
+          train_after += "create-podgroup.Succeeded && ";
         }
-        y.Map([&] { WriteTask(y, "train", train_after); });
+        y.Map([&] { WriteTask(y, "train", train_after + "make-token.Succeeded"); });
         if (d.export_checkpoints) y.Map([&] { WriteTask(y, "export-checkpoints", "train.Succeeded"); });
       });
     });
@@ -245,9 +247,17 @@ void WriteExitHandler(YamlWriter& y, const Deployment& d) {
   }
 }
 
+// Creates the job token's Secret unless it exists; idempotent, so it retries.
+auto MakeTokenStep(const Deployment& d) -> ToolStep {
+  return {"make-token", MakeTokenScript(d.token, d.k8s_namespace, JobLabels(d)),
+          {EnvVar::Literal("WF_NAME", "{{workflow.name}}"), EnvVar::Literal("WF_UID", "{{workflow.uid}}")},
+          {}, {}, true};
+}
+
 void WriteTemplates(YamlWriter& y, const Deployment& d) {
   y.SeqField("templates", [&] {
     WriteDag(y, d);
+    WriteToolStep(y, d, MakeTokenStep(d));
     if (d.staging) {
       for (const ToolStep& s : StagingSteps(d)) WriteToolStep(y, d, s);
     }

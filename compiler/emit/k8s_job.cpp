@@ -150,7 +150,11 @@ auto PodGroupYaml(const Deployment& d) -> std::string {
 }
 
 auto JobYaml(const Deployment& d) -> std::string {
-  std::string header = HeaderComment(d, "job.yaml") + "\nApply after plan-configmap.yaml: kubectl apply -f job.yaml";
+  // Without Argo nothing makes the token's Secret: the header says so.
+  std::string header = HeaderComment(d, "job.yaml") +
+                       fmt::format("\nApply after plan-configmap.yaml and the job token's Secret {} (key `{}`;\n"
+                                   "docs/deploy.md, \"The job token\"): kubectl apply -f job.yaml",
+                                   d.token.secret, d.token.key);
   YamlWriter y(header);
   if (HasPodGroup(d)) {
     WritePodGroup(y, d);

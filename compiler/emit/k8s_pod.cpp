@@ -110,6 +110,12 @@ void WritePodSecurity(YamlWriter& y, const Deployment& d, bool root) {
       y.Field("runAsUser", d.security.user);
       y.Field("runAsGroup", d.security.group);
     }
+    if (d.security.fs_group) {
+      y.Field("fsGroup", *d.security.fs_group);
+      y.Comment("the kubelet gives the token file (0400, root's) this group and group read: the trainer reads it");
+      y.Field("fsGroupChangePolicy", "OnRootMismatch");
+      y.Comment("a volume's files are regrouped only when its root does not already have this group");
+    }
     y.MapField("seccompProfile", [&] { y.Field("type", "RuntimeDefault"); });
   });
 }
@@ -166,11 +172,14 @@ auto HeaderComment(const Deployment& d, std::string_view artifact) -> std::strin
                      d.source_name, d.job, d.plan_sha256);
 }
 
+auto JobLabels(const Deployment& d) -> std::vector<std::pair<std::string, std::string>> {
+  return {{"app.kubernetes.io/managed-by", "aviflowc"}, {"app.kubernetes.io/name", "aviflow"},
+          {std::string(JobLabelKey()), d.name}};
+}
+
 void WriteJobLabels(YamlWriter& y, const Deployment& d, const std::vector<std::pair<std::string, std::string>>& extra) {
   y.MapField("labels", [&] {
-    y.Field("app.kubernetes.io/managed-by", "aviflowc");
-    y.Field("app.kubernetes.io/name", "aviflow");
-    y.Field(JobLabelKey(), d.name);
+    for (const auto& [k, v] : JobLabels(d)) y.Field(k, v);
     for (const auto& [k, v] : extra) y.Field(k, v);
   });
 }
@@ -222,6 +231,13 @@ void WriteVolumes(YamlWriter& y, const std::vector<Volume>& volumes) {
             break;
           case VolumeKind::Claim: y.MapField("persistentVolumeClaim", [&] { y.Field("claimName", v.source); }); break;
           case VolumeKind::ConfigMap: y.MapField("configMap", [&] { y.Field("name", v.source); }); break;
+          case VolumeKind::Secret:
+            y.MapField("secret", [&] {
+              y.Field("secretName", v.source);
+              y.Field("defaultMode", v.file_mode);
+              if (!v.note.empty()) y.Comment(v.note);
+            });
+            break;
           case VolumeKind::Memory:
             y.MapField("emptyDir", [&] {
               y.Field("medium", "Memory");

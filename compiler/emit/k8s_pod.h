@@ -21,6 +21,8 @@ void WriteMetadata(YamlWriter& y, const deploy::Deployment& d, std::string_view 
                    const std::vector<std::pair<std::string, std::string>>& extra_labels = {});
 void WriteJobLabels(YamlWriter& y, const deploy::Deployment& d,
                     const std::vector<std::pair<std::string, std::string>>& extra = {});
+// The labels every object of the job carries (WriteJobLabels writes them).
+auto JobLabels(const deploy::Deployment& d) -> std::vector<std::pair<std::string, std::string>>;
 
 void WriteEnv(YamlWriter& y, const std::vector<deploy::EnvVar>& env);
 void WriteVolumes(YamlWriter& y, const std::vector<deploy::Volume>& volumes);

@@ -38,15 +38,25 @@ void WriteClaim(YamlWriter& y, const Deployment& d, const deploy::Claim& c) {
   });
 }
 
+// `names`: the rule covers only the objects of these names (resourceNames);
+// `why`: a comment on the verbs, for a rule whose reach needs one.
 void WriteRule(YamlWriter& y, std::string_view group, const std::vector<std::string>& resources,
-               const std::vector<std::string>& verbs) {
+               const std::vector<std::string>& verbs, const std::vector<std::string>& names = {},
+               std::string_view why = "") {
   y.Map([&] {
     y.Key("apiGroups");
     y.StringSeq({std::string(group)});
     y.Key("resources");
     y.StringSeq(resources);
+    if (!names.empty()) {
+      y.Key("resourceNames");
+      y.StringSeq(names);
+    }
     y.Key("verbs");
-    y.StringSeq(verbs);
+    y.Seq([&] {
+      for (const std::string& v : verbs) y.String(v);
+      if (!why.empty()) y.Comment(why);
+    });
   });
 }
 
@@ -66,8 +76,8 @@ auto PlanConfigMapYaml(const Deployment& d) -> std::string {
 
 auto RbacYaml(const Deployment& d) -> std::string {
   std::string header = HeaderComment(d, "rbac.yaml") +
-                       "\nThe identity of the workflow's steps: they create and watch the training object, and\n"
-                       "report their results to Argo. kubectl apply -f rbac.yaml";
+                       "\nThe identity of the workflow's steps: they create the job token's Secret, create and watch\n"
+                       "the training object, and report their results to Argo. kubectl apply -f rbac.yaml";
   YamlWriter y(header);
   ObjectKind k = TrainingObjectKind(d);
   y.Map([&] {
@@ -85,6 +95,11 @@ auto RbacYaml(const Deployment& d) -> std::string {
       if (HasPodGroup(d)) {
         WriteRule(y, "scheduling.volcano.sh", {"podgroups"}, {"create", "get", "list", "watch", "patch", "delete"});
       }
+      // make-token reads the job token's Secret, and no other, to see whether it exists; it never
+      // lists, updates or deletes Secrets (the garbage collector deletes it with the workflow).
+      WriteRule(y, "", {"secrets"}, {"get"}, {d.token.secret}, "make-token: does the job token's Secret exist?");
+      WriteRule(y, "", {"secrets"}, {"create"}, {},
+                "make-token creates the job token's Secret; RBAC cannot limit `create` to a name");
       WriteRule(y, "argoproj.io", {"workflowtaskresults"}, {"create", "patch"});
       // setOwnerReference with blockOwnerDeletion needs update on the owner's finalizers.
       WriteRule(y, "argoproj.io", {"workflows", "workflows/finalizers"}, {"get", "update"});

@@ -1,11 +1,13 @@
 // The POSIX shell scripts of the staging, export and cleanup steps, shared
-// by the Argo workflow and the Slurm batch script. Every value from the
-// .avf file enters a script single-quoted; the scripts need `sh`, `stat`
-// and `rclone` (docs/deploy.md, "Images").
+// by the Argo workflow and the Slurm batch script, and the workflow's
+// make-token step. Every value from the .avf file enters a script
+// single-quoted; the scripts need `sh`, `stat` and `rclone`, make-token
+// `od`, `tr` and `kubectl` (docs/deploy.md, "Images").
 #pragma once
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "deploy/deployment.h"
@@ -31,6 +33,14 @@ auto SealStagedScript(const deploy::Staging& s) -> std::string;
 auto ExportScript(const deploy::Export& e) -> std::string;
 // Deletes the staged copy.
 auto CleanupScript(const deploy::Staging& s) -> std::string;
+// The workflow's make-token step: creates the Secret `t.secret` in
+// `k8s_namespace` with a fresh random token (`t.random_bytes` of
+// /dev/urandom as hex, needing `od` and `tr`), labelled `labels` and owned
+// by the workflow $WF_NAME / $WF_UID, unless a Secret of that name exists.
+// It talks to the API server with `kubectl` as the step's ServiceAccount;
+// the token is never printed, written to a file or put on a command line.
+auto MakeTokenScript(const deploy::JobToken& t, const std::string& k8s_namespace,
+                     const std::vector<std::pair<std::string, std::string>>& labels) -> std::string;
 
 // The marker file of a staged dataset, beside its shards.
 inline constexpr std::string_view kStagedMarker = ".aviflow-staged";

@@ -114,6 +114,27 @@ auto StageSection(const Deployment& d) -> std::string {
       tasks);
 }
 
+// The job token of the rendezvous store on node 0: made fresh by the script
+// and kept in the environment, which srun hands to every task, rather than
+// in a file of the shared submit folder, where it would outlive the job.
+auto TokenLines(const deploy::JobToken& t) -> std::string {
+  int64_t hex = 2 * t.random_bytes;
+  return fmt::format(
+      "# The rendezvous store on node 0 admits only ranks that present this job's token:\n"
+      "# {1} random bytes, fresh for every job, never printed. It stays in the environment\n"
+      "# (srun passes it to every task) and is written to no file and no command line;\n"
+      "# /proc/PID/environ is readable by this user only, as a 0600 file would be.\n"
+      "{0}=\"$(od -An -N{1} -tx1 /dev/urandom | tr -d ' \\n')\"\n"
+      "if [ \"${{#{0}}}\" -ne {2} ]; then\n"
+      "  echo \"error: could not read {1} random bytes from /dev/urandom\" >&2\n"
+      "  exit 1\n"
+      "fi\n"
+      "# avf-run would prefer a token file named in the submitter's environment.\n"
+      "unset AVF_JOB_TOKEN_FILE\n"
+      "export {0}\n",
+      t.env, t.random_bytes, hex);
+}
+
 auto TrainSection(const Deployment& d) -> std::string {
   std::string command;
   for (const std::string& word : d.command) command += (command.empty() ? "" : " ") + (word == "${AVF_PLAN}" ? "\"$AVF_PLAN\"" : ShellQuote(word));
@@ -126,8 +147,10 @@ auto TrainSection(const Deployment& d) -> std::string {
       "export MASTER_PORT={}\n"
       "export PET_NNODES={}\n"
       "export PET_NPROC_PER_NODE={}\n"
-      "srun --kill-on-bad-exit=1 sh -c 'PET_NODE_RANK=\"$SLURM_NODEID\" exec \"$0\" \"$@\"' {}\n\n",
-      env, d.port, d.nodes, d.procs_per_node, command);
+      "{}"
+      "srun --kill-on-bad-exit=1 sh -c 'PET_NODE_RANK=\"$SLURM_NODEID\" exec \"$0\" \"$@\"' {}\n"
+      "unset {}\n\n",
+      env, d.port, d.nodes, d.procs_per_node, TokenLines(d.token), command, d.token.env);
 }
 
 auto ExportSection(const Deployment& d) -> std::string {

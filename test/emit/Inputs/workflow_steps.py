@@ -5,7 +5,9 @@
   workflow_steps.py run WORKFLOW.yaml TEMPLATE [NAME=VALUE ...]
       runs one script template with `sh`: its literal env, plus NAME=VALUE
       for its input parameters (`first=0` sets ARG_first); exit status and
-      output are the script's.
+      output are the script's. A variable whose value is an Argo expression
+      (`{{workflow.uid}}`) keeps the value it has in this environment, if
+      any: the test stands in for Argo.
 """
 import os
 import subprocess
@@ -23,7 +25,7 @@ def templates(path):
 def literal_env(script):
     env = {}
     for e in script.get("env", []):
-        if "value" in e:
+        if "value" in e and not ("{{" in e["value"] and e["name"] in os.environ):
             env[e["name"]] = e["value"]
     return env
 
