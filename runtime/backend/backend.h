@@ -55,9 +55,9 @@ class Kernels : public Memory {
   virtual void MatmulBackward(T* din, T* dweight, T* dbias, const T* dout, const T* in, const T* weight, int64_t n,
                               int64_t c, int64_t oc) = 0;
   virtual void EmbeddingForward(T* out, const uint32_t* tokens, const T* wte, const T* wpe, int64_t b, int64_t t,
-                                int64_t c) = 0;
+                                int64_t c, int64_t vocab_first, int64_t vocab_count) = 0;
   virtual void EmbeddingBackward(T* dwte, T* dwpe, const T* dout, const uint32_t* tokens, int64_t b, int64_t t,
-                                 int64_t c) = 0;
+                                 int64_t c, int64_t vocab_first, int64_t vocab_count) = 0;
   virtual void LayerNormForward(T* out, T* mean, T* rstd, const T* in, const T* weight, const T* bias, int64_t n,
                                 int64_t c) = 0;
   virtual void LayerNormBackward(T* din, T* dweight, T* dbias, const T* dout, const T* in, const T* weight,
@@ -76,10 +76,14 @@ class Kernels : public Memory {
   virtual void AttentionForward(T* out, T* att, const T* q, const T* k, const T* v, const AttentionShape& s) = 0;
   virtual void AttentionBackward(T* dq, T* dk, T* dv, const T* dout, const T* att, const T* q, const T* k,
                                  const T* v, const AttentionShape& s) = 0;
-  virtual void CrossEntropyForward(T* losses, T* probs, const T* logits, const uint32_t* targets, int64_t n,
-                                   int64_t v) = 0;
+  virtual void CrossEntropyStats(T* row_max, T* target_logit, const T* logits, const uint32_t* targets, int64_t n,
+                                 int64_t v, int64_t vocab_first) = 0;
+  virtual void CrossEntropySoftmax(T* probs, T* row_sum, const T* logits, const T* row_max, int64_t n, int64_t v) = 0;
+  virtual void CrossEntropyFinish(T* losses, T* probs, const T* row_sum, const T* row_max, const T* target_logit,
+                                  int64_t n, int64_t v) = 0;
   virtual void CrossEntropyBackward(T* dlogits, const T* probs, const uint32_t* targets, const T* dlosses, int64_t n,
-                                    int64_t v) = 0;
+                                    int64_t v, int64_t vocab_first) = 0;
+  virtual void MaxOverBlocks(T* out, const T* blocks, int64_t count, int64_t nblocks) = 0;
 };
 
 // The CPU backend (runtime/cpu: OpenBLAS GEMMs, OpenMP loops): float for

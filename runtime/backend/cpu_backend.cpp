@@ -49,13 +49,13 @@ class CpuKernels final : public Kernels<T> {
                       int64_t oc) override {
     cpu::MatmulBackward(din, dw, db, dout, in, w, n, c, oc);
   }
-  void EmbeddingForward(T* out, const uint32_t* tokens, const T* wte, const T* wpe, int64_t b, int64_t t,
-                        int64_t c) override {
-    cpu::EmbeddingForward(out, tokens, wte, wpe, b, t, c);
+  void EmbeddingForward(T* out, const uint32_t* tokens, const T* wte, const T* wpe, int64_t b, int64_t t, int64_t c,
+                        int64_t vocab_first, int64_t vocab_count) override {
+    cpu::EmbeddingForward(out, tokens, wte, wpe, b, t, c, vocab_first, vocab_count);
   }
-  void EmbeddingBackward(T* dwte, T* dwpe, const T* dout, const uint32_t* tokens, int64_t b, int64_t t,
-                         int64_t c) override {
-    cpu::EmbeddingBackward(dwte, dwpe, dout, tokens, b, t, c);
+  void EmbeddingBackward(T* dwte, T* dwpe, const T* dout, const uint32_t* tokens, int64_t b, int64_t t, int64_t c,
+                         int64_t vocab_first, int64_t vocab_count) override {
+    cpu::EmbeddingBackward(dwte, dwpe, dout, tokens, b, t, c, vocab_first, vocab_count);
   }
   void LayerNormForward(T* out, T* mean, T* rstd, const T* in, const T* w, const T* bias, int64_t n,
                         int64_t c) override {
@@ -93,13 +93,23 @@ class CpuKernels final : public Kernels<T> {
                          const AttentionShape& s) override {
     cpu::AttentionBackward(dq, dk, dv, dout, att, q, k, v, s);
   }
-  void CrossEntropyForward(T* losses, T* probs, const T* logits, const uint32_t* targets, int64_t n,
-                           int64_t v) override {
-    cpu::CrossEntropyForward(losses, probs, logits, targets, n, v);
+  void CrossEntropyStats(T* row_max, T* target_logit, const T* logits, const uint32_t* targets, int64_t n, int64_t v,
+                         int64_t vocab_first) override {
+    cpu::CrossEntropyStats(row_max, target_logit, logits, targets, n, v, vocab_first);
   }
-  void CrossEntropyBackward(T* dlogits, const T* probs, const uint32_t* targets, const T* dlosses, int64_t n,
-                            int64_t v) override {
-    cpu::CrossEntropyBackward(dlogits, probs, targets, dlosses, n, v);
+  void CrossEntropySoftmax(T* probs, T* row_sum, const T* logits, const T* row_max, int64_t n, int64_t v) override {
+    cpu::CrossEntropySoftmax(probs, row_sum, logits, row_max, n, v);
+  }
+  void CrossEntropyFinish(T* losses, T* probs, const T* row_sum, const T* row_max, const T* target_logit, int64_t n,
+                          int64_t v) override {
+    cpu::CrossEntropyFinish(losses, probs, row_sum, row_max, target_logit, n, v);
+  }
+  void CrossEntropyBackward(T* dlogits, const T* probs, const uint32_t* targets, const T* dlosses, int64_t n, int64_t v,
+                            int64_t vocab_first) override {
+    cpu::CrossEntropyBackward(dlogits, probs, targets, dlosses, n, v, vocab_first);
+  }
+  void MaxOverBlocks(T* out, const T* blocks, int64_t count, int64_t nblocks) override {
+    cpu::MaxOverBlocks(out, blocks, count, nblocks);
   }
 };
 

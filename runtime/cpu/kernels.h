@@ -20,11 +20,16 @@ template <typename T>
 void MatmulBackward(T* din, T* dweight, T* dbias, const T* dout, const T* in, const T* weight, int64_t n, int64_t c,
                     int64_t oc);
 
-// out(B*T x C) = wte[token] + wpe[t]; wpe may be null (Llama: no learned positions).
+// out(B*T x C) = wte[token] + wpe[t]; wpe may be null (Llama: no learned
+// positions). A vocab-parallel rank holds rows [vocab_first, vocab_first +
+// vocab_count) of the embedding: `wte` starts at row vocab_first, and a token
+// outside the range contributes a zero row (the tensor group's sum fills it).
 template <typename T>
-void EmbeddingForward(T* out, const uint32_t* tokens, const T* wte, const T* wpe, int64_t b, int64_t t, int64_t c);
+void EmbeddingForward(T* out, const uint32_t* tokens, const T* wte, const T* wpe, int64_t b, int64_t t, int64_t c,
+                      int64_t vocab_first = 0, int64_t vocab_count = INT64_MAX);
 template <typename T>
-void EmbeddingBackward(T* dwte, T* dwpe, const T* dout, const uint32_t* tokens, int64_t b, int64_t t, int64_t c);
+void EmbeddingBackward(T* dwte, T* dwpe, const T* dout, const uint32_t* tokens, int64_t b, int64_t t, int64_t c,
+                       int64_t vocab_first = 0, int64_t vocab_count = INT64_MAX);
 
 // LayerNorm over C with eps 1e-5; mean and rstd (per row) are kept for backward.
 template <typename T>
@@ -83,8 +88,30 @@ void AttentionBackward(T* dq, T* dk, T* dv, const T* dout, const T* att, const T
 // -log probs[n, target[n]]. Backward adds (probs - onehot) * dloss[n].
 template <typename T>
 void CrossEntropyForward(T* losses, T* probs, const T* logits, const uint32_t* targets, int64_t n, int64_t v);
+// The same over a vocab-parallel shard: logits (N x V) are this rank's
+// columns [vocab_first, vocab_first + V) of the full logits. Forward runs in
+// three parts with the tensor group's reductions between them:
+//   Stats: each row's max over the shard, and its target's logit (0 when the
+//          target is another rank's); the group takes the max of the maxes
+//          and sums the target logits.
+//   Softmax: probs = exp(logits - max) and their row sums; the group sums them.
+//   Finish: losses = log(sum) + max - target logit, probs /= sum.
 template <typename T>
-void CrossEntropyBackward(T* dlogits, const T* probs, const uint32_t* targets, const T* dlosses, int64_t n, int64_t v);
+void CrossEntropyStats(T* row_max, T* target_logit, const T* logits, const uint32_t* targets, int64_t n, int64_t v,
+                       int64_t vocab_first);
+template <typename T>
+void CrossEntropySoftmax(T* probs, T* row_sum, const T* logits, const T* row_max, int64_t n, int64_t v);
+template <typename T>
+void CrossEntropyFinish(T* losses, T* probs, const T* row_sum, const T* row_max, const T* target_logit, int64_t n,
+                        int64_t v);
+template <typename T>
+void CrossEntropyBackward(T* dlogits, const T* probs, const uint32_t* targets, const T* dlosses, int64_t n, int64_t v,
+                          int64_t vocab_first = 0);
+
+// out[i] = max over b of blocks[b * count + i]: the max of the tensor
+// group's gathered row maxima.
+template <typename T>
+void MaxOverBlocks(T* out, const T* blocks, int64_t count, int64_t nblocks);
 
 // Wall time spent inside the BLAS GEMMs since the last reset, summed over
 // calls (for bench/train_cpu: the share of a step the GEMMs take).

@@ -132,28 +132,68 @@ void AttentionBackward(T* dq, T* dk, T* dv, const T* dout, const T* att, const T
 }
 
 template <typename T>
-void CrossEntropyForward(T* losses, T* probs, const T* logits, const uint32_t* targets, int64_t n, int64_t v) {
+void CrossEntropyStats(T* row_max, T* target_logit, const T* logits, const uint32_t* targets, int64_t n, int64_t v,
+                       int64_t vocab_first) {
 #pragma omp parallel for if (n * v >= kParallelMin)
   for (int64_t i = 0; i < n; ++i) {
     const T* z = logits + i * v;
-    T* p = probs + i * v;
-    double max = *std::max_element(z, z + v), sum = 0;
-    for (int64_t j = 0; j < v; ++j) sum += p[j] = static_cast<T>(std::exp(static_cast<double>(z[j]) - max));
-    T inverse = static_cast<T>(1.0 / sum);
-    for (int64_t j = 0; j < v; ++j) p[j] *= inverse;
-    // -log softmax, from the logits: no log(0) for a vanishing probability.
-    losses[i] = static_cast<T>(std::log(sum) + max - z[targets[i]]);
+    row_max[i] = *std::max_element(z, z + v);
+    int64_t target = static_cast<int64_t>(targets[i]) - vocab_first;
+    target_logit[i] = target >= 0 && target < v ? z[target] : T(0);
   }
 }
 
 template <typename T>
-void CrossEntropyBackward(T* dlogits, const T* probs, const uint32_t* targets, const T* dlosses, int64_t n, int64_t v) {
+void CrossEntropySoftmax(T* probs, T* row_sum, const T* logits, const T* row_max, int64_t n, int64_t v) {
+#pragma omp parallel for if (n * v >= kParallelMin)
+  for (int64_t i = 0; i < n; ++i) {
+    const T* z = logits + i * v;
+    T* p = probs + i * v;
+    double max = row_max[i], sum = 0;
+    for (int64_t j = 0; j < v; ++j) sum += p[j] = static_cast<T>(std::exp(static_cast<double>(z[j]) - max));
+    row_sum[i] = static_cast<T>(sum);
+  }
+}
+
+template <typename T>
+void CrossEntropyFinish(T* losses, T* probs, const T* row_sum, const T* row_max, const T* target_logit, int64_t n,
+                        int64_t v) {
+#pragma omp parallel for if (n * v >= kParallelMin)
+  for (int64_t i = 0; i < n; ++i) {
+    T inverse = static_cast<T>(1.0 / static_cast<double>(row_sum[i]));
+    for (int64_t j = 0; j < v; ++j) probs[i * v + j] *= inverse;
+    // -log softmax, from the logits: no log(0) for a vanishing probability.
+    losses[i] = static_cast<T>(std::log(static_cast<double>(row_sum[i])) + row_max[i] - target_logit[i]);
+  }
+}
+
+template <typename T>
+void CrossEntropyForward(T* losses, T* probs, const T* logits, const uint32_t* targets, int64_t n, int64_t v) {
+  std::vector<T> max(static_cast<size_t>(n)), target(static_cast<size_t>(n)), sum(static_cast<size_t>(n));
+  CrossEntropyStats(max.data(), target.data(), logits, targets, n, v, int64_t{0});
+  CrossEntropySoftmax(probs, sum.data(), logits, max.data(), n, v);
+  CrossEntropyFinish(losses, probs, sum.data(), max.data(), target.data(), n, v);
+}
+
+template <typename T>
+void CrossEntropyBackward(T* dlogits, const T* probs, const uint32_t* targets, const T* dlosses, int64_t n, int64_t v,
+                          int64_t vocab_first) {
 #pragma omp parallel for if (n * v >= kParallelMin)
   for (int64_t i = 0; i < n; ++i) {
     T* d = dlogits + i * v;
     const T* p = probs + i * v;
     for (int64_t j = 0; j < v; ++j) d[j] += p[j] * dlosses[i];
-    d[targets[i]] -= dlosses[i];
+    int64_t target = static_cast<int64_t>(targets[i]) - vocab_first;
+    if (target >= 0 && target < v) d[target] -= dlosses[i];
+  }
+}
+
+template <typename T>
+void MaxOverBlocks(T* out, const T* blocks, int64_t count, int64_t nblocks) {
+  for (int64_t i = 0; i < count; ++i) {
+    T m = blocks[i];
+    for (int64_t b = 1; b < nblocks; ++b) m = std::max(m, blocks[b * count + i]);
+    out[i] = m;
   }
 }
 
@@ -164,7 +204,11 @@ void CrossEntropyBackward(T* dlogits, const T* probs, const uint32_t* targets, c
   template void AttentionBackward<T>(T*, T*, T*, const T*, const T*, const T*, const T*, const T*,            \
                                      const AttentionShape&);                                                  \
   template void CrossEntropyForward<T>(T*, T*, const T*, const uint32_t*, int64_t, int64_t);                  \
-  template void CrossEntropyBackward<T>(T*, const T*, const uint32_t*, const T*, int64_t, int64_t);
+  template void CrossEntropyStats<T>(T*, T*, const T*, const uint32_t*, int64_t, int64_t, int64_t);           \
+  template void CrossEntropySoftmax<T>(T*, T*, const T*, const T*, int64_t, int64_t);                         \
+  template void CrossEntropyFinish<T>(T*, T*, const T*, const T*, const T*, int64_t, int64_t);                \
+  template void CrossEntropyBackward<T>(T*, const T*, const uint32_t*, const T*, int64_t, int64_t, int64_t);  \
+  template void MaxOverBlocks<T>(T*, const T*, int64_t, int64_t);
 
 AVF_ATTENTION_KERNELS(float)
 AVF_ATTENTION_KERNELS(double)

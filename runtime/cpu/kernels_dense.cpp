@@ -107,22 +107,26 @@ void MatmulBackward(T* din, T* dweight, T* dbias, const T* dout, const T* in, co
 }
 
 template <typename T>
-void EmbeddingForward(T* out, const uint32_t* tokens, const T* wte, const T* wpe, int64_t b, int64_t t, int64_t c) {
+void EmbeddingForward(T* out, const uint32_t* tokens, const T* wte, const T* wpe, int64_t b, int64_t t, int64_t c,
+                      int64_t vocab_first, int64_t vocab_count) {
 #pragma omp parallel for if (b * t * c >= kParallelMin)
   for (int64_t i = 0; i < b * t; ++i) {
-    const T* e = wte + static_cast<int64_t>(tokens[i]) * c;
+    int64_t row = static_cast<int64_t>(tokens[i]) - vocab_first;
+    const T* e = row >= 0 && row < vocab_count ? wte + row * c : nullptr;
     const T* p = wpe ? wpe + (i % t) * c : nullptr;
-    for (int64_t j = 0; j < c; ++j) out[i * c + j] = e[j] + (p ? p[j] : T(0));
+    for (int64_t j = 0; j < c; ++j) out[i * c + j] = (e ? e[j] : T(0)) + (p ? p[j] : T(0));
   }
 }
 
 template <typename T>
-void EmbeddingBackward(T* dwte, T* dwpe, const T* dout, const uint32_t* tokens, int64_t b, int64_t t, int64_t c) {
+void EmbeddingBackward(T* dwte, T* dwpe, const T* dout, const uint32_t* tokens, int64_t b, int64_t t, int64_t c,
+                       int64_t vocab_first, int64_t vocab_count) {
   for (int64_t i = 0; i < b * t; ++i) {
-    T* e = dwte + static_cast<int64_t>(tokens[i]) * c;
+    int64_t row = static_cast<int64_t>(tokens[i]) - vocab_first;
+    T* e = row >= 0 && row < vocab_count ? dwte + row * c : nullptr;
     T* p = dwpe ? dwpe + (i % t) * c : nullptr;
     for (int64_t j = 0; j < c; ++j) {
-      e[j] += dout[i * c + j];
+      if (e) e[j] += dout[i * c + j];
       if (p) p[j] += dout[i * c + j];
     }
   }
@@ -258,8 +262,10 @@ void ResidualBackward(T* da, T* db, const T* dout, int64_t n) {
 #define AVF_DENSE_KERNELS(T)                                                                                      \
   template void MatmulForward<T>(T*, const T*, const T*, const T*, int64_t, int64_t, int64_t);                    \
   template void MatmulBackward<T>(T*, T*, T*, const T*, const T*, const T*, int64_t, int64_t, int64_t);           \
-  template void EmbeddingForward<T>(T*, const uint32_t*, const T*, const T*, int64_t, int64_t, int64_t);         \
-  template void EmbeddingBackward<T>(T*, T*, const T*, const uint32_t*, int64_t, int64_t, int64_t);              \
+  template void EmbeddingForward<T>(T*, const uint32_t*, const T*, const T*, int64_t, int64_t, int64_t, int64_t, \
+                                    int64_t);                                                                   \
+  template void EmbeddingBackward<T>(T*, T*, const T*, const uint32_t*, int64_t, int64_t, int64_t, int64_t,      \
+                                     int64_t);                                                                  \
   template void LayerNormForward<T>(T*, T*, T*, const T*, const T*, const T*, int64_t, int64_t);                  \
   template void LayerNormBackward<T>(T*, T*, T*, const T*, const T*, const T*, const T*, const T*, int64_t, int64_t); \
   template void RmsNormForward<T>(T*, T*, const T*, const T*, int64_t, int64_t);                                  \

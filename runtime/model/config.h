@@ -2,11 +2,21 @@
 // parameters in one flat buffer (the buffer ZeRO's slices index, see
 // docs/plan-format.md#zero). The layout's counts equal the compiler's
 // parameter count (compiler/cost/counts.cpp), which the tests check.
+//
+// A rank of a parallel plan holds a shard (ShardSpec): the layers of its
+// pipeline stage (one range per model chunk), the embedding on the first
+// stage, the final norm and output projection on the last, each cut
+// Megatron-style across the tensor group. Its layout lists only what it
+// holds, in the same order as the full model's, and every tensor says which
+// part of the full tensor it is (TensorPart), so any shard maps onto the
+// full model element by element.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include <llvm/Support/Error.h>
 
 namespace avf::model {
 
@@ -23,11 +33,46 @@ struct ModelConfig {
   auto mlp_in_dim() const -> int64_t { return arch == Arch::Llama ? 2 * ffn : ffn; }
 };
 
+// Layers [first, first + count) of one model chunk.
+struct LayerRange {
+  int64_t first = 0, count = 0;
+};
+
+// What one rank holds. The default is the whole model on one rank.
+struct ShardSpec {
+  int64_t tensor_rank = 0, tensor_size = 1;
+  // Activations between the tensor-parallel regions are cut by rows
+  // (sequence parallelism) instead of replicated.
+  bool sequence_parallel = false;
+  std::vector<LayerRange> chunks;  // empty: one chunk of every layer
+  bool embedding = true;           // the token (and position) embedding: first stage
+  bool output = true;              // the final norm and output projection: last stage
+};
+
+// Heads, kv heads, the MLP width and the vocabulary must divide by the
+// tensor size, and the chunks must be layers of the model.
+auto CheckShard(const ModelConfig& c, const ShardSpec& s) -> llvm::Error;
+
+// Which part of the full (rows x cols) tensor a shard's tensor holds: the
+// rows of `row_blocks` (each [first, first + count)), in order, and of each
+// row the columns [col_first, col_first + col_count).
+struct TensorPart {
+  int64_t rows = 0, cols = 0;
+  struct Rows {
+    int64_t first = 0, count = 0;
+  };
+  std::vector<Rows> row_blocks;
+  int64_t col_first = 0, col_count = 0;
+  // Element `local` of the shard's tensor as an index into the full tensor.
+  auto FullIndex(int64_t local) const -> int64_t;
+};
+
 // One tensor of the flat parameter buffer: elements [offset, offset + size).
 struct ParamTensor {
-  std::string name;  // "h.3.attn.qkv.weight"
+  std::string name;  // the full model's name: "h.3.attn.qkv.weight"
   int64_t offset = 0;
   int64_t size = 0;
+  TensorPart part;
 };
 
 // Offsets of one block's tensors; -1 for a tensor the architecture has not
@@ -38,11 +83,17 @@ struct BlockParams {
 
 struct ParamLayout {
   std::vector<ParamTensor> tensors;
-  int64_t wte = 0, wpe = -1, lnf_w = 0, lnf_b = -1, lm_head = -1;  // lm_head -1: tied to wte
-  std::vector<BlockParams> blocks;
+  // -1 where the shard does not hold it. lm_head -1 on an output shard: the
+  // output projection is wte itself (tied, one stage); on a last stage of a
+  // tied model it is that stage's copy of wte.
+  int64_t wte = -1, wpe = -1, lnf_w = -1, lnf_b = -1, lm_head = -1;
+  std::vector<BlockParams> blocks;        // the shard's blocks, chunk after chunk
+  std::vector<int64_t> block_layers;      // the model layer of each block
+  std::vector<int64_t> chunk_first_block; // chunk c's blocks start here
+  int64_t vocab_first = 0, vocab_count = 0;  // the shard's rows of wte / lm_head
   int64_t total = 0;
 };
 
-auto LayoutOf(const ModelConfig& c) -> ParamLayout;
+auto LayoutOf(const ModelConfig& c, const ShardSpec& shard = {}) -> ParamLayout;
 
 }  // namespace avf::model

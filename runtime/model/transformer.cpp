@@ -1,18 +1,33 @@
 #include "model/transformer.h"
 
 #include <cmath>
-#include <random>
+#include <string_view>
 
 namespace avf::model {
 
 namespace {
 
-// Box-Muller on mt19937 bits: std::normal_distribution differs between
-// standard libraries, this does not.
-auto Normal(std::mt19937_64& gen) -> double {
+auto SplitMix(uint64_t x) -> uint64_t {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// FNV-1a: the tensor's name picks its own random stream.
+auto NameHash(std::string_view name) -> uint64_t {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (char c : name) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
+  return h;
+}
+
+// N(0, 1) for element `index` of a stream: Box-Muller on two counter-based
+// uniforms, so any element is computed without the ones before it.
+auto Normal(uint64_t stream, int64_t index) -> double {
   constexpr double kScale = 1.0 / 9007199254740992.0;  // 2^-53
-  double u1 = (static_cast<double>(gen() >> 11) + 1.0) * kScale;
-  double u2 = static_cast<double>(gen() >> 11) * kScale;
+  auto i = static_cast<uint64_t>(index);
+  double u1 = (static_cast<double>(SplitMix(stream ^ SplitMix(2 * i)) >> 11) + 1.0) * kScale;
+  double u2 = static_cast<double>(SplitMix(stream ^ SplitMix(2 * i + 1)) >> 11) * kScale;
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
 }
 
@@ -23,15 +38,19 @@ auto EndsWith(const std::string& s, std::string_view tail) -> bool {
 }  // namespace
 
 template <typename T>
-Transformer<T>::Transformer(ModelConfig config, backend::Kernels<T>& kernels)
-    : config_(config), layout_(LayoutOf(config)), k_(kernels) {
-  params_ = Alloc(layout_.total);
-  grads_ = Alloc(layout_.total);
-}
+Transformer<T>::Transformer(ModelConfig config, ShardSpec shard, backend::Kernels<T>& kernels,
+                            comm::Communicator* tensor)
+    : config_(config),
+      shard_(std::move(shard)),
+      layout_(LayoutOf(config_, shard_)),
+      k_(kernels),
+      tp_(tensor),
+      params_(k_, static_cast<size_t>(layout_.total)),
+      grads_(k_, static_cast<size_t>(layout_.total)),
+      ctx_{config_, layout_, k_, tp_, shard_.sequence_parallel, params_.data(), grads_.data(), w_} {}
 
 template <typename T>
 void Transformer<T>::Initialize(uint64_t seed) {
-  std::mt19937_64 gen(seed);
   double residual_scale = 1.0 / std::sqrt(2.0 * static_cast<double>(config_.layers));
   std::vector<T> host(static_cast<size_t>(layout_.total));
   for (const ParamTensor& t : layout_.tensors) {
@@ -39,8 +58,11 @@ void Transformer<T>::Initialize(uint64_t seed) {
     bool bias = EndsWith(t.name, ".bias");
     bool residual = EndsWith(t.name, "attn.proj.weight") || EndsWith(t.name, "mlp.proj.weight") ||
                     EndsWith(t.name, "mlp.down.weight");
+    uint64_t stream = SplitMix(seed ^ NameHash(t.name));
     for (int64_t i = 0; i < t.size; ++i) {
-      double v = bias ? 0.0 : norm ? 1.0 : 0.02 * Normal(gen) * (residual ? residual_scale : 1.0);
+      double v = bias   ? 0.0
+                 : norm ? 1.0
+                        : 0.02 * Normal(stream, t.part.FullIndex(i)) * (residual ? residual_scale : 1.0);
       host[static_cast<size_t>(t.offset + i)] = static_cast<T>(v);
     }
   }
@@ -53,207 +75,154 @@ void Transformer<T>::ZeroGradients() {
 }
 
 template <typename T>
-void Transformer<T>::ReserveBlock(BlockActs& a) {
-  const ModelConfig& c = config_;
-  int64_t n = batch_ * seq_, C = c.hidden, qd = c.heads * c.head_dim(), kvd = c.kv_heads * c.head_dim();
-  a.ln1 = Alloc(n * C), a.mean1 = Alloc(n), a.rstd1 = Alloc(n);
-  a.q = Alloc(n * qd), a.k = Alloc(n * kvd), a.v = Alloc(n * kvd);
-  a.att = Alloc(batch_ * c.heads * seq_ * seq_), a.attn = Alloc(n * qd);
-  a.x2 = Alloc(n * C), a.ln2 = Alloc(n * C), a.mean2 = Alloc(n), a.rstd2 = Alloc(n);
-  a.h = Alloc(n * c.mlp_in_dim()), a.act = Alloc(n * c.ffn), a.out = Alloc(n * C);
+auto Transformer<T>::BlocksOf(int64_t chunk) const -> std::pair<int64_t, int64_t> {
+  const std::vector<int64_t>& first = layout_.chunk_first_block;
+  int64_t end = chunk + 1 < chunks() ? first[static_cast<size_t>(chunk + 1)] : static_cast<int64_t>(layout_.blocks.size());
+  return {first[static_cast<size_t>(chunk)], end};
+}
+
+template <typename T>
+void Transformer<T>::ReserveSlot(Slot& s) {
+  int64_t n = ctx_.n(), rc = ctx_.rows() * config_.hidden;
+  s.tokens = Buffer<uint32_t>(k_, static_cast<size_t>(IsEmbedding(0) ? n : 0));
+  s.targets = Buffer<uint32_t>(k_, static_cast<size_t>(shard_.output ? n : 0));
+  s.chunks.resize(static_cast<size_t>(chunks()));
+  for (int64_t c = 0; c < chunks(); ++c) {
+    ChunkActs& a = s.chunks[static_cast<size_t>(c)];
+    auto [first, end] = BlocksOf(c);
+    a.input = ctx_.Alloc(rc), a.dinput = ctx_.Alloc(rc);
+    a.doutput = ctx_.Alloc(IsOutput(c) ? 0 : rc);
+    a.blocks.resize(static_cast<size_t>(end - first));
+    for (BlockActs<T>& b : a.blocks) ReserveBlock(ctx_, b);
+    if (IsOutput(c)) ReserveHead(ctx_, a.head);
+  }
 }
 
 // Everything a step touches is allocated here, once per shape, so the steps
 // themselves allocate nothing.
 template <typename T>
-void Transformer<T>::Reserve(int64_t batch, int64_t seq) {
-  if (batch == batch_ && seq == seq_) return;
-  batch_ = batch, seq_ = seq;
-  const ModelConfig& c = config_;
-  int64_t n = batch * seq, C = c.hidden, qd = c.heads * c.head_dim(), kvd = c.kv_heads * c.head_dim();
-  int64_t ffn_split = c.arch == Arch::Llama ? n * c.ffn : 0;
-  tokens_ = Buffer<uint32_t>(k_, static_cast<size_t>(n));
-  targets_ = Buffer<uint32_t>(k_, static_cast<size_t>(n));
-  acts_.clear();
-  acts_.resize(static_cast<size_t>(c.layers));
-  for (BlockActs& a : acts_) ReserveBlock(a);
-  Workspace& w = w_;
-  w.qkv = Alloc(n * c.qkv_dim()), w.tmp = Alloc(n * C), w.gate = Alloc(ffn_split), w.up = Alloc(ffn_split);
-  w.dx2 = Alloc(n * C), w.dmlp = Alloc(n * C), w.dact = Alloc(n * c.ffn), w.dh = Alloc(n * c.mlp_in_dim());
-  w.dln2 = Alloc(n * C), w.dattn = Alloc(n * qd), w.dproj = Alloc(n * C);
-  w.dq = Alloc(n * qd), w.dk = Alloc(n * kvd), w.dv = Alloc(n * kvd);
-  w.dqkv = Alloc(n * c.qkv_dim()), w.dln1 = Alloc(n * C), w.dgate = Alloc(ffn_split), w.dup = Alloc(ffn_split);
-  embedded_ = Alloc(n * C), lnf_ = Alloc(n * C), lnf_mean_ = Alloc(n), lnf_rstd_ = Alloc(n);
-  logits_ = Alloc(n * c.vocab), probs_ = Alloc(n * c.vocab), losses_ = Alloc(n);
-  dlosses_ = Alloc(n), dlnf_ = Alloc(n * C), dx_ = Alloc(n * C), dprev_ = Alloc(n * C);
-  std::vector<T> mean_weights(static_cast<size_t>(n), static_cast<T>(1.0 / static_cast<double>(n)));
-  k_.CopyFromHost(dlosses_.data(), mean_weights.data(), mean_weights.size() * sizeof(T));
+void Transformer<T>::Reserve(int64_t batch, int64_t seq, int64_t slots) {
+  if (batch == ctx_.batch && seq == ctx_.seq && slots == static_cast<int64_t>(slots_.size())) return;
+  ctx_.batch = batch, ctx_.seq = seq;
+  ReserveWorkspace(ctx_);
+  slots_.clear();
+  slots_.resize(static_cast<size_t>(slots));
+  for (Slot& s : slots_) ReserveSlot(s);
+  losses_.assign(static_cast<size_t>(slots), 0.0);
+  dnext_ = ctx_.Alloc(ctx_.rows() * config_.hidden);
 }
 
 template <typename T>
-void Transformer<T>::CopyColumns(T* rows, int64_t row_width, int64_t col, T* dense, int64_t width, bool to_rows) {
-  size_t e = sizeof(T), n = static_cast<size_t>(batch_ * seq_);
-  size_t row_pitch = static_cast<size_t>(row_width) * e, dense_pitch = static_cast<size_t>(width) * e;
-  if (to_rows) k_.Copy2D(rows + col, row_pitch, dense, dense_pitch, dense_pitch, n);
-  else k_.Copy2D(dense, dense_pitch, rows + col, row_pitch, dense_pitch, n);
+auto Transformer<T>::At(int64_t chunk, int64_t slot) -> ChunkActs& {
+  return slots_[static_cast<size_t>(slot)].chunks[static_cast<size_t>(chunk)];
 }
 
 template <typename T>
-void Transformer<T>::Norm(const T* in, int64_t w, int64_t b, T* out, T* mean, T* rstd) {
-  int64_t n = batch_ * seq_, c = config_.hidden;
-  if (config_.arch == Arch::Gpt2) k_.LayerNormForward(out, mean, rstd, in, P(w), P(b), n, c);
-  else k_.RmsNormForward(out, rstd, in, P(w), n, c);
+void Transformer<T>::SetTokens(int64_t slot, const uint32_t* tokens) {
+  Buffer<uint32_t>& b = slots_[static_cast<size_t>(slot)].tokens;
+  k_.CopyFromHost(b.data(), tokens, b.size() * sizeof(uint32_t));
 }
 
 template <typename T>
-void Transformer<T>::NormBackward(T* din, const T* dout, const T* in, int64_t w, int64_t b, const T* mean,
-                                  const T* rstd) {
-  int64_t n = batch_ * seq_, c = config_.hidden;
-  if (config_.arch == Arch::Gpt2) k_.LayerNormBackward(din, G(w), G(b), dout, in, P(w), mean, rstd, n, c);
-  else k_.RmsNormBackward(din, G(w), dout, in, P(w), rstd, n, c);
+void Transformer<T>::SetTargets(int64_t slot, const uint32_t* targets) {
+  Buffer<uint32_t>& b = slots_[static_cast<size_t>(slot)].targets;
+  k_.CopyFromHost(b.data(), targets, b.size() * sizeof(uint32_t));
 }
 
 template <typename T>
-void Transformer<T>::BlockForward(int64_t i, const T* x, BlockActs& a) {
-  const ModelConfig& c = config_;
-  const BlockParams& p = layout_.blocks[static_cast<size_t>(i)];
-  int64_t n = batch_ * seq_, C = c.hidden, hd = c.head_dim(), qd = c.heads * hd, kvd = c.kv_heads * hd;
-  a.in = x;
-  Norm(x, p.ln1_w, p.ln1_b, a.ln1.data(), a.mean1.data(), a.rstd1.data());
-  T* qkv = w_.qkv.data();
-  k_.MatmulForward(qkv, a.ln1.data(), P(p.qkv_w), P(p.qkv_b), n, C, c.qkv_dim());
-  CopyColumns(qkv, c.qkv_dim(), 0, a.q.data(), qd, false);
-  CopyColumns(qkv, c.qkv_dim(), qd, a.k.data(), kvd, false);
-  CopyColumns(qkv, c.qkv_dim(), qd + kvd, a.v.data(), kvd, false);
-  if (c.arch == Arch::Llama) {
-    k_.RopeForward(a.q.data(), batch_, seq_, c.heads, hd, c.rope_theta);
-    k_.RopeForward(a.k.data(), batch_, seq_, c.kv_heads, hd, c.rope_theta);
+auto Transformer<T>::Input(int64_t chunk, int64_t slot) -> T* {
+  return At(chunk, slot).input.data();
+}
+
+template <typename T>
+auto Transformer<T>::Output(int64_t chunk, int64_t slot) -> const T* {
+  ChunkActs& a = At(chunk, slot);
+  return a.blocks.empty() ? a.input.data() : a.blocks.back().out.data();
+}
+
+template <typename T>
+auto Transformer<T>::OutputGrad(int64_t chunk, int64_t slot) -> T* {
+  return At(chunk, slot).doutput.data();
+}
+
+template <typename T>
+auto Transformer<T>::InputGrad(int64_t chunk, int64_t slot) -> const T* {
+  return At(chunk, slot).dinput.data();
+}
+
+template <typename T>
+void Transformer<T>::ForwardChunk(int64_t chunk, int64_t slot) {
+  ChunkActs& a = At(chunk, slot);
+  Slot& s = slots_[static_cast<size_t>(slot)];
+  if (IsEmbedding(chunk)) EmbedForward(ctx_, s.tokens.data(), a.input.data());
+  auto [first, end] = BlocksOf(chunk);
+  const T* x = a.input.data();
+  for (int64_t b = first; b < end; ++b) {
+    BlockActs<T>& acts = a.blocks[static_cast<size_t>(b - first)];
+    BlockForward(ctx_, layout_.blocks[static_cast<size_t>(b)], x, acts);
+    x = acts.out.data();
   }
-  k_.AttentionForward(a.attn.data(), a.att.data(), a.q.data(), a.k.data(), a.v.data(),
-                      {batch_, seq_, c.heads, c.kv_heads, hd});
-  k_.MatmulForward(w_.tmp.data(), a.attn.data(), P(p.proj_w), P(p.proj_b), n, qd, C);
-  k_.ResidualForward(a.x2.data(), x, w_.tmp.data(), n * C);
-  Norm(a.x2.data(), p.ln2_w, p.ln2_b, a.ln2.data(), a.mean2.data(), a.rstd2.data());
-  MlpForward(p, a);
+  if (IsOutput(chunk)) losses_[static_cast<size_t>(slot)] = HeadForward(ctx_, x, s.targets.data(), a.head);
 }
 
+// d(output) comes from the head or from OutputGrad; each block's input
+// gradient alternates between dnext_ and the chunk's dinput, ending there.
 template <typename T>
-void Transformer<T>::MlpForward(const BlockParams& p, BlockActs& a) {
-  const ModelConfig& c = config_;
-  int64_t n = batch_ * seq_, C = c.hidden;
-  k_.MatmulForward(a.h.data(), a.ln2.data(), P(p.fc_w), P(p.fc_b), n, C, c.mlp_in_dim());
-  if (c.arch == Arch::Gpt2) {
-    k_.GeluForward(a.act.data(), a.h.data(), n * c.ffn);
+void Transformer<T>::BackwardChunk(int64_t chunk, int64_t slot) {
+  ChunkActs& a = At(chunk, slot);
+  Slot& s = slots_[static_cast<size_t>(slot)];
+  auto [first, end] = BlocksOf(chunk);
+  size_t bytes = ActivationBytes();
+  Buffer<T>& dinput = a.dinput;
+  Buffer<T>* cur = &dnext_;
+  if (IsOutput(chunk)) {
+    dnext_.Zero();
+    HeadBackward(ctx_, Output(chunk, slot), s.targets.data(), a.head, dnext_.data());
   } else {
-    CopyColumns(a.h.data(), 2 * c.ffn, 0, w_.gate.data(), c.ffn, false);
-    CopyColumns(a.h.data(), 2 * c.ffn, c.ffn, w_.up.data(), c.ffn, false);
-    k_.SwigluForward(a.act.data(), w_.gate.data(), w_.up.data(), n * c.ffn);
+    k_.Copy2D(dnext_.data(), 0, a.doutput.data(), 0, bytes, 1);
   }
-  k_.MatmulForward(w_.tmp.data(), a.act.data(), P(p.fcproj_w), P(p.fcproj_b), n, c.ffn, C);
-  k_.ResidualForward(a.out.data(), a.x2.data(), w_.tmp.data(), n * C);
+  Buffer<T>* other = &dinput;
+  for (int64_t b = end - 1; b >= first; --b) {
+    other->Zero();
+    BlockBackward(ctx_, layout_.blocks[static_cast<size_t>(b)], a.blocks[static_cast<size_t>(b - first)], cur->data(),
+                  other->data());
+    std::swap(cur, other);
+  }
+  if (cur != &dinput) k_.Copy2D(dinput.data(), 0, cur->data(), 0, bytes, 1);
+  if (IsEmbedding(chunk)) EmbedBackward(ctx_, s.tokens.data(), dinput.data());
+}
+
+template <typename T>
+void Transformer<T>::FinishGradients() {
+  if (!shard_.sequence_parallel || tp_.size() == 1) return;
+  auto sum = [&](int64_t offset) {
+    if (offset >= 0) tp_.AllReduce(grads_.data() + offset, config_.hidden);
+  };
+  for (const BlockParams& b : layout_.blocks) {
+    for (int64_t offset : {b.ln1_w, b.ln1_b, b.ln2_w, b.ln2_b}) sum(offset);
+  }
+  sum(layout_.lnf_w), sum(layout_.lnf_b);
 }
 
 template <typename T>
 auto Transformer<T>::Forward(const uint32_t* tokens, const uint32_t* targets, int64_t batch, int64_t seq) -> double {
-  const ModelConfig& c = config_;
-  Reserve(batch, seq);
-  int64_t n = batch * seq, C = c.hidden;
-  k_.CopyFromHost(tokens_.data(), tokens, static_cast<size_t>(n) * sizeof(uint32_t));
-  k_.CopyFromHost(targets_.data(), targets, static_cast<size_t>(n) * sizeof(uint32_t));
-  k_.EmbeddingForward(embedded_.data(), tokens_.data(), P(layout_.wte), P(layout_.wpe), batch, seq, C);
-  const T* x = embedded_.data();
-  for (int64_t i = 0; i < c.layers; ++i) {
-    BlockActs& a = acts_[static_cast<size_t>(i)];
-    BlockForward(i, x, a);
-    x = a.out.data();
+  Reserve(batch, seq, 1);
+  SetTokens(0, tokens);
+  SetTargets(0, targets);
+  for (int64_t c = 0; c < chunks(); ++c) {
+    if (c > 0) k_.Copy2D(Input(c, 0), 0, Output(c - 1, 0), 0, ActivationBytes(), 1);
+    ForwardChunk(c, 0);
   }
-  Norm(x, layout_.lnf_w, layout_.lnf_b, lnf_.data(), lnf_mean_.data(), lnf_rstd_.data());
-  int64_t head = layout_.lm_head < 0 ? layout_.wte : layout_.lm_head;
-  k_.MatmulForward(logits_.data(), lnf_.data(), P(head), static_cast<const T*>(nullptr), n, C, c.vocab);
-  k_.CrossEntropyForward(losses_.data(), probs_.data(), logits_.data(), targets_.data(), n, c.vocab);
-  std::vector<T> losses(static_cast<size_t>(n));
-  k_.CopyToHost(losses.data(), losses_.data(), losses.size() * sizeof(T));
-  double sum = 0;
-  for (T l : losses) sum += l;
-  return sum / static_cast<double>(n);
-}
-
-template <typename T>
-void Transformer<T>::MlpBackward(const BlockParams& p, BlockActs& a, const T* dmlp) {
-  const ModelConfig& c = config_;
-  int64_t n = batch_ * seq_, C = c.hidden;
-  Workspace& w = w_;
-  w.dact.Zero(), w.dh.Zero(), w.dln2.Zero();
-  k_.MatmulBackward(w.dact.data(), G(p.fcproj_w), G(p.fcproj_b), dmlp, a.act.data(), P(p.fcproj_w), n, c.ffn, C);
-  if (c.arch == Arch::Gpt2) {
-    k_.GeluBackward(w.dh.data(), a.h.data(), w.dact.data(), n * c.ffn);
-  } else {
-    w.dgate.Zero(), w.dup.Zero();
-    CopyColumns(a.h.data(), 2 * c.ffn, 0, w.gate.data(), c.ffn, false);
-    CopyColumns(a.h.data(), 2 * c.ffn, c.ffn, w.up.data(), c.ffn, false);
-    k_.SwigluBackward(w.dgate.data(), w.dup.data(), w.dact.data(), w.gate.data(), w.up.data(), n * c.ffn);
-    CopyColumns(w.dh.data(), 2 * c.ffn, 0, w.dgate.data(), c.ffn, true);
-    CopyColumns(w.dh.data(), 2 * c.ffn, c.ffn, w.dup.data(), c.ffn, true);
-  }
-  k_.MatmulBackward(w.dln2.data(), G(p.fc_w), G(p.fc_b), w.dh.data(), a.ln2.data(), P(p.fc_w), n, C, c.mlp_in_dim());
-}
-
-// From d(attention output) in w_.dattn to d(ln1) in w_.dln1.
-template <typename T>
-void Transformer<T>::AttentionBackward(const BlockParams& p, BlockActs& a) {
-  const ModelConfig& c = config_;
-  int64_t n = batch_ * seq_, C = c.hidden, hd = c.head_dim(), qd = c.heads * hd, kvd = c.kv_heads * hd;
-  Workspace& w = w_;
-  w.dq.Zero(), w.dk.Zero(), w.dv.Zero(), w.dln1.Zero();
-  k_.AttentionBackward(w.dq.data(), w.dk.data(), w.dv.data(), w.dattn.data(), a.att.data(), a.q.data(), a.k.data(),
-                       a.v.data(), {batch_, seq_, c.heads, c.kv_heads, hd});
-  if (c.arch == Arch::Llama) {
-    k_.RopeBackward(w.dq.data(), batch_, seq_, c.heads, hd, c.rope_theta);
-    k_.RopeBackward(w.dk.data(), batch_, seq_, c.kv_heads, hd, c.rope_theta);
-  }
-  CopyColumns(w.dqkv.data(), c.qkv_dim(), 0, w.dq.data(), qd, true);
-  CopyColumns(w.dqkv.data(), c.qkv_dim(), qd, w.dk.data(), kvd, true);
-  CopyColumns(w.dqkv.data(), c.qkv_dim(), qd + kvd, w.dv.data(), kvd, true);
-  k_.MatmulBackward(w.dln1.data(), G(p.qkv_w), G(p.qkv_b), w.dqkv.data(), a.ln1.data(), P(p.qkv_w), n, C,
-                    c.qkv_dim());
-}
-
-// dx (zeroed by the caller) gets d(loss)/d(block input) from dout.
-template <typename T>
-void Transformer<T>::BlockBackward(int64_t i, BlockActs& a, const T* dout, T* dx) {
-  const ModelConfig& c = config_;
-  const BlockParams& p = layout_.blocks[static_cast<size_t>(i)];
-  int64_t n = batch_ * seq_, C = c.hidden, qd = c.heads * c.head_dim();
-  Workspace& w = w_;
-  w.dx2.Zero(), w.dmlp.Zero();
-  k_.ResidualBackward(w.dx2.data(), w.dmlp.data(), dout, n * C);
-  MlpBackward(p, a, w.dmlp.data());
-  NormBackward(w.dx2.data(), w.dln2.data(), a.x2.data(), p.ln2_w, p.ln2_b, a.mean2.data(), a.rstd2.data());
-  w.dattn.Zero(), w.dproj.Zero();
-  k_.ResidualBackward(dx, w.dproj.data(), w.dx2.data(), n * C);
-  k_.MatmulBackward(w.dattn.data(), G(p.proj_w), G(p.proj_b), w.dproj.data(), a.attn.data(), P(p.proj_w), n, qd, C);
-  AttentionBackward(p, a);
-  NormBackward(dx, w.dln1.data(), a.in, p.ln1_w, p.ln1_b, a.mean1.data(), a.rstd1.data());
+  return Loss(0);
 }
 
 template <typename T>
 void Transformer<T>::Backward() {
-  const ModelConfig& c = config_;
-  int64_t n = batch_ * seq_, C = c.hidden;
-  // The logits are not needed after the loss: their buffer takes d(logits).
-  T* dlogits = logits_.data();
-  logits_.Zero(), dlnf_.Zero(), dx_.Zero();
-  k_.CrossEntropyBackward(dlogits, probs_.data(), targets_.data(), dlosses_.data(), n, c.vocab);
-  int64_t head = layout_.lm_head < 0 ? layout_.wte : layout_.lm_head;
-  k_.MatmulBackward(dlnf_.data(), G(head), static_cast<T*>(nullptr), dlogits, lnf_.data(), P(head), n, C, c.vocab);
-  const T* final_x = c.layers > 0 ? acts_.back().out.data() : embedded_.data();
-  NormBackward(dx_.data(), dlnf_.data(), final_x, layout_.lnf_w, layout_.lnf_b, lnf_mean_.data(), lnf_rstd_.data());
-  for (int64_t i = c.layers - 1; i >= 0; --i) {
-    dprev_.Zero();
-    BlockBackward(i, acts_[static_cast<size_t>(i)], dx_.data(), dprev_.data());
-    dx_.swap(dprev_);
+  for (int64_t c = chunks() - 1; c >= 0; --c) {
+    if (c + 1 < chunks()) k_.Copy2D(OutputGrad(c, 0), 0, InputGrad(c + 1, 0), 0, ActivationBytes(), 1);
+    BackwardChunk(c, 0);
   }
-  k_.EmbeddingBackward(G(layout_.wte), G(layout_.wpe), dx_.data(), tokens_.data(), batch_, seq_, C);
+  FinishGradients();
 }
 
 template class Transformer<float>;

@@ -1,9 +1,17 @@
-// The GPT-2 / Llama transformer on a compute backend (backend/backend.h):
-// forward with the mean cross-entropy loss, and backward into a flat gradient
-// buffer laid out like the parameters (model/config.h). Single rank; the
-// parallel execution of a plan builds on it. Gradients ACCUMULATE (call
-// ZeroGradients between steps), so micro-batches add up. Activations and
-// workspaces are allocated once per (batch, seq) shape and reused.
+// The GPT-2 / Llama transformer, or the shard of it one rank of a parallel
+// plan holds (model/config.h ShardSpec: a pipeline stage's model chunks, cut
+// across the tensor group), on a compute backend (backend/backend.h).
+// Gradients go into a flat buffer laid out like the parameters and
+// ACCUMULATE (call ZeroGradients between steps), so micro-batches add up.
+//
+// Two ways to drive it:
+//  - Forward/Backward: one micro-batch through the whole model (one rank,
+//    or a tensor group holding every layer);
+//  - the chunk calls, for a pipeline schedule: activations of up to `slots`
+//    micro-batches in flight are kept, each chunk's input and output
+//    exchanged by the caller (Input/Output, OutputGrad/InputGrad).
+// Tensor-parallel collectives cannot fail silently: after each call that may
+// communicate, TakeError() returns the first failure.
 #pragma once
 
 #include <cstdint>
@@ -11,31 +19,60 @@
 
 #include "backend/backend.h"
 #include "backend/buffer.h"
+#include "comm/communicator.h"
 #include "model/config.h"
+#include "model/layers.h"
+#include "model/tensor_group.h"
 
 namespace avf::model {
 
 template <typename T>
 class Transformer {
  public:
-  template <typename E>
-  using Buffer = backend::Buffer<E>;
-
-  explicit Transformer(ModelConfig config, backend::Kernels<T>& kernels = backend::Cpu<T>());
+  // `tensor` is this rank's tensor group (null: one tensor rank); its size
+  // and rank must be shard.tensor_size and shard.tensor_rank.
+  explicit Transformer(ModelConfig config, ShardSpec shard = {}, backend::Kernels<T>& kernels = backend::Cpu<T>(),
+                       comm::Communicator* tensor = nullptr);
 
   // GPT-2-style initialisation: N(0, 0.02), residual projections scaled by
-  // 1/sqrt(2 x layers), biases 0, norm weights 1. The same seed gives the
-  // same parameters on every machine (mt19937 and our own Box-Muller).
+  // 1/sqrt(2 x layers), biases 0, norm weights 1. Each element's value
+  // depends only on the seed, its tensor's name and its index in the full
+  // tensor, so every shard holds exactly the full model's values.
   void Initialize(uint64_t seed);
 
-  // tokens and targets are batch x seq rows on the host (seq <= config.seq_len);
-  // returns the mean loss over the batch x seq positions. Keeps what backward needs.
   auto Forward(const uint32_t* tokens, const uint32_t* targets, int64_t batch, int64_t seq) -> double;
-  // Adds d(mean loss)/d(parameters) of the last Forward into gradients().
   void Backward();
   void ZeroGradients();
 
+  // Activations for `slots` micro-batches of batch x seq; reallocates only
+  // when the shape changes.
+  void Reserve(int64_t batch, int64_t seq, int64_t slots);
+  // Rows of the activations chunks exchange: batch x seq, / T with sequence parallelism.
+  auto activation_rows() const -> int64_t { return ctx_.rows(); }
+  auto ActivationBytes() const -> size_t {
+    return static_cast<size_t>(ctx_.rows() * config_.hidden) * sizeof(T);
+  }
+  auto chunks() const -> int64_t { return static_cast<int64_t>(layout_.chunk_first_block.size()); }
+  // Host arrays of batch x seq, for the embedding chunk and the output chunk.
+  void SetTokens(int64_t slot, const uint32_t* tokens);
+  void SetTargets(int64_t slot, const uint32_t* targets);
+  // A chunk without the embedding reads its input here (activation_rows() x hidden).
+  auto Input(int64_t chunk, int64_t slot) -> T*;
+  void ForwardChunk(int64_t chunk, int64_t slot);
+  auto Output(int64_t chunk, int64_t slot) -> const T*;
+  // The mean loss of the slot's micro-batch, after the output chunk's forward.
+  auto Loss(int64_t slot) const -> double { return losses_[static_cast<size_t>(slot)]; }
+  // A chunk without the output head reads d(output) here before BackwardChunk.
+  auto OutputGrad(int64_t chunk, int64_t slot) -> T*;
+  void BackwardChunk(int64_t chunk, int64_t slot);
+  auto InputGrad(int64_t chunk, int64_t slot) -> const T*;
+  // After the step's last backward: with sequence parallelism each tensor
+  // rank has the norms' gradients of its rows only; this sums them.
+  void FinishGradients();
+
+  auto TakeError() -> llvm::Error { return tp_.TakeError(); }
   auto config() const -> const ModelConfig& { return config_; }
+  auto shard() const -> const ShardSpec& { return shard_; }
   auto layout() const -> const ParamLayout& { return layout_; }
   auto kernels() -> backend::Kernels<T>& { return k_; }
   // In the backend's memory: host-visible on the CPU backend.
@@ -43,41 +80,32 @@ class Transformer {
   auto gradients() -> Buffer<T>& { return grads_; }
 
  private:
-  // What one block keeps from forward for backward; `in` is the previous
-  // block's output (or the embeddings), not a copy.
-  struct BlockActs {
-    const T* in = nullptr;
-    Buffer<T> ln1, mean1, rstd1, q, k, v, att, attn, x2, ln2, mean2, rstd2, h, act, out;
+  struct ChunkActs {
+    Buffer<T> input, dinput, doutput;
+    std::vector<BlockActs<T>> blocks;
+    HeadActs<T> head;
   };
-  // Scratch shared by all blocks: forward temporaries and backward gradients.
-  struct Workspace {
-    Buffer<T> qkv, tmp, gate, up, dx2, dmlp, dact, dh, dln2, dattn, dproj, dq, dk, dv, dqkv, dln1, dgate, dup;
+  struct Slot {
+    Buffer<uint32_t> tokens, targets;
+    std::vector<ChunkActs> chunks;
   };
-  void Reserve(int64_t batch, int64_t seq);
-  void ReserveBlock(BlockActs& a);
-  void BlockForward(int64_t i, const T* x, BlockActs& a);
-  void MlpForward(const BlockParams& p, BlockActs& a);
-  void BlockBackward(int64_t i, BlockActs& a, const T* dout, T* dx);
-  void MlpBackward(const BlockParams& p, BlockActs& a, const T* dout);
-  void AttentionBackward(const BlockParams& p, BlockActs& a);
-  void Norm(const T* in, int64_t w, int64_t b, T* out, T* mean, T* rstd);
-  void NormBackward(T* din, const T* dout, const T* in, int64_t w, int64_t b, const T* mean, const T* rstd);
-  // Copies column block [col, col + width) of rows (n x row_width) into dense
-  // (n x width), or back when `to_rows`.
-  void CopyColumns(T* rows, int64_t row_width, int64_t col, T* dense, int64_t width, bool to_rows);
-  auto P(int64_t offset) -> T* { return offset < 0 ? nullptr : params_.data() + offset; }
-  auto G(int64_t offset) -> T* { return offset < 0 ? nullptr : grads_.data() + offset; }
-  auto Alloc(int64_t count) -> Buffer<T> { return Buffer<T>(k_, static_cast<size_t>(count)); }
+  auto BlocksOf(int64_t chunk) const -> std::pair<int64_t, int64_t>;
+  auto IsEmbedding(int64_t chunk) const -> bool { return shard_.embedding && chunk == 0; }
+  auto IsOutput(int64_t chunk) const -> bool { return shard_.output && chunk == chunks() - 1; }
+  auto At(int64_t chunk, int64_t slot) -> ChunkActs&;
+  void ReserveSlot(Slot& s);
 
   ModelConfig config_;
+  ShardSpec shard_;
   ParamLayout layout_;
   backend::Kernels<T>& k_;
+  TensorGroup<T> tp_;
   Buffer<T> params_, grads_;
-  int64_t batch_ = 0, seq_ = 0;
-  Buffer<uint32_t> tokens_, targets_;
-  std::vector<BlockActs> acts_;
-  Workspace w_;
-  Buffer<T> embedded_, lnf_, lnf_mean_, lnf_rstd_, logits_, probs_, losses_, dlosses_, dlnf_, dx_, dprev_;
+  Workspace<T> w_;
+  LayerContext<T> ctx_;
+  std::vector<Slot> slots_;
+  std::vector<double> losses_;
+  Buffer<T> dnext_;
 };
 
 }  // namespace avf::model

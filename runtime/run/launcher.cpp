@@ -170,7 +170,10 @@ class Supervisor {
 }  // namespace
 
 auto LocalRankGiven(const runtime::IdentityFlags& flags, const runtime::Environment& env) -> bool {
-  return flags.local_rank.has_value() || env.count("LOCAL_RANK") > 0;
+  bool pet = env.lower_bound("PET_") != env.end() && env.lower_bound("PET_")->first.rfind("PET_", 0) == 0;
+  // Under torchrun RANK is this process's rank; under the PET_* convention it is the pod's.
+  bool torchrun_rank = !pet && env.count("RANK") > 0;
+  return flags.local_rank || flags.rank || env.count("LOCAL_RANK") > 0 || torchrun_rank;
 }
 
 auto LaunchNode(const std::vector<std::string>& args, const runtime::NodeIdentity& node) -> int {

@@ -12,8 +12,8 @@
 
 namespace avf::run {
 
-// True when no --local-rank flag or LOCAL_RANK variable names this process's
-// rank on the node, so a node with several ranks needs LaunchNode.
+// True when this process is one rank: --rank or --local-rank, LOCAL_RANK, or
+// torchrun's RANK name it. Otherwise a node with several ranks needs LaunchNode.
 auto LocalRankGiven(const runtime::IdentityFlags& flags, const runtime::Environment& env) -> bool;
 
 // Starts node.nproc_per_node children and waits for them. When one fails the

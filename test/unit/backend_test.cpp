@@ -61,13 +61,13 @@ class CheckedBackend final : public Kernels<double> {
                       int64_t oc) override {
     Kernel({di, dw, db, dy, i, w}), cpu_.MatmulBackward(di, dw, db, dy, i, w, n, c, oc);
   }
-  void EmbeddingForward(D* o, const uint32_t* t, const D* wte, const D* wpe, int64_t b, int64_t s,
-                        int64_t c) override {
-    Kernel({o, t, wte, wpe}), cpu_.EmbeddingForward(o, t, wte, wpe, b, s, c);
+  void EmbeddingForward(D* o, const uint32_t* t, const D* wte, const D* wpe, int64_t b, int64_t s, int64_t c,
+                        int64_t vf, int64_t vc) override {
+    Kernel({o, t, wte, wpe}), cpu_.EmbeddingForward(o, t, wte, wpe, b, s, c, vf, vc);
   }
-  void EmbeddingBackward(D* dwte, D* dwpe, const D* dy, const uint32_t* t, int64_t b, int64_t s,
-                         int64_t c) override {
-    Kernel({dwte, dwpe, dy, t}), cpu_.EmbeddingBackward(dwte, dwpe, dy, t, b, s, c);
+  void EmbeddingBackward(D* dwte, D* dwpe, const D* dy, const uint32_t* t, int64_t b, int64_t s, int64_t c,
+                         int64_t vf, int64_t vc) override {
+    Kernel({dwte, dwpe, dy, t}), cpu_.EmbeddingBackward(dwte, dwpe, dy, t, b, s, c, vf, vc);
   }
   void LayerNormForward(D* o, D* m, D* r, const D* i, const D* w, const D* b, int64_t n, int64_t c) override {
     Kernel({o, m, r, i, w, b}), cpu_.LayerNormForward(o, m, r, i, w, b, n, c);
@@ -112,11 +112,21 @@ class CheckedBackend final : public Kernels<double> {
                          const AttentionShape& s) override {
     Kernel({dq, dk, dv, dy, att, q, k, v}), cpu_.AttentionBackward(dq, dk, dv, dy, att, q, k, v, s);
   }
-  void CrossEntropyForward(D* l, D* p, const D* z, const uint32_t* t, int64_t n, int64_t v) override {
-    Kernel({l, p, z, t}), cpu_.CrossEntropyForward(l, p, z, t, n, v);
+  void CrossEntropyStats(D* m, D* tl, const D* z, const uint32_t* t, int64_t n, int64_t v, int64_t vf) override {
+    Kernel({m, tl, z, t}), cpu_.CrossEntropyStats(m, tl, z, t, n, v, vf);
   }
-  void CrossEntropyBackward(D* dz, const D* p, const uint32_t* t, const D* dl, int64_t n, int64_t v) override {
-    Kernel({dz, p, t, dl}), cpu_.CrossEntropyBackward(dz, p, t, dl, n, v);
+  void CrossEntropySoftmax(D* p, D* sum, const D* z, const D* m, int64_t n, int64_t v) override {
+    Kernel({p, sum, z, m}), cpu_.CrossEntropySoftmax(p, sum, z, m, n, v);
+  }
+  void CrossEntropyFinish(D* l, D* p, const D* sum, const D* m, const D* tl, int64_t n, int64_t v) override {
+    Kernel({l, p, sum, m, tl}), cpu_.CrossEntropyFinish(l, p, sum, m, tl, n, v);
+  }
+  void CrossEntropyBackward(D* dz, const D* p, const uint32_t* t, const D* dl, int64_t n, int64_t v,
+                            int64_t vf) override {
+    Kernel({dz, p, t, dl}), cpu_.CrossEntropyBackward(dz, p, t, dl, n, v, vf);
+  }
+  void MaxOverBlocks(D* o, const D* b, int64_t count, int64_t nb) override {
+    Kernel({o, b}), cpu_.MaxOverBlocks(o, b, count, nb);
   }
 
  private:
@@ -149,7 +159,7 @@ void ExpectSameTraining(Arch arch) {
   std::vector<uint32_t> tokens{1, 4, 2, 9, 0, 3, 3, 10, 5, 7}, targets{4, 2, 9, 0, 3, 3, 10, 5, 7, 1};
   CheckedBackend checked;
   {
-    model::Transformer<double> on_cpu(c), elsewhere(c, checked);
+    model::Transformer<double> on_cpu(c), elsewhere(c, {}, checked);
     on_cpu.Initialize(3), elsewhere.Initialize(3);
     // Twice, so reused activations and accumulated gradients are covered too.
     for (int pass = 0; pass < 2; ++pass) {

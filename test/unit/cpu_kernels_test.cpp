@@ -236,3 +236,67 @@ TEST(CpuKernels, FloatMatchesDouble) {
 
 }  // namespace
 }  // namespace avf::cpu
+
+namespace avf::cpu {
+namespace {
+
+// Two vocab-parallel halves, combined as the tensor group would (max of the
+// maxima, sums of the target logits and of the exponentials), give the full
+// softmax cross-entropy, its probabilities and its gradient.
+TEST(CpuKernels, VocabParallelCrossEntropyMatchesFull) {
+  const int64_t n = 4, v = 6, half = 3;
+  std::vector<uint32_t> targets{0, 5, 2, 3};
+  Vec logits = Random(n * v, 31, 3.0), dl = Random(n, 32), losses(n), probs(n * v), dlogits(n * v);
+  CrossEntropyForward(losses.data(), probs.data(), logits.data(), targets.data(), n, v);
+  CrossEntropyBackward(dlogits.data(), probs.data(), targets.data(), dl.data(), n, v);
+  Vec shard[2] = {Vec(n * half), Vec(n * half)}, maxes(2 * n), target(n), sum(n), gmax(n);
+  for (int r = 0; r < 2; ++r) {
+    for (int64_t i = 0; i < n; ++i) std::copy_n(&logits[i * v + r * half], half, &shard[r][i * half]);
+    Vec t(n);
+    CrossEntropyStats(&maxes[r * n], t.data(), shard[r].data(), targets.data(), n, half, r * half);
+    for (int64_t i = 0; i < n; ++i) target[i] += t[i];
+  }
+  MaxOverBlocks(gmax.data(), maxes.data(), n, int64_t{2});
+  Vec p[2] = {Vec(n * half), Vec(n * half)};
+  for (int r = 0; r < 2; ++r) {
+    Vec s(n);
+    CrossEntropySoftmax(p[r].data(), s.data(), shard[r].data(), gmax.data(), n, half);
+    for (int64_t i = 0; i < n; ++i) sum[i] += s[i];
+  }
+  for (int r = 0; r < 2; ++r) {
+    Vec l(n), d(n * half);
+    CrossEntropyFinish(l.data(), p[r].data(), sum.data(), gmax.data(), target.data(), n, half);
+    CrossEntropyBackward(d.data(), p[r].data(), targets.data(), dl.data(), n, half, r * half);
+    for (int64_t i = 0; i < n; ++i) {
+      EXPECT_NEAR(l[i], losses[i], 1e-12);
+      for (int64_t j = 0; j < half; ++j) {
+        EXPECT_NEAR(p[r][i * half + j], probs[i * v + r * half + j], 1e-12);
+        EXPECT_NEAR(d[i * half + j], dlogits[i * v + r * half + j], 1e-12);
+      }
+    }
+  }
+}
+
+// The embedding rows of two vocab halves add up to the full lookup; the
+// backward of each half touches only its own rows.
+TEST(CpuKernels, VocabParallelEmbeddingMatchesFull) {
+  const int64_t b = 2, t = 3, c = 4, vocab = 6, half = 3;
+  std::vector<uint32_t> tokens{0, 3, 5, 4, 1, 2};
+  Vec wte = Random(vocab * c, 33), wpe = Random(t * c, 34), full(b * t * c), sum(b * t * c), r = Random(b * t * c, 35);
+  EmbeddingForward(full.data(), tokens.data(), wte.data(), wpe.data(), b, t, c);
+  Vec dfull(vocab * c), dpos(t * c);
+  EmbeddingBackward(dfull.data(), dpos.data(), r.data(), tokens.data(), b, t, c);
+  for (int64_t rank = 0; rank < 2; ++rank) {
+    Vec out(b * t * c), d(half * c);
+    // Only rank 0 adds the (replicated) position embedding, so the sum has it once.
+    EmbeddingForward(out.data(), tokens.data(), wte.data() + rank * half * c, rank == 0 ? wpe.data() : nullptr, b, t,
+                     c, rank * half, half);
+    for (size_t i = 0; i < out.size(); ++i) sum[i] += out[i];
+    EmbeddingBackward<double>(d.data(), nullptr, r.data(), tokens.data(), b, t, c, rank * half, half);
+    for (int64_t i = 0; i < half * c; ++i) EXPECT_NEAR(d[i], dfull[rank * half * c + i], 1e-12);
+  }
+  for (size_t i = 0; i < sum.size(); ++i) EXPECT_NEAR(sum[i], full[i], 1e-12);
+}
+
+}  // namespace
+}  // namespace avf::cpu

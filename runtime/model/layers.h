@@ -1,0 +1,96 @@
+// The layers of the sharded transformer (transformer.h), as free functions
+// over one LayerContext: the block (attention and MLP, Megatron-style tensor
+// parallel, optionally sequence parallel), the vocab-parallel embedding and
+// the output head with its vocab-parallel cross-entropy. Internal to
+// runtime/model.
+//
+// Rows: a micro-batch has n = batch x seq rows. Inside a tensor-parallel
+// region every rank works on all n rows; between the regions (the residual
+// stream, the norms) a rank holds rows() of them: n, or n / T with sequence
+// parallelism, where the region's input is all-gathered and its output
+// reduce-scattered instead of all-reduced.
+#pragma once
+
+#include <cstdint>
+
+#include "backend/backend.h"
+#include "backend/buffer.h"
+#include "model/config.h"
+#include "model/tensor_group.h"
+
+namespace avf::model {
+
+template <typename T>
+using Buffer = backend::Buffer<T>;
+
+// What one block keeps from forward for backward. `in` is the previous
+// block's output (or the chunk's input), not a copy. With sequence
+// parallelism the norms' outputs are kept as row shards and gathered again
+// in backward.
+template <typename T>
+struct BlockActs {
+  const T* in = nullptr;
+  Buffer<T> ln1, mean1, rstd1, q, k, v, att, attn, x2, ln2, mean2, rstd2, h, act, out;
+};
+
+template <typename T>
+struct HeadActs {
+  Buffer<T> lnf, mean, rstd, probs, losses;
+};
+
+// Scratch shared by every block and slot (one layer runs at a time).
+template <typename T>
+struct Workspace {
+  Buffer<T> qkv, full, partial, rows, gate, up;                                  // forward
+  Buffer<T> dfull, dpartial, drows, dx2, dz, dy, dact, dh, dattn, dq, dk, dv, dqkv, dgate, dup;  // backward
+  Buffer<T> logits, row_max, maxes, target, row_sum, dlosses;                    // head
+};
+
+template <typename T>
+struct LayerContext {
+  const ModelConfig& config;
+  const ParamLayout& layout;
+  backend::Kernels<T>& k;
+  TensorGroup<T>& tp;
+  bool sequence_parallel;
+  T* params;
+  T* grads;
+  Workspace<T>& w;
+  int64_t batch = 0, seq = 0;
+
+  auto n() const -> int64_t { return batch * seq; }
+  auto rows() const -> int64_t { return sequence_parallel ? n() / tp.size() : n(); }
+  auto P(int64_t offset) const -> T* { return offset < 0 ? nullptr : params + offset; }
+  auto G(int64_t offset) const -> T* { return offset < 0 ? nullptr : grads + offset; }
+  auto Alloc(int64_t count) const -> Buffer<T> { return Buffer<T>(k, static_cast<size_t>(count)); }
+};
+
+template <typename T>
+void ReserveBlock(const LayerContext<T>& x, BlockActs<T>& a);
+template <typename T>
+void ReserveHead(const LayerContext<T>& x, HeadActs<T>& h);
+template <typename T>
+void ReserveWorkspace(const LayerContext<T>& x);
+
+// x and out: rows() x hidden.
+template <typename T>
+void BlockForward(const LayerContext<T>& x, const BlockParams& p, const T* in, BlockActs<T>& a);
+// dx (zeroed by the caller) gets d(loss)/d(in) from dout; both rows() x hidden.
+template <typename T>
+void BlockBackward(const LayerContext<T>& x, const BlockParams& p, BlockActs<T>& a, const T* dout, T* dx);
+
+// tokens: n on the backend; out: rows() x hidden.
+template <typename T>
+void EmbedForward(const LayerContext<T>& x, const uint32_t* tokens, T* out);
+template <typename T>
+void EmbedBackward(const LayerContext<T>& x, const uint32_t* tokens, const T* dout);
+
+// The final norm, the output projection and the mean cross-entropy of the n
+// rows (the same value on every tensor rank).
+template <typename T>
+auto HeadForward(const LayerContext<T>& x, const T* in, const uint32_t* targets, HeadActs<T>& h) -> double;
+// dx (zeroed by the caller) gets d(mean loss)/d(in).
+template <typename T>
+void HeadBackward(const LayerContext<T>& x, const T* in, const uint32_t* targets, HeadActs<T>& h, T* dx);
+
+}  // namespace avf::model
