@@ -19,6 +19,7 @@
 #include "data/shard_format.h"
 #include "data/shard_writer.h"
 #include "data/tokenizer.h"
+#include "parallel/schedule.h"
 #include "plan/identity.h"
 #include "plan/plan.h"
 #include "rendezvous/store.h"
@@ -36,6 +37,7 @@ struct RunFlags {
   // apart on a cluster), and a collective waits for a silent peer.
   double join_timeout_s = 300, peer_timeout_s = 60;
   avf::runtime::IdentityFlags identity;
+  bool print_schedule = false;
 };
 
 struct TokenizeFlags {
@@ -186,6 +188,14 @@ auto Finish(const avf::runtime::RunPlan& plan, const avf::train::TrainResult& r,
   return 0;
 }
 
+// --print-schedule: every pipeline stage's ops; joins no rendezvous, reads no data.
+auto PrintSchedule(const std::string& path) -> int {
+  auto plan = avf::runtime::ReadPlanFile(path);
+  if (!plan) return Report(plan.takeError());
+  if (llvm::Error e = avf::parallel::PrintSchedule(*plan, llvm::outs(), path)) return Report(std::move(e));
+  return 0;
+}
+
 auto Run(const RunFlags& f, const std::vector<std::string>& args) -> int {
   auto plan = avf::runtime::ReadPlanFile(f.plan);
   if (!plan) return Report(plan.takeError());
@@ -259,6 +269,7 @@ auto main(int argc, char** argv) -> int {
   app.add_option("--peer-timeout", run.peer_timeout_s, "Seconds a collective waits for a silent peer (default 60)")
       ->check(CLI::Range(0.1, 86400.0));
   AddIdentityFlags(app, run.identity);
+  app.add_flag("--print-schedule", run.print_schedule, "Print every pipeline stage's schedule of the plan and exit");
   CLI::App* tokenize = app.add_subcommand("tokenize", "Make token shards from text files (a BPE trained on them)");
   tokenize->add_option("files", tok.inputs, "Text files")->required();
   tokenize->add_option("-o,--output", tok.out_dir, "Folder for shard_NNNNNN.bin and tokenizer.json")->required();
@@ -275,5 +286,6 @@ auto main(int argc, char** argv) -> int {
     llvm::errs() << "avf-run: error: --plan is required\nRun `avf-run --help` for usage.\n";
     return 2;
   }
+  if (run.print_schedule) return PrintSchedule(run.plan);
   return Run(run, std::vector<std::string>(argv, argv + argc));
 }
