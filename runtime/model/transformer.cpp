@@ -222,7 +222,6 @@ void Transformer<T>::Backward() {
     if (c + 1 < chunks()) k_.Copy2D(OutputGrad(c, 0), 0, InputGrad(c + 1, 0), 0, ActivationBytes(), 1);
     BackwardChunk(c, 0);
   }
-  FinishGradients();
 }
 
 template class Transformer<float>;

@@ -66,8 +66,9 @@ class Transformer {
   auto OutputGrad(int64_t chunk, int64_t slot) -> T*;
   void BackwardChunk(int64_t chunk, int64_t slot);
   auto InputGrad(int64_t chunk, int64_t slot) -> const T*;
-  // After the step's last backward: with sequence parallelism each tensor
-  // rank has the norms' gradients of its rows only; this sums them.
+  // Once per step, after its last backward: with sequence parallelism each
+  // tensor rank has the norms' gradients of its own rows only; this sums
+  // them over the tensor group (so calling it twice would count them twice).
   void FinishGradients();
 
   auto TakeError() -> llvm::Error { return tp_.TakeError(); }
