@@ -119,7 +119,9 @@ auto LayoutOf(const ModelConfig& c, const ShardSpec& s) -> ParamLayout {
   for (const LayerRange& r : ChunksOf(c, s)) {
     l.chunk_first_block.push_back(static_cast<int64_t>(l.blocks.size()));
     for (int64_t i = r.first; i < r.first + r.count; ++i) {
+      int64_t first = l.total;
       l.blocks.push_back(Block(l, k, i));
+      l.block_ranges.push_back({first, l.total - first});
       l.block_layers.push_back(i);
     }
   }

@@ -187,21 +187,33 @@ void Transformer<T>::BackwardChunk(int64_t chunk, int64_t slot) {
     BlockBackward(ctx_, layout_.blocks[static_cast<size_t>(b)], a.blocks[static_cast<size_t>(b - first)], cur->data(),
                   other->data());
     std::swap(cur, other);
+    if (on_block_gradients_) on_block_gradients_(b);
   }
   if (cur != &dinput) k_.Copy2D(dinput.data(), 0, cur->data(), 0, bytes, 1);
   if (IsEmbedding(chunk)) EmbedBackward(ctx_, s.tokens.data(), dinput.data());
 }
 
 template <typename T>
-void Transformer<T>::FinishGradients() {
+void Transformer<T>::FinishBlockGradients(int64_t block) {
   if (!shard_.sequence_parallel || tp_.size() == 1) return;
-  auto sum = [&](int64_t offset) {
+  const BlockParams& b = layout_.blocks[static_cast<size_t>(block)];
+  for (int64_t offset : {b.ln1_w, b.ln1_b, b.ln2_w, b.ln2_b}) {
     if (offset >= 0) tp_.AllReduce(grads_.data() + offset, config_.hidden);
-  };
-  for (const BlockParams& b : layout_.blocks) {
-    for (int64_t offset : {b.ln1_w, b.ln1_b, b.ln2_w, b.ln2_b}) sum(offset);
   }
-  sum(layout_.lnf_w), sum(layout_.lnf_b);
+}
+
+template <typename T>
+void Transformer<T>::FinishHeadGradients() {
+  if (!shard_.sequence_parallel || tp_.size() == 1) return;
+  for (int64_t offset : {layout_.lnf_w, layout_.lnf_b}) {
+    if (offset >= 0) tp_.AllReduce(grads_.data() + offset, config_.hidden);
+  }
+}
+
+template <typename T>
+void Transformer<T>::FinishGradients() {
+  for (int64_t b = 0; b < static_cast<int64_t>(layout_.blocks.size()); ++b) FinishBlockGradients(b);
+  FinishHeadGradients();
 }
 
 template <typename T>

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "backend/backend.h"
@@ -69,7 +70,18 @@ class Transformer {
   // Once per step, after its last backward: with sequence parallelism each
   // tensor rank has the norms' gradients of its own rows only; this sums
   // them over the tensor group (so calling it twice would count them twice).
+  // FinishGradients does every block and the head; an engine that reduces
+  // blocks as they complete calls FinishBlockGradients(block) for each, then
+  // FinishHeadGradients().
   void FinishGradients();
+  void FinishBlockGradients(int64_t block);
+  void FinishHeadGradients();
+
+  // Called by BackwardChunk after each block's backward with the block's
+  // index (its gradients are ParamLayout::block_ranges[block]), so a
+  // data-parallel reducer can start on them while the next block runs.
+  using GradientHook = std::function<void(int64_t block)>;
+  void SetGradientHook(GradientHook hook) { on_block_gradients_ = std::move(hook); }
 
   auto TakeError() -> llvm::Error { return tp_.TakeError(); }
   auto config() const -> const ModelConfig& { return config_; }
@@ -107,6 +119,7 @@ class Transformer {
   std::vector<Slot> slots_;
   std::vector<double> losses_;
   Buffer<T> dnext_;
+  GradientHook on_block_gradients_;
 };
 
 }  // namespace avf::model

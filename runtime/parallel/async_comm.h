@@ -1,0 +1,82 @@
+// Communication that runs beside the computation, each on a thread of its own
+// that alone uses its communicator (a communicator is not for two threads):
+//
+//  - AsyncSender: a pipeline link's sends. The schedules need buffered sends
+//    (schedule.h: a blocking send in 1F1B's steady state deadlocks), so Send
+//    copies the message and returns; the thread delivers messages in order.
+//  - GradientReducer: the data group's gradient all-reduces (average), in
+//    the order they are handed over, so one block's reduction overlaps the
+//    backward of the next (ZeRO 0's buckets).
+//
+// A failure is kept and returned by the next Flush/Wait; the messages or
+// reductions after it are dropped (the step fails anyway).
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <llvm/Support/Error.h>
+
+#include "comm/communicator.h"
+
+namespace avf::parallel {
+
+// Runs queued jobs in order on one thread; the base of both below.
+class SerialWorker {
+ public:
+  SerialWorker();
+  ~SerialWorker();
+  SerialWorker(const SerialWorker&) = delete;
+  auto operator=(const SerialWorker&) -> SerialWorker& = delete;
+
+  void Post(std::function<llvm::Error()> job);
+  // Blocks until every posted job has run; the first failure since the last Wait.
+  auto Wait() -> llvm::Error;
+
+ private:
+  void Loop();
+
+  std::mutex mu_;
+  std::condition_variable wake_, idle_;
+  std::deque<std::function<llvm::Error()>> jobs_;
+  bool busy_ = false, stop_ = false;
+  std::string error_;
+  std::thread thread_;
+};
+
+class AsyncSender {
+ public:
+  // `link` is a two-rank communicator; this rank sends to `peer` on it.
+  AsyncSender(comm::Communicator* link, int peer) : link_(link), peer_(peer) {}
+  void Send(const float* data, size_t count);
+  auto Flush() -> llvm::Error { return worker_.Wait(); }
+
+ private:
+  comm::Communicator* link_;
+  int peer_;
+  SerialWorker worker_;
+};
+
+class GradientReducer {
+ public:
+  // Null or a group of one: Reduce does nothing.
+  explicit GradientReducer(comm::Communicator* data) : data_(data) {}
+  // Averages data[0, count) over the group, in place, later.
+  void Reduce(float* data, size_t count);
+  auto Wait() -> llvm::Error { return worker_.Wait(); }
+  // Ranges reduced since construction, for tests and the scaling bench.
+  auto reductions() const -> int64_t { return reductions_; }
+
+ private:
+  comm::Communicator* data_;
+  SerialWorker worker_;
+  int64_t reductions_ = 0;
+};
+
+}  // namespace avf::parallel

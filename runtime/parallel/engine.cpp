@@ -1,0 +1,156 @@
+#include "parallel/engine.h"
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace avf::parallel {
+
+namespace {
+
+auto Fail(std::string message) -> llvm::Error {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s", message.c_str());
+}
+
+auto ShapeOf(const runtime::RunPlan& p) -> PipelineShape {
+  return {p.layout.schedule, p.layout.pipeline, std::max<int64_t>(1, p.training.micro_batches_per_step),
+          std::max<int64_t>(1, p.layout.virtual_stages)};
+}
+
+auto ShardOf(const runtime::RunPlan& p, int64_t stage, int64_t tensor_rank) -> model::ShardSpec {
+  model::ShardSpec s;
+  s.tensor_rank = tensor_rank, s.tensor_size = p.layout.tensor, s.sequence_parallel = p.layout.sequence_parallel;
+  s.embedding = false, s.output = false;
+  for (const runtime::PlanStage& st : p.stages) {
+    if (st.stage != stage) continue;
+    s.chunks.push_back({st.first_layer, st.layers});
+    s.embedding = s.embedding || st.embedding;
+    s.output = s.output || st.output;
+  }
+  return s;
+}
+
+// A tensor every tensor rank holds whole (norms, row-parallel biases, wpe).
+auto Replicated(const model::ParamTensor& t) -> bool {
+  int64_t rows = 0;
+  for (const model::TensorPart::Rows& r : t.part.row_blocks) rows += r.count;
+  return rows == t.part.rows && t.part.col_count == t.part.cols;
+}
+
+}  // namespace
+
+auto ModelConfigOf(const runtime::RunPlan& p) -> model::ModelConfig {
+  model::ModelConfig c;
+  c.arch = p.model.arch == runtime::Arch::Llama ? model::Arch::Llama : model::Arch::Gpt2;
+  c.layers = p.model.layers, c.hidden = p.model.hidden, c.heads = p.model.heads, c.kv_heads = p.model.kv_heads;
+  c.ffn = p.model.ffn, c.vocab = p.model.vocab, c.seq_len = p.model.seq_len;
+  c.tied_embeddings = p.model.tied_embeddings;
+  return c;
+}
+
+auto DecayMask(const model::ParamLayout& l) -> std::vector<bool> {
+  std::vector<bool> mask(static_cast<size_t>(l.total), true);
+  for (const model::ParamTensor& t : l.tensors) {
+    bool vector = t.name.find("ln_") != std::string::npos || t.name.find(".bias") != std::string::npos;
+    if (vector) std::fill_n(mask.begin() + t.offset, t.size, false);
+  }
+  return mask;
+}
+
+auto Engine::Check(const runtime::RunPlan& p) -> llvm::Error {
+  if (p.layout.zero > 1) {
+    return Fail(fmt::format("plan.json asks for ZeRO stage {}; this avf-run executes ZeRO stages 0 and 1 (set "
+                            "`zero = 1` in the job's parallel block)",
+                            p.layout.zero));
+  }
+  if (p.optimizer.kind != runtime::OptimizerKind::AdamW) return Fail("this avf-run trains with AdamW only; the plan asks for sgd");
+  if (llvm::Error e = ValidateShape(ShapeOf(p))) return e;
+  model::ModelConfig c = ModelConfigOf(p);
+  for (int64_t stage = 0; stage < p.layout.pipeline; ++stage) {
+    model::ShardSpec s = ShardOf(p, stage, 0);
+    if (llvm::Error e = model::CheckShard(c, s)) return e;
+    int64_t have = model::LayoutOf(c, s).total;
+    int64_t want = static_cast<size_t>(stage) < p.stage_parameters.size() ? p.stage_parameters[static_cast<size_t>(stage)] : -1;
+    if (have != want) {
+      return Fail(fmt::format("plan.json gives stage {} {} parameters per tensor rank, but its layers hold {}", stage,
+                              want, have));
+    }
+  }
+  int64_t rows = p.layout.micro_batch * p.model.seq_len;
+  if (p.layout.sequence_parallel && rows % p.layout.tensor != 0) {
+    return Fail(fmt::format("sequence parallelism cuts a micro-batch's {} rows (micro_batch x seq_len) into tensor = "
+                            "{} equal parts; they do not divide",
+                            rows, p.layout.tensor));
+  }
+  return llvm::Error::success();
+}
+
+auto Engine::Create(const EngineSetup& setup) -> llvm::Expected<std::unique_ptr<Engine>> {
+  if (llvm::Error e = Check(*setup.plan)) return std::move(e);
+  std::unique_ptr<Engine> engine(new Engine());
+  if (llvm::Error e = engine->Build(setup)) return std::move(e);
+  return engine;
+}
+
+auto Engine::Build(const EngineSetup& s) -> llvm::Error {
+  const runtime::RunPlan& p = *s.plan;
+  plan_ = s.plan, world_ = s.world, groups_ = s.groups;
+  const runtime::PlanRank& me = p.ranks[static_cast<size_t>(s.rank)];
+  stage_ = me.pipeline, tensor_rank_ = me.tensor, data_rank_ = me.data;
+  shape_ = ShapeOf(p);
+  auto ops = StageSchedule(shape_, stage_);
+  if (!ops) return ops.takeError();
+  ops_ = std::move(*ops);
+  last_backward_.assign(static_cast<size_t>(shape_.chunks), 0);
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    if (ops_[i].kind == OpKind::kBackward) last_backward_[static_cast<size_t>(ops_[i].chunk)] = i;
+  }
+  comm::Communicator* tensor = groups_ ? groups_->tensor.get() : nullptr;
+  model_ = std::make_unique<model::Transformer<float>>(ModelConfigOf(p), ShardOf(p, stage_, tensor_rank_),
+                                                       backend::Cpu<float>(), tensor);
+  model_->Initialize(s.seed);
+  PlanSlots();
+  model_->Reserve(p.layout.micro_batch, p.model.seq_len, slots_);
+  const model::ParamLayout& l = model_->layout();
+  std::vector<OwnedSlice> slices{{0, l.total}};
+  if (p.layout.zero >= 1 && p.layout.data > 1) {
+    slices.clear();
+    for (const runtime::ZeroSlice& z : p.zero.slices) {
+      if (z.stage == stage_) slices.push_back({z.first, z.count});
+    }
+  }
+  optimizer_ = std::make_unique<ShardedAdamW>(s.optimizer, slices, slices.size() > 1 ? data_rank_ : 0, DecayMask(l));
+  reducer_ = std::make_unique<GradientReducer>(groups_ ? groups_->data.get() : nullptr);
+  for (const PipelineOp& op : ops_) {
+    OpLinks links = Neighbors(op, shape_.stages, stage_, shape_.chunks);
+    if (links.send_to && !senders_.count(links.send_to->stage)) {
+      comm::Communicator* link = groups_ ? groups_->SendLink(links.send_to->stage) : nullptr;
+      if (!link) return Fail(fmt::format("no pipeline link from stage {} to stage {}", stage_, links.send_to->stage));
+      senders_[links.send_to->stage] = std::make_unique<AsyncSender>(link, 1);
+    }
+  }
+  if (data_rank_ == 0) {
+    bool tied_copy = p.model.tied_embeddings && shape_.stages > 1 && !model_->shard().embedding;
+    for (const model::ParamTensor& t : l.tensors) {
+      if ((Replicated(t) && tensor_rank_ != 0) || (tied_copy && t.offset == l.lm_head)) continue;
+      counted_.push_back({t.offset, t.size});
+    }
+  }
+  return llvm::Error::success();
+}
+
+// The most distinct micro-batches whose backwards are not all done at once.
+void Engine::PlanSlots() {
+  std::set<int64_t> active;
+  std::vector<int64_t> left(static_cast<size_t>(shape_.micro_batches), shape_.chunks);
+  size_t peak = 1;
+  for (const PipelineOp& op : ops_) {
+    if (op.kind == OpKind::kForward) active.insert(op.micro_batch);
+    else if (--left[static_cast<size_t>(op.micro_batch)] == 0) active.erase(op.micro_batch);
+    peak = std::max(peak, active.size());
+  }
+  slots_ = static_cast<int64_t>(peak);
+}
+
+}  // namespace avf::parallel

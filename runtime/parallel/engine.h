@@ -1,0 +1,90 @@
+// One rank's training steps under any layout the planner emits (ZeRO 0 and
+// 1 so far): the pipeline schedule of its stage over the step's
+// micro-batches (schedule.h), activations and gradients sent to and received
+// from the neighbouring stages (sends from a thread per link), tensor
+// parallelism inside the model (model/transformer.h), each block's gradients
+// averaged over the data group as soon as its last micro-batch's backward has
+// produced them (overlapping the rest of the backward), a tied embedding's two
+// copies summed over the embedding group, the whole model's gradient norm,
+// and the optimizer on this rank's ZeRO slice.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include <llvm/Support/Error.h>
+
+#include "comm/communicator.h"
+#include "data/batches.h"
+#include "model/transformer.h"
+#include "parallel/async_comm.h"
+#include "parallel/groups.h"
+#include "parallel/schedule.h"
+#include "parallel/zero_optimizer.h"
+#include "plan/plan.h"
+#include "train/optimizer.h"
+
+namespace avf::parallel {
+
+struct EngineSetup {
+  const runtime::RunPlan* plan = nullptr;
+  int64_t rank = 0;                      // this process's rank in the plan
+  comm::Communicator* world = nullptr;   // null: a one-rank plan
+  RankGroups* groups = nullptr;          // null: a one-rank plan
+  train::OptimizerConfig optimizer;
+  uint64_t seed = 1234;
+};
+
+class Engine {
+ public:
+  // Refuses (with the reason) a plan this runtime cannot execute, before
+  // any collective: every rank of a plan fails the same way.
+  static auto Check(const runtime::RunPlan& plan) -> llvm::Error;
+  static auto Create(const EngineSetup& setup) -> llvm::Expected<std::unique_ptr<Engine>>;
+
+  struct StepResult {
+    double loss = 0;       // the step's mean loss over every data rank's micro-batches
+    double grad_norm = 0;  // of the whole model, before clipping
+    bool stop = false;     // some rank asked to stop (every rank gets the same answer)
+  };
+  // `micro_batches` are this data rank's (micro_batches_per_step of them,
+  // each micro_batch x seq_len); every rank of the data rank passes the same.
+  auto Step(const std::vector<data::Batch>& micro_batches, bool stop_requested) -> llvm::Expected<StepResult>;
+
+  auto model() -> model::Transformer<float>& { return *model_; }
+  auto optimizer() -> ShardedAdamW& { return *optimizer_; }
+  auto stage() const -> int64_t { return stage_; }
+
+ private:
+  Engine() = default;
+  auto Build(const EngineSetup& s) -> llvm::Error;
+  void PlanSlots();
+  auto Forward(const PipelineOp& op, const std::vector<data::Batch>& batches) -> llvm::Error;
+  auto Backward(const PipelineOp& op, size_t index) -> llvm::Error;
+  auto Receive(int64_t from_stage, float* into) -> llvm::Error;
+  void OnBlockGradients(int64_t block);
+  auto ReduceTheRest() -> llvm::Error;
+  auto Agree(double loss, bool stop) -> llvm::Expected<StepResult>;
+
+  const runtime::RunPlan* plan_ = nullptr;
+  comm::Communicator* world_ = nullptr;
+  RankGroups* groups_ = nullptr;
+  int64_t stage_ = 0, tensor_rank_ = 0, data_rank_ = 0;
+  PipelineShape shape_;
+  std::vector<PipelineOp> ops_;
+  std::vector<size_t> last_backward_;  // per chunk: the index in ops_ of its last backward
+  std::unique_ptr<model::Transformer<float>> model_;
+  std::unique_ptr<ShardedAdamW> optimizer_;
+  std::map<int64_t, std::unique_ptr<AsyncSender>> senders_;  // by the stage sent to
+  std::unique_ptr<GradientReducer> reducer_;
+  std::vector<OwnedSlice> counted_;  // the elements this rank adds to the squared norm
+  // Micro-batch slots: peak distinct micro-batches in flight; per micro-batch
+  // its slot (-1: none) and chunk backwards still to run.
+  int64_t slots_ = 1;
+  std::vector<int64_t> slot_of_, backwards_left_, free_slots_;
+  double step_loss_ = 0;
+};
+
+}  // namespace avf::parallel

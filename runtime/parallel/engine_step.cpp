@@ -1,0 +1,132 @@
+// Engine::Step: the schedule's ops, then the reductions and the update.
+#include <fmt/format.h>
+
+#include "parallel/engine.h"
+
+namespace avf::parallel {
+
+namespace {
+
+auto Fail(std::string message) -> llvm::Error {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s", message.c_str());
+}
+
+}  // namespace
+
+auto Engine::Receive(int64_t from_stage, float* into) -> llvm::Error {
+  comm::Communicator* link = groups_ ? groups_->RecvLink(from_stage) : nullptr;
+  if (!link) return Fail(fmt::format("no pipeline link from stage {} to stage {}", from_stage, stage_));
+  return link->Recv(into, static_cast<size_t>(model_->activation_rows() * model_->config().hidden), 0);
+}
+
+auto Engine::Forward(const PipelineOp& op, const std::vector<data::Batch>& batches) -> llvm::Error {
+  auto m = static_cast<size_t>(op.micro_batch);
+  if (slot_of_[m] < 0) {
+    slot_of_[m] = free_slots_.back();
+    free_slots_.pop_back();
+  }
+  int64_t slot = slot_of_[m];
+  OpLinks links = Neighbors(op, shape_.stages, stage_, shape_.chunks);
+  if (!links.recv_from) model_->SetTokens(slot, batches[m].inputs.data());
+  else if (llvm::Error e = Receive(links.recv_from->stage, model_->Input(op.chunk, slot))) return e;
+  if (!links.send_to) model_->SetTargets(slot, batches[m].targets.data());
+  model_->ForwardChunk(op.chunk, slot);
+  if (llvm::Error e = model_->TakeError()) return e;
+  size_t count = static_cast<size_t>(model_->activation_rows() * model_->config().hidden);
+  if (links.send_to) senders_.at(links.send_to->stage)->Send(model_->Output(op.chunk, slot), count);
+  else step_loss_ += model_->Loss(slot);
+  return llvm::Error::success();
+}
+
+auto Engine::Backward(const PipelineOp& op, size_t index) -> llvm::Error {
+  auto m = static_cast<size_t>(op.micro_batch);
+  int64_t slot = slot_of_[m];
+  OpLinks links = Neighbors(op, shape_.stages, stage_, shape_.chunks);
+  if (links.recv_from) {
+    if (llvm::Error e = Receive(links.recv_from->stage, model_->OutputGrad(op.chunk, slot))) return e;
+  }
+  // The chunk's gradients are final after its last micro-batch's backward:
+  // reduce each block's as soon as it is done.
+  bool last = index == last_backward_[static_cast<size_t>(op.chunk)];
+  if (last) model_->SetGradientHook([this](int64_t block) { OnBlockGradients(block); });
+  model_->BackwardChunk(op.chunk, slot);
+  model_->SetGradientHook(nullptr);
+  if (llvm::Error e = model_->TakeError()) return e;
+  size_t count = static_cast<size_t>(model_->activation_rows() * model_->config().hidden);
+  if (links.send_to) senders_.at(links.send_to->stage)->Send(model_->InputGrad(op.chunk, slot), count);
+  if (--backwards_left_[m] == 0) {
+    free_slots_.push_back(slot);
+    slot_of_[m] = -1;
+  }
+  return llvm::Error::success();
+}
+
+void Engine::OnBlockGradients(int64_t block) {
+  model_->FinishBlockGradients(block);
+  const model::ParamLayout::Range& r = model_->layout().block_ranges[static_cast<size_t>(block)];
+  reducer_->Reduce(model_->gradients().data() + r.first, static_cast<size_t>(r.count));
+}
+
+// The gradients outside the blocks (embeddings, final norm, output
+// projection): a tied model's two wte copies summed over the embedding
+// group first, then everything averaged over the data group.
+auto Engine::ReduceTheRest() -> llvm::Error {
+  model_->FinishHeadGradients();
+  if (llvm::Error e = model_->TakeError()) return e;
+  const model::ParamLayout& l = model_->layout();
+  float* g = model_->gradients().data();
+  comm::Communicator* embedding = groups_ ? groups_->embedding.get() : nullptr;
+  if (embedding) {
+    int64_t wte = l.wte >= 0 ? l.wte : l.lm_head;
+    auto count = static_cast<size_t>(l.vocab_count * model_->config().hidden);
+    if (llvm::Error e = embedding->AllReduce(g + wte, count, comm::ReduceOp::kSum)) return e;
+  }
+  int64_t head = l.block_ranges.empty() ? 0 : l.block_ranges.back().first + l.block_ranges.back().count;
+  int64_t body = l.block_ranges.empty() ? l.total : l.block_ranges.front().first;
+  reducer_->Reduce(g, static_cast<size_t>(body));
+  if (!l.block_ranges.empty()) reducer_->Reduce(g + head, static_cast<size_t>(l.total - head));
+  return reducer_->Wait();
+}
+
+// One world all-reduce: the squared norm's parts, the loss (from the last
+// stage's tensor rank 0 of each data rank) and the stop requests.
+auto Engine::Agree(double loss, bool stop) -> llvm::Expected<StepResult> {
+  const float* g = model_->gradients().data();
+  bool reports_loss = model_->shard().output && tensor_rank_ == 0;
+  float shared[3] = {static_cast<float>(SquaredNorm(g, counted_)),
+                     reports_loss ? static_cast<float>(loss / static_cast<double>(plan_->layout.data)) : 0.0f,
+                     stop ? 1.0f : 0.0f};
+  if (world_ && world_->size() > 1) {
+    if (llvm::Error e = world_->AllReduce(shared, 3, comm::ReduceOp::kSum)) return std::move(e);
+  }
+  return StepResult{shared[1], std::sqrt(static_cast<double>(shared[0])), shared[2] > 0};
+}
+
+auto Engine::Step(const std::vector<data::Batch>& micro_batches, bool stop_requested) -> llvm::Expected<StepResult> {
+  auto m = static_cast<size_t>(shape_.micro_batches);
+  if (micro_batches.size() != m) return Fail(fmt::format("{} micro-batches for a step of {}", micro_batches.size(), m));
+  model_->ZeroGradients();
+  step_loss_ = 0;
+  slot_of_.assign(m, -1), backwards_left_.assign(m, shape_.chunks);
+  free_slots_.clear();
+  for (int64_t s = slots_ - 1; s >= 0; --s) free_slots_.push_back(s);
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    llvm::Error e = ops_[i].kind == OpKind::kForward ? Forward(ops_[i], micro_batches) : Backward(ops_[i], i);
+    if (e) return std::move(e);
+  }
+  for (auto& [to, sender] : senders_) {
+    if (llvm::Error e = sender->Flush()) return std::move(e);
+  }
+  if (llvm::Error e = ReduceTheRest()) return std::move(e);
+  float scale = 1.0f / static_cast<float>(m);
+  for (float& x : model_->gradients()) x *= scale;
+  auto result = Agree(step_loss_ / static_cast<double>(m), stop_requested);
+  if (!result) return result.takeError();
+  if (llvm::Error e = optimizer_->Step(model_->parameters().data(), model_->gradients().data(), result->grad_norm,
+                                       groups_ ? groups_->data.get() : nullptr)) {
+    return std::move(e);
+  }
+  return *result;
+}
+
+}  // namespace avf::parallel

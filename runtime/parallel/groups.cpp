@@ -1,0 +1,220 @@
+#include "parallel/groups.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string>
+#include <string_view>
+
+#include "rendezvous/errors.h"
+
+namespace avf::parallel {
+
+using runtime::RankGroup;
+using runtime::RunPlan;
+
+namespace {
+
+using rendezvous::MakeError;
+using rendezvous::StoreErrc;
+using CommPtr = std::unique_ptr<comm::Communicator>;
+
+// Where one rank sits among the groups of one kind: the index of its group in
+// plan.groups.<kind> (-1: in none) and its position in that group.
+struct Slot {
+  int group = -1;
+  int position = 0;
+};
+
+auto Invalid(const std::string& message) -> llvm::Error {
+  return MakeError(StoreErrc::kInvalidArgument, "cannot build the process groups: " + message);
+}
+
+// "ranks 2-3": the members as FormatRanks spells them (sorted; a data group
+// of thousands of ranks must not print thousands of numbers).
+auto Members(const RankGroup& group) -> std::string {
+  std::vector<int> sorted(group.begin(), group.end());
+  std::sort(sorted.begin(), sorted.end());
+  return rendezvous::FormatRanks(sorted);
+}
+
+// Every rank's slot in `groups`: each group non-empty, each member a rank of
+// the plan and in at most one group; with `every_rank`, in exactly one. The
+// whole plan is checked (not only this rank), so all ranks agree on failing.
+auto Locate(const std::vector<RankGroup>& groups, int ranks, std::string_view kind, bool every_rank)
+    -> llvm::Expected<std::vector<Slot>> {
+  std::vector<Slot> slots(static_cast<size_t>(ranks));
+  for (size_t g = 0; g < groups.size(); ++g) {
+    if (groups[g].empty()) return Invalid(fmt::format("groups.{}[{}] is empty", kind, g));
+    for (size_t i = 0; i < groups[g].size(); ++i) {
+      int64_t r = groups[g][i];
+      if (r < 0 || r >= ranks) {
+        return Invalid(fmt::format("groups.{}[{}][{}] is rank {}, but the plan has ranks 0 to {}", kind, g, i, r,
+                                   ranks - 1));
+      }
+      Slot& s = slots[static_cast<size_t>(r)];
+      if (s.group >= 0) {
+        return Invalid(fmt::format("rank {} is in groups.{}[{}] and in groups.{}[{}]", r, kind, s.group, kind, g));
+      }
+      s = {static_cast<int>(g), static_cast<int>(i)};
+    }
+  }
+  for (int r = 0; every_rank && r < ranks; ++r) {
+    if (slots[static_cast<size_t>(r)].group < 0) return Invalid(fmt::format("rank {} is in no {} group", r, kind));
+  }
+  return slots;
+}
+
+// The links address stages by pipeline rank, so a pipeline group must list
+// stages 0 … P − 1 in order: position i holds a rank whose stage is i.
+auto CheckPipelineOrder(const RunPlan& plan) -> llvm::Error {
+  int64_t stages = plan.layout.pipeline;
+  for (size_t g = 0; g < plan.groups.pipeline.size(); ++g) {
+    const RankGroup& group = plan.groups.pipeline[g];
+    if (static_cast<int64_t>(group.size()) != stages) {
+      return Invalid(fmt::format("groups.pipeline[{}] has {} ranks, but layout.pipeline is {}", g, group.size(),
+                                 stages));
+    }
+    for (size_t i = 0; i < group.size(); ++i) {
+      int64_t stage = plan.ranks[static_cast<size_t>(group[i])].pipeline;
+      if (stage != static_cast<int64_t>(i)) {
+        return Invalid(fmt::format("groups.pipeline[{}][{}] is rank {}, whose pipeline stage is {}, not {}", g, i,
+                                   group[i], stage, i));
+      }
+    }
+  }
+  return llvm::Error::success();
+}
+
+// The slots of the four kinds, indexed by world rank.
+struct Layout {
+  std::vector<Slot> tensor, data, pipeline, embedding;
+};
+
+auto CheckPlan(const comm::Communicator& world, const RunPlan& plan) -> llvm::Expected<Layout> {
+  if (static_cast<size_t>(world.size()) != plan.ranks.size()) {
+    return Invalid(fmt::format("the world communicator has {} ranks, but the plan has {}", world.size(),
+                               plan.ranks.size()));
+  }
+  for (size_t r = 0; r < plan.ranks.size(); ++r) {
+    if (plan.ranks[r].rank != static_cast<int64_t>(r)) {
+      return Invalid(fmt::format("ranks[{}] is rank {} (ranks must be in rank order)", r, plan.ranks[r].rank));
+    }
+  }
+  int n = world.size();
+  Layout out;
+  auto tensor = Locate(plan.groups.tensor, n, "tensor", true);
+  if (!tensor) return tensor.takeError();
+  auto data = Locate(plan.groups.data, n, "data", true);
+  if (!data) return data.takeError();
+  auto pipeline = Locate(plan.groups.pipeline, n, "pipeline", true);
+  if (!pipeline) return pipeline.takeError();
+  auto embedding = Locate(plan.groups.embedding, n, "embedding", false);
+  if (!embedding) return embedding.takeError();
+  if (auto e = CheckPipelineOrder(plan)) return e;
+  return Layout{std::move(*tensor), std::move(*data), std::move(*pipeline), std::move(*embedding)};
+}
+
+// A communicator failure, its code kept, with what was being built in front.
+auto Building(llvm::Error error, std::string_view what) -> llvm::Error {
+  rendezvous::Failure f = rendezvous::TakeFailure(std::move(error));
+  return MakeError(f.code, fmt::format("building {}: {}", what, f.message));
+}
+
+// world.Split for one kind: colour the index of this rank's group, key its
+// position (so the child's ranks follow the ring order), kNoColor outside.
+// A member's child is checked against the plan (size and rank).
+auto SplitKind(comm::Communicator& world, const std::vector<Slot>& slots, const std::vector<RankGroup>& groups,
+               std::string_view kind) -> llvm::Expected<CommPtr> {
+  const Slot& s = slots[static_cast<size_t>(world.rank())];
+  std::string what = s.group < 0 ? fmt::format("the {} groups", kind)
+                                 : fmt::format("the {} group groups.{}[{}] ({})", kind, kind, s.group,
+                                               Members(groups[static_cast<size_t>(s.group)]));
+  auto child = world.Split(s.group < 0 ? comm::kNoColor : s.group, s.position);
+  if (!child) return Building(child.takeError(), what);
+  if (s.group < 0) return nullptr;
+  size_t size = groups[static_cast<size_t>(s.group)].size();
+  if (!*child || static_cast<size_t>((*child)->size()) != size || (*child)->rank() != s.position) {
+    return MakeError(StoreErrc::kMalformed,
+                     fmt::format("building {}: Split gave rank {} of {}, expected rank {} of {}", what,
+                                 *child ? (*child)->rank() : -1, *child ? (*child)->size() : 0, s.position, size));
+  }
+  return child;
+}
+
+// One pipeline->Split per directed pair, in PipelineLinks order: colour 0
+// (key 0 the sender, key 1 the receiver) for the pair's two stages, kNoColor
+// for the others. Only this rank's links are kept.
+auto BuildLinks(RankGroups& groups, const std::vector<StageLink>& pairs) -> llvm::Error {
+  int64_t me = groups.coords.pipeline;
+  for (const StageLink& link : pairs) {
+    bool member = link.from == me || link.to == me;
+    std::string what = fmt::format("the pipeline link stage {} -> stage {}", link.from, link.to);
+    auto child = groups.pipeline->Split(member ? 0 : comm::kNoColor, link.from == me ? 0 : 1);
+    if (!child) return Building(child.takeError(), what);
+    if (!member) continue;
+    if (!*child || (*child)->size() != 2) {
+      return MakeError(StoreErrc::kMalformed, fmt::format("building {}: Split gave no 2-rank communicator", what));
+    }
+    groups.links.emplace(link, std::move(*child));
+  }
+  return llvm::Error::success();
+}
+
+}  // namespace
+
+auto HasWrapAround(const RunPlan& plan) -> bool {
+  return plan.layout.schedule == runtime::PipelineSchedule::Interleaved && plan.layout.virtual_stages > 1;
+}
+
+auto PipelineLinks(int64_t stages, bool wrap_around) -> std::vector<StageLink> {
+  std::vector<StageLink> pairs;
+  for (int64_t p = 0; p + 1 < stages; ++p) {
+    pairs.push_back({p, p + 1});
+    pairs.push_back({p + 1, p});
+  }
+  if (wrap_around && stages > 2) {
+    pairs.push_back({stages - 1, 0});
+    pairs.push_back({0, stages - 1});
+  }
+  return pairs;
+}
+
+auto RankGroups::SendLink(int64_t to_stage) const -> comm::Communicator* {
+  auto it = links.find({coords.pipeline, to_stage});
+  return it == links.end() ? nullptr : it->second.get();
+}
+
+auto RankGroups::RecvLink(int64_t from_stage) const -> comm::Communicator* {
+  auto it = links.find({from_stage, coords.pipeline});
+  return it == links.end() ? nullptr : it->second.get();
+}
+
+auto BuildGroups(comm::Communicator& world, const RunPlan& plan) -> llvm::Expected<RankGroups> {
+  auto layout = CheckPlan(world, plan);
+  if (!layout) return layout.takeError();
+  RankGroups out;
+  out.world_rank = world.rank();
+  const runtime::PlanRank& me = plan.ranks[static_cast<size_t>(world.rank())];
+  out.coords = {me.tensor, me.data, me.pipeline};
+  out.stages = plan.layout.pipeline;
+  const runtime::PlanGroups& g = plan.groups;
+  auto tensor = SplitKind(world, layout->tensor, g.tensor, "tensor");
+  if (!tensor) return tensor.takeError();
+  out.tensor = std::move(*tensor);
+  auto data = SplitKind(world, layout->data, g.data, "data");
+  if (!data) return data.takeError();
+  out.data = std::move(*data);
+  auto pipeline = SplitKind(world, layout->pipeline, g.pipeline, "pipeline");
+  if (!pipeline) return pipeline.takeError();
+  out.pipeline = std::move(*pipeline);
+  if (!g.embedding.empty()) {
+    auto embedding = SplitKind(world, layout->embedding, g.embedding, "embedding");
+    if (!embedding) return embedding.takeError();
+    out.embedding = std::move(*embedding);
+  }
+  if (auto e = BuildLinks(out, PipelineLinks(out.stages, HasWrapAround(plan)))) return e;
+  return out;
+}
+
+}  // namespace avf::parallel

@@ -1,0 +1,84 @@
+#include "plan_builder.h"
+
+#include <fmt/format.h>
+
+namespace avf::testing {
+
+using runtime::RunPlan;
+
+namespace {
+
+void AddGroups(RunPlan& p, const PlanShape& s) {
+  const int64_t T = s.tensor, D = s.data, P = s.pipeline;
+  auto rank = [&](int64_t t, int64_t d, int64_t q) { return t + T * (d + D * q); };
+  for (int64_t r = 0; r < T * D * P; ++r) p.ranks.push_back({r, 0, r, 0, r % T, r / T % D, r / (T * D)});
+  for (int64_t q = 0; q < P; ++q) {
+    for (int64_t d = 0; d < D; ++d) {
+      p.groups.tensor.emplace_back();
+      for (int64_t t = 0; t < T; ++t) p.groups.tensor.back().push_back(rank(t, d, q));
+    }
+    for (int64_t t = 0; t < T; ++t) {
+      p.groups.data.emplace_back();
+      for (int64_t d = 0; d < D; ++d) p.groups.data.back().push_back(rank(t, d, q));
+    }
+  }
+  for (int64_t d = 0; d < D; ++d) {
+    for (int64_t t = 0; t < T; ++t) {
+      p.groups.pipeline.emplace_back();
+      for (int64_t q = 0; q < P; ++q) p.groups.pipeline.back().push_back(rank(t, d, q));
+      if (s.model.tied_embeddings && P > 1) p.groups.embedding.push_back({rank(t, d, 0), rank(t, d, P - 1)});
+    }
+  }
+}
+
+void AddStages(RunPlan& p, const PlanShape& s) {
+  const int64_t P = s.pipeline, C = s.chunks, L = s.model.layers;
+  for (int64_t st = 0; st < P; ++st) {
+    model::ShardSpec shard{.tensor_size = s.tensor, .embedding = st == 0, .output = st == P - 1};
+    for (int64_t c = 0; c < C; ++c) {
+      int64_t layers = L / (P * C), first = (c * P + st) * layers;
+      p.stages.push_back({st, c, first, layers, st == 0 && c == 0, st == P - 1 && c == C - 1});
+      shard.chunks.push_back({first, layers});
+    }
+    int64_t psi = model::LayoutOf(s.model, shard).total;
+    p.stage_parameters.push_back(psi);
+    for (int64_t d = 0; s.zero > 0 && d < s.data; ++d) {
+      int64_t part = psi / s.data;
+      p.zero.slices.push_back({st, d, part * d, d == s.data - 1 ? psi - part * d : part});
+    }
+  }
+  p.zero.stage = s.zero;
+}
+
+}  // namespace
+
+auto ShapeName(const PlanShape& s) -> std::string {
+  const char* kind = s.schedule == runtime::PipelineSchedule::Interleaved ? "interleaved"
+                     : s.schedule == runtime::PipelineSchedule::Gpipe    ? "gpipe"
+                                                                         : "1f1b";
+  return fmt::format("{}_T{}D{}P{}V{}_{}_zero{}_mb{}x{}{}", s.model.arch == model::Arch::Gpt2 ? "gpt2" : "llama",
+                     s.tensor, s.data, s.pipeline, s.chunks, kind, s.zero, s.micro_batches, s.micro_batch,
+                     s.sequence_parallel ? "_sp" : "");
+}
+
+auto MakePlan(const PlanShape& s) -> RunPlan {
+  RunPlan p;
+  const model::ModelConfig& m = s.model;
+  p.model.arch = m.arch == model::Arch::Llama ? runtime::Arch::Llama : runtime::Arch::Gpt2;
+  p.model.layers = m.layers, p.model.hidden = m.hidden, p.model.heads = m.heads, p.model.kv_heads = m.kv_heads;
+  p.model.ffn = m.ffn, p.model.vocab = m.vocab, p.model.seq_len = m.seq_len, p.model.tied_embeddings = m.tied_embeddings;
+  p.layout.tensor = s.tensor, p.layout.data = s.data, p.layout.pipeline = s.pipeline;
+  p.layout.virtual_stages = s.chunks, p.layout.schedule = s.schedule, p.layout.zero = s.zero;
+  p.layout.micro_batch = s.micro_batch, p.layout.sequence_parallel = s.sequence_parallel;
+  p.layout.rank_order = "tensor,data,pipeline";
+  p.training.gpus = s.tensor * s.data * s.pipeline;
+  p.training.micro_batch = s.micro_batch, p.training.micro_batches_per_step = s.micro_batches;
+  p.training.global_batch = s.micro_batch * s.micro_batches * s.data;
+  p.training.steps = 100;
+  p.optimizer.kind = runtime::OptimizerKind::AdamW;
+  AddGroups(p, s);
+  AddStages(p, s);
+  return p;
+}
+
+}  // namespace avf::testing
