@@ -28,6 +28,11 @@
 
 namespace avf::parallel {
 
+// The plan's model, and which of its parameters get weight decay (matrices,
+// not norms and biases), as the trainer and the engine both need them.
+auto ModelConfigOf(const runtime::RunPlan& plan) -> model::ModelConfig;
+auto DecayMask(const model::ParamLayout& layout) -> std::vector<bool>;
+
 struct EngineSetup {
   const runtime::RunPlan* plan = nullptr;
   int64_t rank = 0;                      // this process's rank in the plan

@@ -16,7 +16,9 @@ namespace avf::train {
 namespace {
 
 constexpr uint32_t kMagic = 0x4b465641;  // "AVFK"
-constexpr uint32_t kVersion = 1;
+// Version 2 adds the moments' count (ZeRO 1 keeps moments for a slice only);
+// version 1 files (moments as long as the parameters) are still read.
+constexpr uint32_t kVersion = 2;
 constexpr size_t kHeaderBytes = 64;
 
 auto Fail(std::string message) -> llvm::Error {
@@ -39,7 +41,7 @@ auto Get(const uint8_t* p, size_t bytes) -> uint64_t {
 
 auto Payload(const RankState& s) -> std::vector<uint8_t> {
   std::vector<uint8_t> out;
-  out.reserve(s.params.size() * 12);
+  out.reserve((s.params.size() + 2 * s.m.size()) * 4);
   for (const std::vector<float>* v : {&s.params, &s.m, &s.v}) {
     for (float f : *v) {
       uint32_t bits;
@@ -77,14 +79,14 @@ auto CheckpointDir(const std::string& root, int64_t step) -> std::string {
 }
 
 auto SaveRank(const std::string& root, int32_t rank, int32_t world, const RankState& s) -> llvm::Error {
-  if (s.m.size() != s.params.size() || s.v.size() != s.params.size()) return Fail("checkpoint: moments and parameters differ in size");
+  if (s.m.size() != s.v.size() || s.m.size() > s.params.size()) return Fail("checkpoint: the moments do not fit the parameters");
   std::string dir = CheckpointDir(root, s.step);
   if (std::error_code ec = llvm::sys::fs::create_directories(dir)) return Fail(fmt::format("{}: {}", dir, ec.message()));
   std::vector<uint8_t> payload = Payload(s), file;
   Put(file, kMagic, 4), Put(file, kVersion, 4), Put(file, static_cast<uint32_t>(world), 4);
   Put(file, static_cast<uint32_t>(rank), 4), Put(file, static_cast<uint64_t>(s.step), 8);
   Put(file, static_cast<uint64_t>(s.data_position), 8), Put(file, static_cast<uint64_t>(s.data_epoch), 8);
-  Put(file, s.params.size(), 8), Put(file, llvm::crc32(payload), 4);
+  Put(file, s.params.size(), 8), Put(file, llvm::crc32(payload), 4), Put(file, s.m.size(), 8);
   file.resize(kHeaderBytes, 0);
   file.insert(file.end(), payload.begin(), payload.end());
   std::string path = RankFile(root, s.step, rank), tmp = path + ".tmp";
@@ -116,7 +118,7 @@ auto LatestCommitted(const std::string& root) -> llvm::Expected<std::optional<in
   return latest;
 }
 
-auto LoadRank(const std::string& root, int64_t step, int32_t rank, int32_t world, int64_t params)
+auto LoadRank(const std::string& root, int64_t step, int32_t rank, int32_t world, int64_t params, int64_t moments)
     -> llvm::Expected<RankState> {
   std::string path = RankFile(root, step, rank);
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
@@ -124,15 +126,20 @@ auto LoadRank(const std::string& root, int64_t step, int32_t rank, int32_t world
   const auto* p = reinterpret_cast<const uint8_t*>((*buffer)->getBufferStart());
   size_t size = (*buffer)->getBufferSize();
   if (size < kHeaderBytes || Get(p, 4) != kMagic) return Fail(path + ": not an aviflow checkpoint");
-  if (Get(p + 4, 4) != kVersion) return Fail(fmt::format("{}: checkpoint version {}; this avf-run reads {}", path, Get(p + 4, 4), kVersion));
+  uint64_t version = Get(p + 4, 4);
+  if (version != 1 && version != kVersion) {
+    return Fail(fmt::format("{}: checkpoint version {}; this avf-run reads versions 1 and {}", path, version, kVersion));
+  }
   if (Get(p + 8, 4) != static_cast<uint32_t>(world) || Get(p + 12, 4) != static_cast<uint32_t>(rank)) {
     return Fail(fmt::format("{}: written by rank {} of {}, but this is rank {} of {}; resuming with another layout needs "
                             "the reshardable format", path, Get(p + 12, 4), Get(p + 8, 4), rank, world));
   }
-  uint64_t count = Get(p + 40, 8);
-  if (count != static_cast<uint64_t>(params) || size != kHeaderBytes + 12 * count) {
-    return Fail(fmt::format("{}: holds {} parameters in {} bytes; the model has {} parameters (expected {} bytes)", path,
-                            count, size, params, kHeaderBytes + 12 * static_cast<uint64_t>(params)));
+  uint64_t count = Get(p + 40, 8), moment_count = version == 1 ? count : Get(p + 52, 8);
+  uint64_t expected = kHeaderBytes + 4 * static_cast<uint64_t>(params) + 8 * static_cast<uint64_t>(moments);
+  if (count != static_cast<uint64_t>(params) || moment_count != static_cast<uint64_t>(moments) || size != expected) {
+    return Fail(fmt::format("{}: holds {} parameters and {} optimizer moments in {} bytes; this rank has {} and {} "
+                            "(expected {} bytes)",
+                            path, count, moment_count, size, params, moments, expected));
   }
   llvm::ArrayRef<uint8_t> payload(p + kHeaderBytes, size - kHeaderBytes);
   if (llvm::crc32(payload) != Get(p + 48, 4)) return Fail(path + ": the checkpoint is corrupted (CRC mismatch)");
@@ -140,10 +147,10 @@ auto LoadRank(const std::string& root, int64_t step, int32_t rank, int32_t world
   s.step = static_cast<int64_t>(Get(p + 16, 8));
   s.data_position = static_cast<int64_t>(Get(p + 24, 8));
   s.data_epoch = static_cast<int64_t>(Get(p + 32, 8));
-  for (std::vector<float>* v : {&s.params, &s.m, &s.v}) {
-    v->resize(count);
-    std::memcpy(v->data(), payload.data() + (v == &s.params ? 0 : v == &s.m ? 4 * count : 8 * count), 4 * count);
-  }
+  s.params.resize(count), s.m.resize(moment_count), s.v.resize(moment_count);
+  std::memcpy(s.params.data(), payload.data(), 4 * count);
+  std::memcpy(s.m.data(), payload.data() + 4 * count, 4 * moment_count);
+  std::memcpy(s.v.data(), payload.data() + 4 * (count + moment_count), 4 * moment_count);
   return s;
 }
 

@@ -14,8 +14,9 @@
 
 namespace avf::train {
 
-// What one rank needs to resume exactly: its parameters, AdamW moments and
-// position in its data slice.
+// What one rank needs to resume exactly: its parameters (its shard of the
+// model), AdamW moments (of its ZeRO slice: as many as the parameters, or
+// fewer) and position in its data slice.
 struct RankState {
   int64_t step = 0;  // optimizer steps completed
   int64_t data_position = 0, data_epoch = 0;
@@ -31,7 +32,7 @@ auto Commit(const std::string& root, int64_t step) -> llvm::Error;
 // The newest committed step under `root`, or nullopt when there is none.
 auto LatestCommitted(const std::string& root) -> llvm::Expected<std::optional<int64_t>>;
 // Reads and checks a rank's file: magic, version, world size, rank, sizes, CRC.
-auto LoadRank(const std::string& root, int64_t step, int32_t rank, int32_t world, int64_t params)
+auto LoadRank(const std::string& root, int64_t step, int32_t rank, int32_t world, int64_t params, int64_t moments)
     -> llvm::Expected<RankState>;
 // Deletes all but the newest `keep` committed checkpoints (and uncommitted
 // ones older than the newest committed: a run that crashed mid-save).

@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "data/batches.h"
-#include "model/transformer.h"
+#include "parallel/engine.h"
 #include "train/checkpoint.h"
 #include "train/metrics.h"
 #include "train/optimizer.h"
@@ -23,14 +23,6 @@ auto Fail(std::string message) -> llvm::Error {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s", message.c_str());
 }
 
-auto ModelOf(const RunPlan& p) -> model::ModelConfig {
-  model::ModelConfig c;
-  c.arch = p.model.arch == runtime::Arch::Llama ? model::Arch::Llama : model::Arch::Gpt2;
-  c.layers = p.model.layers, c.hidden = p.model.hidden, c.heads = p.model.heads, c.kv_heads = p.model.kv_heads;
-  c.ffn = p.model.ffn, c.vocab = p.model.vocab, c.seq_len = p.model.seq_len, c.tied_embeddings = p.model.tied_embeddings;
-  return c;
-}
-
 auto OptimizerOf(const RunPlan& p) -> OptimizerConfig {
   OptimizerConfig c;
   c.lr = p.optimizer.lr.value_or(3e-4);
@@ -44,29 +36,14 @@ auto OptimizerOf(const RunPlan& p) -> OptimizerConfig {
   return c;
 }
 
-// Weight decay on matrices, not on norms and biases.
-auto DecayMask(const model::ParamLayout& l) -> std::vector<bool> {
-  std::vector<bool> mask(static_cast<size_t>(l.total), true);
-  for (const model::ParamTensor& t : l.tensors) {
-    bool vector = t.name.find("ln_") != std::string::npos || t.name.find(".bias") != std::string::npos;
-    if (vector) std::fill_n(mask.begin() + t.offset, t.size, false);
-  }
-  return mask;
-}
-
 }  // namespace
 
 auto CheckSupported(const RunPlan& p, int world) -> llvm::Error {
-  if (p.layout.tensor != 1 || p.layout.pipeline != 1 || p.layout.zero != 0) {
-    return Fail(fmt::format("plan.json asks for tensor {} x pipeline {} with ZeRO {}; this avf-run executes "
-                            "data parallelism only (tensor = pipeline = 1, zero = 0)",
-                            p.layout.tensor, p.layout.pipeline, p.layout.zero));
-  }
+  if (llvm::Error e = parallel::Engine::Check(p)) return e;
   if (static_cast<int64_t>(p.ranks.size()) != world) {
     return Fail(fmt::format("plan.json has {} ranks but {} {} running", p.ranks.size(), world,
                             world == 1 ? "is" : "are"));
   }
-  if (p.optimizer.kind != runtime::OptimizerKind::AdamW) return Fail("this avf-run trains with AdamW only; the plan asks for sgd");
   return llvm::Error::success();
 }
 
@@ -76,9 +53,8 @@ struct Loop {
   const RunPlan& plan;
   const TrainOptions& options;
   llvm::raw_ostream& progress;
-  model::Transformer<float> model;
-  AdamW optimizer;
-  std::vector<bool> decay;
+  std::optional<parallel::RankGroups> groups;
+  std::unique_ptr<parallel::Engine> engine;
   std::unique_ptr<data::BatchLoader> loader;
   std::optional<MetricsFile> metrics;
   int64_t step = 0;
@@ -88,37 +64,22 @@ struct Loop {
   auto Checkpoint() -> llvm::Error;
   auto Resume() -> llvm::Error;
   void Report(const StepMetrics& m);
+  auto adam() -> AdamW& { return engine->optimizer().adam(); }
 };
 
 auto Loop::OneStep(double& loss, double& norm, bool& stop) -> llvm::Error {
   int64_t micro = plan.layout.micro_batch, seq = plan.model.seq_len;
-  int64_t count = std::max<int64_t>(1, plan.training.micro_batches_per_step);
-  model.ZeroGradients();
-  loss = 0;
-  data::Batch batch;
-  for (int64_t i = 0; i < count; ++i) {
-    if (llvm::Error e = loader->Next(micro, seq, batch)) return e;
-    loss += model.Forward(batch.inputs.data(), batch.targets.data(), micro, seq) / static_cast<double>(count);
-    model.Backward();
+  std::vector<data::Batch> batches(static_cast<size_t>(std::max<int64_t>(1, plan.training.micro_batches_per_step)));
+  for (data::Batch& b : batches) {
+    if (llvm::Error e = loader->Next(micro, seq, b)) return e;
   }
-  backend::Buffer<float>& g = model.gradients();
-  for (float& x : g) x /= static_cast<float>(count);
-  stop = options.stop_requested && options.stop_requested->load();
-  if (options.world) {
-    // Every rank then holds the same averaged gradient, so the same update.
-    if (llvm::Error e = options.world->AllReduce(g.data(), g.size(), comm::ReduceOp::kAvg)) return e;
-    // The loss, and whether any rank was asked to stop: all stop together.
-    float shared[2] = {static_cast<float>(loss), stop ? 1.0f : 0.0f};
-    if (llvm::Error e = options.world->AllReduce(shared, 2, comm::ReduceOp::kAvg)) return e;
-    loss = shared[0];
-    stop = shared[1] > 0;
-  }
-  norm = GlobalNorm(g.data(), static_cast<int64_t>(g.size()));
+  auto result = engine->Step(batches, options.stop_requested && options.stop_requested->load());
+  if (!result) return result.takeError();
+  loss = result->loss, norm = result->grad_norm, stop = result->stop;
   if (!std::isfinite(loss) || !std::isfinite(norm)) {
     return Fail(fmt::format("step {}: the loss or the gradient is not finite (loss {}, gradient norm {}); lower the "
                             "learning rate", step + 1, loss, norm));
   }
-  optimizer.Step(model.parameters().data(), g.data(), decay, norm);
   return llvm::Error::success();
 }
 
@@ -127,9 +88,9 @@ auto Loop::Checkpoint() -> llvm::Error {
   s.step = step;
   data::BatchLoader::Position pos = loader->position();
   s.data_position = pos.position, s.data_epoch = pos.epoch;
-  s.params.assign(model.parameters().begin(), model.parameters().end());
-  s.m = optimizer.moments().first;
-  s.v = optimizer.moments().second;
+  s.params.assign(engine->model().parameters().begin(), engine->model().parameters().end());
+  s.m = adam().moments().first;
+  s.v = adam().moments().second;
   int world = options.world ? options.world->size() : 1;
   if (llvm::Error e = SaveRank(options.checkpoint_dir, options.rank, world, s)) return e;
   // Every rank's file is written before rank 0 marks the step committed.
@@ -148,12 +109,12 @@ auto Loop::Resume() -> llvm::Error {
   if (!latest) return latest.takeError();
   if (!*latest) return llvm::Error::success();
   auto s = LoadRank(options.checkpoint_dir, **latest, options.rank, options.world ? options.world->size() : 1,
-                    model.layout().total);
+                    engine->model().layout().total, engine->optimizer().mine().count);
   if (!s) return s.takeError();
-  std::copy(s->params.begin(), s->params.end(), model.parameters().begin());
-  optimizer.moments().first = std::move(s->m);
-  optimizer.moments().second = std::move(s->v);
-  optimizer.set_step(s->step);
+  std::copy(s->params.begin(), s->params.end(), engine->model().parameters().begin());
+  adam().moments().first = std::move(s->m);
+  adam().moments().second = std::move(s->v);
+  adam().set_step(s->step);
   step = s->step;
   if (options.rank == 0) {
     progress << fmt::format("resuming from {} (step {})\n", CheckpointDir(options.checkpoint_dir, step), step);
@@ -193,7 +154,7 @@ auto Run(Loop& loop, TrainResult& result) -> llvm::Error {
     if (llvm::Error e = loop.OneStep(loss, norm, stop)) return e;
     ++loop.step;
     double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    StepMetrics m{loop.step, total, loss, LearningRate(loop.optimizer.config(), loop.step - 1), norm, seconds,
+    StepMetrics m{loop.step, total, loss, LearningRate(loop.adam().config(), loop.step - 1), norm, seconds,
                   tokens_per_step / seconds, p.model.flops_per_token * tokens_per_step / seconds};
     if (loop.metrics) {
       if (llvm::Error e = loop.metrics->Append(m)) return e;
@@ -225,11 +186,16 @@ auto Train(const RunPlan& plan, const TrainOptions& options, llvm::raw_ostream& 
   const runtime::DataSlice& slice = plan.data.slices[static_cast<size_t>(plan.ranks[options.rank].data)];
   auto reader = data::TokenReader::Open(layout, {slice.first_token, slice.tokens});
   if (!reader) return reader.takeError();
-  model::Transformer<float> model(ModelOf(plan));
-  int64_t parameters = model.layout().total;
-  Loop loop{plan, options, progress, std::move(model), AdamW(OptimizerOf(plan), parameters), {}, nullptr, std::nullopt};
-  loop.model.Initialize(options.seed);
-  loop.decay = DecayMask(loop.model.layout());
+  Loop loop{plan, options, progress, std::nullopt, nullptr, nullptr, std::nullopt};
+  if (options.world) {
+    auto groups = parallel::BuildGroups(*options.world, plan);
+    if (!groups) return groups.takeError();
+    loop.groups.emplace(std::move(*groups));
+  }
+  auto engine = parallel::Engine::Create(
+      {&plan, options.rank, options.world, loop.groups ? &*loop.groups : nullptr, OptimizerOf(plan), options.seed});
+  if (!engine) return engine.takeError();
+  loop.engine = std::move(*engine);
   loop.loader = std::make_unique<data::BatchLoader>(std::move(*reader));
   if (!options.metrics_path.empty() && options.rank == 0) {
     auto metrics = MetricsFile::Open(options.metrics_path);

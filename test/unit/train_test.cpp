@@ -164,7 +164,7 @@ TEST_F(Checkpoints, RoundTripAndCommit) {
   latest = LatestCommitted(root_);
   ASSERT_TRUE(bool(latest) && latest->has_value());
   EXPECT_EQ(**latest, 100);
-  auto s = LoadRank(root_, 100, 1, 2, 3);
+  auto s = LoadRank(root_, 100, 1, 2, 3, 3);
   ASSERT_TRUE(bool(s)) << Message(s.takeError());
   EXPECT_EQ(s->step, 100);
   EXPECT_EQ(s->data_position, 17);
@@ -177,20 +177,35 @@ TEST_F(Checkpoints, RoundTripAndCommit) {
 TEST_F(Checkpoints, DamagedOrForeignFilesAreRefused) {
   ASSERT_FALSE(SaveRank(root_, 0, 1, State(5)));
   std::string file = CheckpointDir(root_, 5) + "/rank_00000.bin";
-  EXPECT_NE(Message(LoadRank(root_, 5, 0, 2, 3).takeError()).find("written by rank 0 of 1, but this is rank 0 of 2"),
+  EXPECT_NE(Message(LoadRank(root_, 5, 0, 2, 3, 3).takeError()).find("written by rank 0 of 1, but this is rank 0 of 2"),
             std::string::npos);
-  EXPECT_NE(Message(LoadRank(root_, 5, 0, 1, 4).takeError()).find("the model has 4 parameters"), std::string::npos);
+  EXPECT_NE(Message(LoadRank(root_, 5, 0, 1, 4, 4).takeError()).find("this rank has 4 and 4"), std::string::npos);
+  EXPECT_NE(Message(LoadRank(root_, 5, 0, 1, 3, 1).takeError()).find("3 optimizer moments"), std::string::npos);
   {
     std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
     f.seekp(70);
     f.put('\x7f');
   }
-  EXPECT_NE(Message(LoadRank(root_, 5, 0, 1, 3).takeError()).find("corrupted (CRC mismatch)"), std::string::npos);
+  EXPECT_NE(Message(LoadRank(root_, 5, 0, 1, 3, 3).takeError()).find("corrupted (CRC mismatch)"), std::string::npos);
   ASSERT_EQ(truncate(file.c_str(), 80), 0);
-  EXPECT_NE(Message(LoadRank(root_, 5, 0, 1, 3).takeError()).find("holds 3 parameters in 80 bytes"), std::string::npos);
+  EXPECT_NE(Message(LoadRank(root_, 5, 0, 1, 3, 3).takeError()).find("holds 3 parameters and 3 optimizer moments in 80 bytes"), std::string::npos);
   std::ofstream(file) << "hello";
-  EXPECT_NE(Message(LoadRank(root_, 5, 0, 1, 3).takeError()).find("not an aviflow checkpoint"), std::string::npos);
-  EXPECT_NE(Message(LoadRank(root_, 6, 0, 1, 3).takeError()).find("cannot read the checkpoint"), std::string::npos);
+  EXPECT_NE(Message(LoadRank(root_, 5, 0, 1, 3, 3).takeError()).find("not an aviflow checkpoint"), std::string::npos);
+  EXPECT_NE(Message(LoadRank(root_, 6, 0, 1, 3, 3).takeError()).find("cannot read the checkpoint"), std::string::npos);
+}
+
+// A ZeRO 1 rank keeps moments for its slice only.
+TEST_F(Checkpoints, MomentsOfASlice) {
+  RankState state = State(9);
+  state.m = {0.5f}, state.v = {0.25f};
+  ASSERT_FALSE(SaveRank(root_, 0, 1, state));
+  auto s = LoadRank(root_, 9, 0, 1, 3, 1);
+  ASSERT_TRUE(bool(s)) << Message(s.takeError());
+  EXPECT_EQ(s->params, state.params);
+  EXPECT_EQ(s->m, state.m);
+  EXPECT_EQ(s->v, state.v);
+  state.m = {1, 2, 3, 4}, state.v = {1, 2, 3, 4};
+  EXPECT_NE(Message(SaveRank(root_, 0, 1, state)).find("do not fit"), std::string::npos);
 }
 
 TEST_F(Checkpoints, MetricsFileAppendsLines) {
