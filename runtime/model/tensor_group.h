@@ -6,6 +6,7 @@
 // after each forward or backward.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <type_traits>
@@ -26,15 +27,26 @@ class TensorGroup {
 
   // Sum over the group, in place.
   void AllReduce(T* data, int64_t count) {
-    if (Active()) Keep(comm_->AllReduce(Float(data), static_cast<size_t>(count), comm::ReduceOp::kSum));
+    if (Active()) Keep(Timed([&] { return comm_->AllReduce(Float(data), static_cast<size_t>(count), comm::ReduceOp::kSum); }));
   }
   // out = size() blocks of per_rank, rank r's `in` in block r.
   void AllGather(const T* in, T* out, int64_t per_rank) {
-    if (Active()) Keep(comm_->AllGather(Float(in), Float(out), static_cast<size_t>(per_rank)));
+    if (Active()) Keep(Timed([&] { return comm_->AllGather(Float(in), Float(out), static_cast<size_t>(per_rank)); }));
   }
   // out = the group's sum of block rank() of `in` (size() blocks of per_rank).
   void ReduceScatter(const T* in, T* out, int64_t per_rank) {
-    if (Active()) Keep(comm_->ReduceScatter(Float(in), Float(out), static_cast<size_t>(per_rank), comm::ReduceOp::kSum));
+    if (Active()) {
+      Keep(Timed([&] {
+        return comm_->ReduceScatter(Float(in), Float(out), static_cast<size_t>(per_rank), comm::ReduceOp::kSum);
+      }));
+    }
+  }
+  // Seconds spent in the collectives since the last call (the scaling bench's
+  // tensor-parallel communication time).
+  auto TakeSeconds() -> double {
+    double s = seconds_;
+    seconds_ = 0;
+    return s;
   }
 
   auto failed() const -> bool { return !error_.empty(); }
@@ -57,12 +69,20 @@ class TensorGroup {
   // Only reached for T = float (Active() refuses the others).
   static auto Float(T* p) -> float* { return reinterpret_cast<float*>(p); }
   static auto Float(const T* p) -> const float* { return reinterpret_cast<const float*>(p); }
+  template <typename F>
+  auto Timed(F f) -> llvm::Error {
+    auto start = std::chrono::steady_clock::now();
+    llvm::Error e = f();
+    seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return e;
+  }
   void Keep(llvm::Error e) {
     if (e) error_ = llvm::toString(std::move(e));
   }
 
   comm::Communicator* comm_;
   std::string error_;
+  double seconds_ = 0;
 };
 
 }  // namespace avf::model

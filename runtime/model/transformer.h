@@ -84,6 +84,8 @@ class Transformer {
   void SetGradientHook(GradientHook hook) { on_block_gradients_ = std::move(hook); }
 
   auto TakeError() -> llvm::Error { return tp_.TakeError(); }
+  // Seconds in tensor-parallel collectives since the last call.
+  auto TakeTensorCommSeconds() -> double { return tp_.TakeSeconds(); }
   auto config() const -> const ModelConfig& { return config_; }
   auto shard() const -> const ShardSpec& { return shard_; }
   auto layout() const -> const ParamLayout& { return layout_; }

@@ -49,10 +49,18 @@ class Engine {
   static auto Check(const runtime::RunPlan& plan) -> llvm::Error;
   static auto Create(const EngineSetup& setup) -> llvm::Expected<std::unique_ptr<Engine>>;
 
+  // Seconds of one step a rank spent waiting on communication, averaged
+  // over the ranks: tensor-parallel collectives; pipeline receives (the
+  // bubble included) and the final flush of sends; the data-parallel
+  // reduction not hidden behind the backward (and the embedding group's).
+  struct CommSeconds {
+    double tensor = 0, pipeline = 0, data = 0;
+  };
   struct StepResult {
     double loss = 0;       // the step's mean loss over every data rank's micro-batches
     double grad_norm = 0;  // of the whole model, before clipping
     bool stop = false;     // some rank asked to stop (every rank gets the same answer)
+    CommSeconds comm;
   };
   // `micro_batches` are this data rank's (micro_batches_per_step of them,
   // each micro_batch x seq_len); every rank of the data rank passes the same.
@@ -90,6 +98,7 @@ class Engine {
   int64_t slots_ = 1;
   std::vector<int64_t> slot_of_, backwards_left_, free_slots_;
   double step_loss_ = 0;
+  CommSeconds waited_;  // this rank's, in the step so far
 };
 
 }  // namespace avf::parallel

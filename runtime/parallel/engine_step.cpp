@@ -1,4 +1,6 @@
 // Engine::Step: the schedule's ops, then the reductions and the update.
+#include <chrono>
+
 #include <fmt/format.h>
 
 #include "parallel/engine.h"
@@ -11,12 +13,22 @@ auto Fail(std::string message) -> llvm::Error {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s", message.c_str());
 }
 
+// Adds the seconds `f` takes to `into`.
+template <typename F>
+auto Timed(double& into, F f) -> llvm::Error {
+  auto start = std::chrono::steady_clock::now();
+  llvm::Error e = f();
+  into += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return e;
+}
+
 }  // namespace
 
 auto Engine::Receive(int64_t from_stage, float* into) -> llvm::Error {
   comm::Communicator* link = groups_ ? groups_->RecvLink(from_stage) : nullptr;
   if (!link) return Fail(fmt::format("no pipeline link from stage {} to stage {}", from_stage, stage_));
-  return link->Recv(into, static_cast<size_t>(model_->activation_rows() * model_->config().hidden), 0);
+  auto count = static_cast<size_t>(model_->activation_rows() * model_->config().hidden);
+  return Timed(waited_.pipeline, [&] { return link->Recv(into, count, 0); });
 }
 
 auto Engine::Forward(const PipelineOp& op, const std::vector<data::Batch>& batches) -> llvm::Error {
@@ -79,13 +91,15 @@ auto Engine::ReduceTheRest() -> llvm::Error {
   if (embedding) {
     int64_t wte = l.wte >= 0 ? l.wte : l.lm_head;
     auto count = static_cast<size_t>(l.vocab_count * model_->config().hidden);
-    if (llvm::Error e = embedding->AllReduce(g + wte, count, comm::ReduceOp::kSum)) return e;
+    if (llvm::Error e = Timed(waited_.data, [&] { return embedding->AllReduce(g + wte, count, comm::ReduceOp::kSum); })) {
+      return e;
+    }
   }
   int64_t head = l.block_ranges.empty() ? 0 : l.block_ranges.back().first + l.block_ranges.back().count;
   int64_t body = l.block_ranges.empty() ? l.total : l.block_ranges.front().first;
   reducer_->Reduce(g, static_cast<size_t>(body));
   if (!l.block_ranges.empty()) reducer_->Reduce(g + head, static_cast<size_t>(l.total - head));
-  return reducer_->Wait();
+  return Timed(waited_.data, [&] { return reducer_->Wait(); });
 }
 
 // One world all-reduce: the squared norm's parts, the loss (from the last
@@ -93,13 +107,19 @@ auto Engine::ReduceTheRest() -> llvm::Error {
 auto Engine::Agree(double loss, bool stop) -> llvm::Expected<StepResult> {
   const float* g = model_->gradients().data();
   bool reports_loss = model_->shard().output && tensor_rank_ == 0;
-  float shared[3] = {static_cast<float>(SquaredNorm(g, counted_)),
+  waited_.tensor += model_->TakeTensorCommSeconds();
+  float shared[6] = {static_cast<float>(SquaredNorm(g, counted_)),
                      reports_loss ? static_cast<float>(loss / static_cast<double>(plan_->layout.data)) : 0.0f,
-                     stop ? 1.0f : 0.0f};
-  if (world_ && world_->size() > 1) {
-    if (llvm::Error e = world_->AllReduce(shared, 3, comm::ReduceOp::kSum)) return std::move(e);
+                     stop ? 1.0f : 0.0f,
+                     static_cast<float>(waited_.tensor),
+                     static_cast<float>(waited_.pipeline),
+                     static_cast<float>(waited_.data)};
+  int ranks = world_ ? world_->size() : 1;
+  if (ranks > 1) {
+    if (llvm::Error e = world_->AllReduce(shared, 6, comm::ReduceOp::kSum)) return std::move(e);
   }
-  return StepResult{shared[1], std::sqrt(static_cast<double>(shared[0])), shared[2] > 0};
+  CommSeconds mean{shared[3] / ranks, shared[4] / ranks, shared[5] / ranks};
+  return StepResult{shared[1], std::sqrt(static_cast<double>(shared[0])), shared[2] > 0, mean};
 }
 
 auto Engine::Step(const std::vector<data::Batch>& micro_batches, bool stop_requested) -> llvm::Expected<StepResult> {
@@ -107,6 +127,8 @@ auto Engine::Step(const std::vector<data::Batch>& micro_batches, bool stop_reque
   if (micro_batches.size() != m) return Fail(fmt::format("{} micro-batches for a step of {}", micro_batches.size(), m));
   model_->ZeroGradients();
   step_loss_ = 0;
+  waited_ = {};
+  model_->TakeTensorCommSeconds();
   slot_of_.assign(m, -1), backwards_left_.assign(m, shape_.chunks);
   free_slots_.clear();
   for (int64_t s = slots_ - 1; s >= 0; --s) free_slots_.push_back(s);
@@ -115,7 +137,7 @@ auto Engine::Step(const std::vector<data::Batch>& micro_batches, bool stop_reque
     if (e) return std::move(e);
   }
   for (auto& [to, sender] : senders_) {
-    if (llvm::Error e = sender->Flush()) return std::move(e);
+    if (llvm::Error e = Timed(waited_.pipeline, [&] { return sender->Flush(); })) return std::move(e);
   }
   if (llvm::Error e = ReduceTheRest()) return std::move(e);
   float scale = 1.0f / static_cast<float>(m);

@@ -21,6 +21,9 @@ struct StepMetrics {
   double step_time_s = 0;
   double tokens_per_s = 0;
   double flops_per_s = 0;  // achieved model FLOP/s (6 x parameters x tokens / time, plus attention)
+  // Seconds of the step spent waiting on communication, mean over the ranks
+  // (parallel/engine.h CommSeconds).
+  double tensor_comm_s = 0, pipeline_comm_s = 0, data_comm_s = 0;
 };
 
 // `{"step":1,"loss":...}`: keys in a fixed order, shortest round-trip doubles.

@@ -60,6 +60,8 @@ struct Loop {
   int64_t step = 0;
   Clock::time_point last_checkpoint = Clock::now();
 
+  parallel::Engine::CommSeconds comm;
+
   auto OneStep(double& loss, double& norm, bool& stop) -> llvm::Error;
   auto Checkpoint() -> llvm::Error;
   auto Resume() -> llvm::Error;
@@ -75,7 +77,7 @@ auto Loop::OneStep(double& loss, double& norm, bool& stop) -> llvm::Error {
   }
   auto result = engine->Step(batches, options.stop_requested && options.stop_requested->load());
   if (!result) return result.takeError();
-  loss = result->loss, norm = result->grad_norm, stop = result->stop;
+  loss = result->loss, norm = result->grad_norm, stop = result->stop, comm = result->comm;
   if (!std::isfinite(loss) || !std::isfinite(norm)) {
     return Fail(fmt::format("step {}: the loss or the gradient is not finite (loss {}, gradient norm {}); lower the "
                             "learning rate", step + 1, loss, norm));
@@ -155,7 +157,8 @@ auto Run(Loop& loop, TrainResult& result) -> llvm::Error {
     ++loop.step;
     double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     StepMetrics m{loop.step, total, loss, LearningRate(loop.adam().config(), loop.step - 1), norm, seconds,
-                  tokens_per_step / seconds, p.model.flops_per_token * tokens_per_step / seconds};
+                  tokens_per_step / seconds, p.model.flops_per_token * tokens_per_step / seconds,
+                  loop.comm.tensor, loop.comm.pipeline, loop.comm.data};
     if (loop.metrics) {
       if (llvm::Error e = loop.metrics->Append(m)) return e;
     }
