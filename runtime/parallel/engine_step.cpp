@@ -136,7 +136,8 @@ auto Engine::Step(const std::vector<data::Batch>& micro_batches, bool stop_reque
     llvm::Error e = ops_[i].kind == OpKind::kForward ? Forward(ops_[i], micro_batches) : Backward(ops_[i], i);
     if (e) return std::move(e);
   }
-  for (auto& [to, sender] : senders_) {
+  for (auto& link : senders_) {
+    AsyncSender* sender = link.second.get();
     if (llvm::Error e = Timed(waited_.pipeline, [&] { return sender->Flush(); })) return std::move(e);
   }
   if (llvm::Error e = ReduceTheRest()) return std::move(e);

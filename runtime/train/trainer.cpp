@@ -60,7 +60,7 @@ struct Loop {
   int64_t step = 0;
   Clock::time_point last_checkpoint = Clock::now();
 
-  parallel::Engine::CommSeconds comm;
+  parallel::Engine::CommSeconds comm{};
 
   auto OneStep(double& loss, double& norm, bool& stop) -> llvm::Error;
   auto Checkpoint() -> llvm::Error;
