@@ -46,6 +46,29 @@ struct Workspace {
   Buffer<T> logits, row_max, maxes, target, row_sum, dlosses;                    // head
 };
 
+// Where the element at a flat-buffer offset lives: in the whole buffer, or
+// (ZeRO 2 and 3: the rank holds no whole buffer) in the window of its
+// segment — the tensors before the first block (`front`), the block being
+// computed, or the tensors after the last block (`back`).
+template <typename T>
+struct StateView {
+  T* flat = nullptr;  // the whole buffer; null when windowed
+  T* front = nullptr;
+  int64_t front_end = 0;
+  T* block = nullptr;
+  int64_t block_first = 0;
+  T* back = nullptr;
+  int64_t back_first = 0;
+
+  auto At(int64_t offset) const -> T* {
+    if (offset < 0) return nullptr;
+    if (flat) return flat + offset;
+    if (offset < front_end) return front + offset;
+    if (offset >= back_first) return back + (offset - back_first);
+    return block + (offset - block_first);
+  }
+};
+
 template <typename T>
 struct LayerContext {
   const ModelConfig& config;
@@ -53,15 +76,15 @@ struct LayerContext {
   backend::Kernels<T>& k;
   TensorGroup<T>& tp;
   bool sequence_parallel;
-  T* params;
-  T* grads;
+  StateView<T> params;
+  StateView<T> grads;
   Workspace<T>& w;
   int64_t batch = 0, seq = 0;
 
   auto n() const -> int64_t { return batch * seq; }
   auto rows() const -> int64_t { return sequence_parallel ? n() / tp.size() : n(); }
-  auto P(int64_t offset) const -> T* { return offset < 0 ? nullptr : params + offset; }
-  auto G(int64_t offset) const -> T* { return offset < 0 ? nullptr : grads + offset; }
+  auto P(int64_t offset) const -> T* { return params.At(offset); }
+  auto G(int64_t offset) const -> T* { return grads.At(offset); }
   auto Alloc(int64_t count) const -> Buffer<T> { return Buffer<T>(k, static_cast<size_t>(count)); }
 };
 

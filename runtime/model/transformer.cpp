@@ -1,5 +1,6 @@
 #include "model/transformer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string_view>
 
@@ -47,31 +48,86 @@ Transformer<T>::Transformer(ModelConfig config, ShardSpec shard, backend::Kernel
       tp_(tensor),
       params_(k_, static_cast<size_t>(layout_.total)),
       grads_(k_, static_cast<size_t>(layout_.total)),
-      ctx_{config_, layout_, k_, tp_, shard_.sequence_parallel, params_.data(), grads_.data(), w_} {}
+      ctx_{config_, layout_, k_, tp_, shard_.sequence_parallel, {params_.data()}, {grads_.data()}, w_} {
+  const std::vector<ParamLayout::Range>& blocks = layout_.block_ranges;
+  int64_t front = blocks.empty() ? layout_.total : blocks.front().first;
+  int64_t back = blocks.empty() ? layout_.total : blocks.back().first + blocks.back().count;
+  segments_.push_back({0, front});
+  for (const ParamLayout::Range& r : blocks) segments_.push_back({r.first, r.count});
+  segments_.push_back({back, layout_.total - back});
+}
 
 template <typename T>
-void Transformer<T>::Initialize(uint64_t seed) {
+void Transformer<T>::InitialValues(uint64_t seed, int64_t first, int64_t count, T* out) const {
   double residual_scale = 1.0 / std::sqrt(2.0 * static_cast<double>(config_.layers));
-  std::vector<T> host(static_cast<size_t>(layout_.total));
   for (const ParamTensor& t : layout_.tensors) {
+    int64_t lo = std::max(first, t.offset), hi = std::min(first + count, t.offset + t.size);
+    if (lo >= hi) continue;
     bool norm = t.name.find("ln_") != std::string::npos;
     bool bias = EndsWith(t.name, ".bias");
     bool residual = EndsWith(t.name, "attn.proj.weight") || EndsWith(t.name, "mlp.proj.weight") ||
                     EndsWith(t.name, "mlp.down.weight");
     uint64_t stream = SplitMix(seed ^ NameHash(t.name));
-    for (int64_t i = 0; i < t.size; ++i) {
+    for (int64_t i = lo; i < hi; ++i) {
       double v = bias   ? 0.0
                  : norm ? 1.0
-                        : 0.02 * Normal(stream, t.part.FullIndex(i)) * (residual ? residual_scale : 1.0);
-      host[static_cast<size_t>(t.offset + i)] = static_cast<T>(v);
+                        : 0.02 * Normal(stream, t.part.FullIndex(i - t.offset)) * (residual ? residual_scale : 1.0);
+      out[i - first] = static_cast<T>(v);
     }
   }
+}
+
+template <typename T>
+void Transformer<T>::Initialize(uint64_t seed) {
+  if (params_.empty()) return;  // windowed parameters: the owner of each slice initializes it
+  std::vector<T> host(static_cast<size_t>(layout_.total));
+  InitialValues(seed, 0, layout_.total, host.data());
   k_.CopyFromHost(params_.data(), host.data(), host.size() * sizeof(T));
+}
+
+template <typename T>
+void Transformer<T>::UseWindows(Windows windows) {
+  windowed_ = true;
+  windows_ = std::move(windows);
+  int64_t widest = 0;
+  for (const ParamLayout::Range& r : layout_.block_ranges) widest = std::max(widest, r.count);
+  const Segment& front = segments_.front();
+  const Segment& back = segments_.back();
+  auto views = [&](Buffer<T>& f, Buffer<T>& b, Buffer<T>& k) -> StateView<T> {
+    f = ctx_.Alloc(front.count), k = ctx_.Alloc(widest), b = ctx_.Alloc(back.count);
+    return {nullptr, f.data(), front.count, k.data(), 0, b.data(), back.first};
+  };
+  grads_ = Buffer<T>();
+  ctx_.grads = views(g_front_, g_back_, g_block_);
+  if (windows_.parameters) {
+    params_ = Buffer<T>();
+    ctx_.params = views(p_front_, p_back_, p_block_);
+  }
+}
+
+template <typename T>
+void Transformer<T>::Enter(int64_t segment) {
+  if (!windowed_) return;
+  const Segment& s = segments_[static_cast<size_t>(segment)];
+  bool block = segment > 0 && segment < back_segment();
+  if (block) ctx_.grads.block_first = ctx_.params.block_first = s.first;
+  if (!windows_.parameters || s.count == 0) return;
+  T* window = block ? p_block_.data() : segment == 0 ? p_front_.data() : p_back_.data();
+  windows_.fill(segment, window);
+}
+
+// The head reads the back segment, and wte in the front one when the
+// output projection is the embedding itself (tied, on one stage).
+template <typename T>
+void Transformer<T>::EnterHead() {
+  Enter(back_segment());
+  if (layout_.lm_head < 0) Enter(0);
 }
 
 template <typename T>
 void Transformer<T>::ZeroGradients() {
   grads_.Zero();
+  g_front_.Zero(), g_block_.Zero(), g_back_.Zero();
 }
 
 template <typename T>
@@ -154,15 +210,22 @@ template <typename T>
 void Transformer<T>::ForwardChunk(int64_t chunk, int64_t slot) {
   ChunkActs& a = At(chunk, slot);
   Slot& s = slots_[static_cast<size_t>(slot)];
-  if (IsEmbedding(chunk)) EmbedForward(ctx_, s.tokens.data(), a.input.data());
+  if (IsEmbedding(chunk)) {
+    Enter(0);
+    EmbedForward(ctx_, s.tokens.data(), a.input.data());
+  }
   auto [first, end] = BlocksOf(chunk);
   const T* x = a.input.data();
   for (int64_t b = first; b < end; ++b) {
     BlockActs<T>& acts = a.blocks[static_cast<size_t>(b - first)];
+    Enter(BlockSegment(b));
     BlockForward(ctx_, layout_.blocks[static_cast<size_t>(b)], x, acts);
     x = acts.out.data();
   }
-  if (IsOutput(chunk)) losses_[static_cast<size_t>(slot)] = HeadForward(ctx_, x, s.targets.data(), a.head);
+  if (IsOutput(chunk)) {
+    EnterHead();
+    losses_[static_cast<size_t>(slot)] = HeadForward(ctx_, x, s.targets.data(), a.head);
+  }
 }
 
 // d(output) comes from the head or from OutputGrad; each block's input
@@ -177,6 +240,7 @@ void Transformer<T>::BackwardChunk(int64_t chunk, int64_t slot) {
   Buffer<T>* cur = &dnext_;
   if (IsOutput(chunk)) {
     dnext_.Zero();
+    EnterHead();
     HeadBackward(ctx_, Output(chunk, slot), s.targets.data(), a.head, dnext_.data());
   } else {
     k_.Copy2D(dnext_.data(), 0, a.doutput.data(), 0, bytes, 1);
@@ -184,21 +248,32 @@ void Transformer<T>::BackwardChunk(int64_t chunk, int64_t slot) {
   Buffer<T>* other = &dinput;
   for (int64_t b = end - 1; b >= first; --b) {
     other->Zero();
+    Enter(BlockSegment(b));
     BlockBackward(ctx_, layout_.blocks[static_cast<size_t>(b)], a.blocks[static_cast<size_t>(b - first)], cur->data(),
                   other->data());
     std::swap(cur, other);
-    if (on_block_gradients_) on_block_gradients_(b);
+    if (windowed_) {
+      FinishBlockGradients(b);
+      windows_.take(b, g_block_.data());
+      g_block_.Zero();
+    } else if (on_block_gradients_) {
+      on_block_gradients_(b);
+    }
   }
   if (cur != &dinput) k_.Copy2D(dinput.data(), 0, cur->data(), 0, bytes, 1);
-  if (IsEmbedding(chunk)) EmbedBackward(ctx_, s.tokens.data(), dinput.data());
+  if (IsEmbedding(chunk)) {
+    Enter(0);
+    EmbedBackward(ctx_, s.tokens.data(), dinput.data());
+  }
 }
 
 template <typename T>
 void Transformer<T>::FinishBlockGradients(int64_t block) {
   if (!shard_.sequence_parallel || tp_.size() == 1) return;
   const BlockParams& b = layout_.blocks[static_cast<size_t>(block)];
+  ctx_.grads.block_first = layout_.block_ranges[static_cast<size_t>(block)].first;
   for (int64_t offset : {b.ln1_w, b.ln1_b, b.ln2_w, b.ln2_b}) {
-    if (offset >= 0) tp_.AllReduce(grads_.data() + offset, config_.hidden);
+    if (offset >= 0) tp_.AllReduce(ctx_.G(offset), config_.hidden);
   }
 }
 
@@ -206,13 +281,14 @@ template <typename T>
 void Transformer<T>::FinishHeadGradients() {
   if (!shard_.sequence_parallel || tp_.size() == 1) return;
   for (int64_t offset : {layout_.lnf_w, layout_.lnf_b}) {
-    if (offset >= 0) tp_.AllReduce(grads_.data() + offset, config_.hidden);
+    if (offset >= 0) tp_.AllReduce(ctx_.G(offset), config_.hidden);
   }
 }
 
 template <typename T>
 void Transformer<T>::FinishGradients() {
-  for (int64_t b = 0; b < static_cast<int64_t>(layout_.blocks.size()); ++b) FinishBlockGradients(b);
+  // Windowed blocks were summed before they were taken.
+  for (int64_t b = 0; !windowed_ && b < static_cast<int64_t>(layout_.blocks.size()); ++b) FinishBlockGradients(b);
   FinishHeadGradients();
 }
 

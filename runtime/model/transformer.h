@@ -77,6 +77,39 @@ class Transformer {
   void FinishBlockGradients(int64_t block);
   void FinishHeadGradients();
 
+  // A contiguous part of the flat buffer that the windowed modes move as
+  // one: segment 0 holds the tensors before the first block (the
+  // embeddings), segments 1 .. blocks the blocks, the last one the tensors
+  // after the last block (final norm, output projection); an end may be empty.
+  struct Segment {
+    int64_t first = 0, count = 0;
+  };
+  auto segments() const -> const std::vector<Segment>& { return segments_; }
+  static auto BlockSegment(int64_t block) -> int64_t { return block + 1; }
+  auto back_segment() const -> int64_t { return static_cast<int64_t>(segments_.size()) - 1; }
+
+  // ZeRO 2 and 3: the rank keeps no whole gradient buffer (and, with
+  // `parameters`, no whole parameter buffer); each segment is computed in a
+  // window. `fill` is called before a segment's parameters are read, to put
+  // them in `window`; `take` gets a block's gradients of one micro-batch as
+  // soon as its backward is done (with sequence parallelism already summed
+  // over the tensor group), and the window is zeroed after. The front and
+  // back windows' gradients accumulate over the micro-batches until the
+  // caller takes them (FrontGradients, BackGradients) after the step's last
+  // backward. Call before Reserve.
+  struct Windows {
+    bool parameters = false;
+    std::function<void(int64_t segment, T* window)> fill;
+    std::function<void(int64_t block, T* window)> take;
+  };
+  void UseWindows(Windows windows);
+  auto windowed() const -> bool { return windowed_; }
+  auto FrontGradients() -> T* { return g_front_.data(); }
+  auto BackGradients() -> T* { return g_back_.data(); }
+  // The values of elements [first, first + count) of this shard's flat
+  // parameter buffer after Initialize(seed), for a rank that holds a slice.
+  void InitialValues(uint64_t seed, int64_t first, int64_t count, T* out) const;
+
   // Called by BackwardChunk after each block's backward with the block's
   // index (its gradients are ParamLayout::block_ranges[block]), so a
   // data-parallel reducer can start on them while the next block runs.
@@ -109,6 +142,10 @@ class Transformer {
   auto IsOutput(int64_t chunk) const -> bool { return shard_.output && chunk == chunks() - 1; }
   auto At(int64_t chunk, int64_t slot) -> ChunkActs&;
   void ReserveSlot(Slot& s);
+  // Windowed modes: before a segment is computed, its parameters in place
+  // and the views pointing at the block's windows.
+  void Enter(int64_t segment);
+  void EnterHead();
 
   ModelConfig config_;
   ShardSpec shard_;
@@ -122,6 +159,10 @@ class Transformer {
   std::vector<double> losses_;
   Buffer<T> dnext_;
   GradientHook on_block_gradients_;
+  std::vector<Segment> segments_;
+  bool windowed_ = false;
+  Windows windows_;
+  Buffer<T> p_front_, p_block_, p_back_, g_front_, g_block_, g_back_;
 };
 
 }  // namespace avf::model

@@ -59,11 +59,7 @@ auto DecayMask(const model::ParamLayout& l) -> std::vector<bool> {
 }
 
 auto Engine::Check(const runtime::RunPlan& p) -> llvm::Error {
-  if (p.layout.zero > 1) {
-    return Fail(fmt::format("plan.json asks for ZeRO stage {}; this avf-run executes ZeRO stages 0 and 1 (set "
-                            "`zero = 1` in the job's parallel block)",
-                            p.layout.zero));
-  }
+  if (p.layout.zero < 0 || p.layout.zero > 3) return Fail(fmt::format("plan.json asks for ZeRO stage {}", p.layout.zero));
   if (p.optimizer.kind != runtime::OptimizerKind::AdamW) return Fail("this avf-run trains with AdamW only; the plan asks for sgd");
   if (llvm::Error e = ValidateShape(ShapeOf(p))) return e;
   model::ModelConfig c = ModelConfigOf(p);
@@ -109,9 +105,7 @@ auto Engine::Build(const EngineSetup& s) -> llvm::Error {
   comm::Communicator* tensor = groups_ ? groups_->tensor.get() : nullptr;
   model_ = std::make_unique<model::Transformer<float>>(ModelConfigOf(p), ShardOf(p, stage_, tensor_rank_),
                                                        backend::Cpu<float>(), tensor);
-  model_->Initialize(s.seed);
-  PlanSlots();
-  model_->Reserve(p.layout.micro_batch, p.model.seq_len, slots_);
+  zero_ = p.layout.zero;
   const model::ParamLayout& l = model_->layout();
   std::vector<OwnedSlice> slices{{0, l.total}};
   if (p.layout.zero >= 1 && p.layout.data > 1) {
@@ -121,6 +115,10 @@ auto Engine::Build(const EngineSetup& s) -> llvm::Error {
     }
   }
   optimizer_ = std::make_unique<ShardedAdamW>(s.optimizer, slices, slices.size() > 1 ? data_rank_ : 0, DecayMask(l));
+  if (zero2()) UseWindows(s.seed);
+  model_->Initialize(s.seed);
+  PlanSlots();
+  model_->Reserve(p.layout.micro_batch, p.model.seq_len, slots_);
   reducer_ = std::make_unique<GradientReducer>(groups_ ? groups_->data.get() : nullptr);
   for (const PipelineOp& op : ops_) {
     OpLinks links = Neighbors(op, shape_.stages, stage_, shape_.chunks);
@@ -130,7 +128,9 @@ auto Engine::Build(const EngineSetup& s) -> llvm::Error {
       senders_[links.send_to->stage] = std::make_unique<AsyncSender>(link, 1);
     }
   }
-  if (data_rank_ == 0) {
+  // With the gradients sharded every data rank counts its own slice;
+  // otherwise they are equal on every data rank and data rank 0 counts them.
+  if (data_rank_ == 0 || zero2()) {
     bool tied_copy = p.model.tied_embeddings && shape_.stages > 1 && !model_->shard().embedding;
     for (const model::ParamTensor& t : l.tensors) {
       if ((Replicated(t) && tensor_rank_ != 0) || (tied_copy && t.offset == l.lm_head)) continue;
@@ -138,6 +138,34 @@ auto Engine::Build(const EngineSetup& s) -> llvm::Error {
     }
   }
   return llvm::Error::success();
+}
+
+// ZeRO 2 and 3: the model computes each segment in a window; the hooks move
+// it between the owners. A failure is kept until the step ends.
+void Engine::UseWindows(uint64_t seed) {
+  const OwnedSlice& mine = optimizer_->mine();
+  grad_slice_.assign(static_cast<size_t>(mine.count), 0.0f);
+  model::Transformer<float>::Windows w;
+  w.parameters = zero3();
+  w.take = [this](int64_t block, float* window) {
+    if (!window_error_.empty()) return;
+    if (llvm::Error e = TakeBlock(block, window)) window_error_ = llvm::toString(std::move(e));
+  };
+  if (zero3()) {
+    param_slice_.resize(static_cast<size_t>(mine.count));
+    model_->InitialValues(seed, mine.first, mine.count, param_slice_.data());
+    w.fill = [this](int64_t segment, float* window) {
+      if (!window_error_.empty()) return;
+      const auto& seg = model_->segments()[static_cast<size_t>(segment)];
+      comm::Communicator* data = groups_ ? groups_->data.get() : nullptr;
+      if (llvm::Error e = GatherFromOwners(window, seg.first, seg.count, optimizer_->slices(),
+                                           optimizer_->slices().size() > 1 ? data_rank_ : 0, data,
+                                           param_slice_.data(), scratch_)) {
+        window_error_ = llvm::toString(std::move(e));
+      }
+    };
+  }
+  model_->UseWindows(std::move(w));
 }
 
 // The most distinct micro-batches whose backwards are not all done at once.

@@ -1,12 +1,15 @@
-// One rank's training steps under any layout the planner emits (ZeRO 0 and
-// 1 so far): the pipeline schedule of its stage over the step's
+// One rank's training steps under any layout the planner emits: the pipeline schedule of its stage over the step's
 // micro-batches (schedule.h), activations and gradients sent to and received
 // from the neighbouring stages (sends from a thread per link), tensor
 // parallelism inside the model (model/transformer.h), each block's gradients
 // averaged over the data group as soon as its last micro-batch's backward has
 // produced them (overlapping the rest of the backward), a tied embedding's two
 // copies summed over the embedding group, the whole model's gradient norm,
-// and the optimizer on this rank's ZeRO slice.
+// and the optimizer on this rank's ZeRO slice. From ZeRO 2 the rank keeps
+// only its slice of the gradients (each block's are reduce-scattered to
+// their owners as soon as they are computed, from a window), and at ZeRO 3
+// only its slice of the parameters (each segment is gathered into a window
+// before it is used, and dropped after).
 #pragma once
 
 #include <cstdint>
@@ -67,6 +70,12 @@ class Engine {
   auto Step(const std::vector<data::Batch>& micro_batches, bool stop_requested) -> llvm::Expected<StepResult>;
 
   auto model() -> model::Transformer<float>& { return *model_; }
+  // What this rank keeps of the parameters (all of its shard, or at ZeRO 3
+  // its slice): what a checkpoint saves and restores.
+  auto kept_parameters() -> float* { return zero3() ? param_slice_.data() : model_->parameters().data(); }
+  auto kept_parameter_count() const -> int64_t {
+    return zero3() ? static_cast<int64_t>(param_slice_.size()) : model_->layout().total;
+  }
   auto optimizer() -> ShardedAdamW& { return *optimizer_; }
   auto stage() const -> int64_t { return stage_; }
 
@@ -80,6 +89,13 @@ class Engine {
   void OnBlockGradients(int64_t block);
   auto ReduceTheRest() -> llvm::Error;
   auto Agree(double loss, bool stop) -> llvm::Expected<StepResult>;
+  auto zero2() const -> bool { return zero_ >= 2; }
+  auto zero3() const -> bool { return zero_ >= 3; }
+  void UseWindows(uint64_t seed);
+  auto TakeBlock(int64_t block, const float* window) -> llvm::Error;
+  auto FinishSharded() -> llvm::Error;
+  auto Update(double grad_norm) -> llvm::Error;
+  auto SquaredNormOfSlice() const -> double;
 
   const runtime::RunPlan* plan_ = nullptr;
   comm::Communicator* world_ = nullptr;
@@ -99,6 +115,12 @@ class Engine {
   std::vector<int64_t> slot_of_, backwards_left_, free_slots_;
   double step_loss_ = 0;
   CommSeconds waited_;  // this rank's, in the step so far
+  int64_t zero_ = 0;
+  // ZeRO 2 and 3: this rank's slice of the reduced gradients (and of the
+  // parameters at 3); the window hooks' first failure; reused scratch.
+  std::vector<float> grad_slice_, param_slice_;
+  std::string window_error_;
+  std::vector<float> scratch_;
 };
 
 }  // namespace avf::parallel

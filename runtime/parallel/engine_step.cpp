@@ -1,5 +1,7 @@
 // Engine::Step: the schedule's ops, then the reductions and the update.
+#include <algorithm>
 #include <chrono>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -44,6 +46,7 @@ auto Engine::Forward(const PipelineOp& op, const std::vector<data::Batch>& batch
   if (!links.send_to) model_->SetTargets(slot, batches[m].targets.data());
   model_->ForwardChunk(op.chunk, slot);
   if (llvm::Error e = model_->TakeError()) return e;
+  if (!window_error_.empty()) return Fail(std::exchange(window_error_, std::string()));
   size_t count = static_cast<size_t>(model_->activation_rows() * model_->config().hidden);
   if (links.send_to) senders_.at(links.send_to->stage)->Send(model_->Output(op.chunk, slot), count);
   else step_loss_ += model_->Loss(slot);
@@ -64,6 +67,7 @@ auto Engine::Backward(const PipelineOp& op, size_t index) -> llvm::Error {
   model_->BackwardChunk(op.chunk, slot);
   model_->SetGradientHook(nullptr);
   if (llvm::Error e = model_->TakeError()) return e;
+  if (!window_error_.empty()) return Fail(std::exchange(window_error_, std::string()));
   size_t count = static_cast<size_t>(model_->activation_rows() * model_->config().hidden);
   if (links.send_to) senders_.at(links.send_to->stage)->Send(model_->InputGrad(op.chunk, slot), count);
   if (--backwards_left_[m] == 0) {
@@ -71,6 +75,72 @@ auto Engine::Backward(const PipelineOp& op, size_t index) -> llvm::Error {
     slot_of_[m] = -1;
   }
   return llvm::Error::success();
+}
+
+auto Engine::TakeBlock(int64_t block, const float* window) -> llvm::Error {
+  const auto& seg = model_->segments()[static_cast<size_t>(model::Transformer<float>::BlockSegment(block))];
+  comm::Communicator* data = groups_ ? groups_->data.get() : nullptr;
+  int64_t me = optimizer_->slices().size() > 1 ? data_rank_ : 0;
+  return Timed(waited_.data, [&] {
+    return ScatterToOwners(window, seg.first, seg.count, optimizer_->slices(), me, data, grad_slice_.data(), scratch_);
+  });
+}
+
+// ZeRO 2 and 3, after the schedule: the front and back windows (embeddings,
+// head; accumulated over the micro-batches) summed over the embedding group
+// where a tied wte is split, then reduce-scattered to their owners.
+auto Engine::FinishSharded() -> llvm::Error {
+  if (!window_error_.empty()) return Fail(std::exchange(window_error_, std::string()));
+  model_->FinishHeadGradients();
+  if (llvm::Error e = model_->TakeError()) return e;
+  const model::ParamLayout& l = model_->layout();
+  const auto& segments = model_->segments();
+  const auto& back = segments.back();
+  comm::Communicator* embedding = groups_ ? groups_->embedding.get() : nullptr;
+  if (embedding) {
+    float* wte = l.wte >= 0 ? model_->FrontGradients() + l.wte : model_->BackGradients() + (l.lm_head - back.first);
+    auto count = static_cast<size_t>(l.vocab_count * model_->config().hidden);
+    if (llvm::Error e = Timed(waited_.data, [&] { return embedding->AllReduce(wte, count, comm::ReduceOp::kSum); })) {
+      return e;
+    }
+  }
+  comm::Communicator* data = groups_ ? groups_->data.get() : nullptr;
+  int64_t me = optimizer_->slices().size() > 1 ? data_rank_ : 0;
+  for (auto [seg, window] : {std::pair{segments.front(), model_->FrontGradients()}, std::pair{back, model_->BackGradients()}}) {
+    if (seg.count == 0) continue;
+    if (llvm::Error e = Timed(waited_.data, [&] {
+          return ScatterToOwners(window, seg.first, seg.count, optimizer_->slices(), me, data, grad_slice_.data(),
+                                 scratch_);
+        })) {
+      return e;
+    }
+  }
+  return llvm::Error::success();
+}
+
+auto Engine::SquaredNormOfSlice() const -> double {
+  const OwnedSlice& mine = optimizer_->mine();
+  double sum = 0;
+  for (const OwnedSlice& r : counted_) {
+    int64_t lo = std::max(r.first, mine.first), hi = std::min(r.first + r.count, mine.first + mine.count);
+    for (int64_t i = lo; i < hi; ++i) {
+      double g = grad_slice_[static_cast<size_t>(i - mine.first)];
+      sum += g * g;
+    }
+  }
+  return sum;
+}
+
+auto Engine::Update(double grad_norm) -> llvm::Error {
+  comm::Communicator* data = groups_ ? groups_->data.get() : nullptr;
+  if (!zero2()) return optimizer_->Step(model_->parameters().data(), model_->gradients().data(), grad_norm, data);
+  if (zero3()) {
+    optimizer_->Update(param_slice_.data(), grad_slice_.data(), grad_norm);
+    return llvm::Error::success();
+  }
+  float* params = model_->parameters().data();
+  optimizer_->Update(params + optimizer_->mine().first, grad_slice_.data(), grad_norm);
+  return optimizer_->Gather(params, data);
 }
 
 void Engine::OnBlockGradients(int64_t block) {
@@ -108,7 +178,7 @@ auto Engine::Agree(double loss, bool stop) -> llvm::Expected<StepResult> {
   const float* g = model_->gradients().data();
   bool reports_loss = model_->shard().output && tensor_rank_ == 0;
   waited_.tensor += model_->TakeTensorCommSeconds();
-  float shared[6] = {static_cast<float>(SquaredNorm(g, counted_)),
+  float shared[6] = {static_cast<float>(zero2() ? SquaredNormOfSlice() : SquaredNorm(g, counted_)),
                      reports_loss ? static_cast<float>(loss / static_cast<double>(plan_->layout.data)) : 0.0f,
                      stop ? 1.0f : 0.0f,
                      static_cast<float>(waited_.tensor),
@@ -126,6 +196,7 @@ auto Engine::Step(const std::vector<data::Batch>& micro_batches, bool stop_reque
   auto m = static_cast<size_t>(shape_.micro_batches);
   if (micro_batches.size() != m) return Fail(fmt::format("{} micro-batches for a step of {}", micro_batches.size(), m));
   model_->ZeroGradients();
+  std::fill(grad_slice_.begin(), grad_slice_.end(), 0.0f);
   step_loss_ = 0;
   waited_ = {};
   model_->TakeTensorCommSeconds();
@@ -140,15 +211,19 @@ auto Engine::Step(const std::vector<data::Batch>& micro_batches, bool stop_reque
     AsyncSender* sender = link.second.get();
     if (llvm::Error e = Timed(waited_.pipeline, [&] { return sender->Flush(); })) return std::move(e);
   }
-  if (llvm::Error e = ReduceTheRest()) return std::move(e);
-  float scale = 1.0f / static_cast<float>(m);
-  for (float& x : model_->gradients()) x *= scale;
+  if (zero2()) {
+    if (llvm::Error e = FinishSharded()) return std::move(e);
+    // The scatters summed over the data group: average, and over the micro-batches.
+    float scale = 1.0f / static_cast<float>(m * static_cast<size_t>(plan_->layout.data));
+    for (float& x : grad_slice_) x *= scale;
+  } else {
+    if (llvm::Error e = ReduceTheRest()) return std::move(e);
+    float scale = 1.0f / static_cast<float>(m);
+    for (float& x : model_->gradients()) x *= scale;
+  }
   auto result = Agree(step_loss_ / static_cast<double>(m), stop_requested);
   if (!result) return result.takeError();
-  if (llvm::Error e = optimizer_->Step(model_->parameters().data(), model_->gradients().data(), result->grad_norm,
-                                       groups_ ? groups_->data.get() : nullptr)) {
-    return std::move(e);
-  }
+  if (llvm::Error e = Update(result->grad_norm)) return std::move(e);
   return *result;
 }
 

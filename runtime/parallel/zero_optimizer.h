@@ -1,9 +1,10 @@
-// The optimizer step of one rank under ZeRO stage 0 or 1 (docs/plan-format.md
+// The optimizer step of one rank under every ZeRO stage (docs/plan-format.md
 // #zero): AdamW on the elements this data rank owns — every element at stage
-// 0; at stage 1 its plan slice, with moments for that slice only — then each
-// owner broadcasts its slice of the updated parameters over the data group,
-// so every data rank holds the whole shard again. The gradients must already
-// be averaged over the data group (every data rank holds the same).
+// 0; from stage 1 its plan slice, with moments for that slice only. At stages
+// 1 and 2 each owner then broadcasts its slice of the updated parameters over
+// the data group, so every data rank holds the whole shard again; at stage 3
+// the parameters stay sharded. Also the data group's moves of one segment of
+// the flat buffer between the owners of its elements (ZeRO 2 and 3).
 #pragma once
 
 #include <cstdint>
@@ -30,7 +31,13 @@ class ShardedAdamW {
 
   // `grad_norm` is the norm of the whole model's gradient (every rank clips
   // by the same factor). `data` is the data group (null: one data rank).
+  // Step takes the whole buffers (gradients averaged over the data group);
+  // Update takes this rank's slice of each; Gather broadcasts every owner's
+  // slice of the parameters.
   auto Step(float* params, const float* grads, double grad_norm, comm::Communicator* data) -> llvm::Error;
+  void Update(float* params_slice, const float* grads_slice, double grad_norm);
+  auto Gather(float* params, comm::Communicator* data) -> llvm::Error;
+  auto slices() const -> const std::vector<OwnedSlice>& { return slices_; }
 
   auto mine() const -> const OwnedSlice& { return slices_[static_cast<size_t>(data_rank_)]; }
   auto adam() -> train::AdamW& { return adam_; }
@@ -48,5 +55,16 @@ class ShardedAdamW {
 // second copy of wte not at all, and (gradients being equal across data
 // ranks) only data rank 0's.
 auto SquaredNorm(const float* grads, const std::vector<OwnedSlice>& counted) -> double;
+
+// Adds the data group's sum of `window` — elements [first, first + count) of
+// the flat buffer — to `owned`, this rank's slice (`slices[me]`), each rank
+// getting the part its slice covers: a reduce-scatter over blocks padded to
+// the largest part. `scratch` is reused between calls.
+auto ScatterToOwners(const float* window, int64_t first, int64_t count, const std::vector<OwnedSlice>& slices,
+                     int64_t me, comm::Communicator* data, float* owned, std::vector<float>& scratch) -> llvm::Error;
+// Fills `window` (elements [first, first + count)) from the owners' slices:
+// an all-gather of the parts, padded to the largest.
+auto GatherFromOwners(float* window, int64_t first, int64_t count, const std::vector<OwnedSlice>& slices, int64_t me,
+                      comm::Communicator* data, const float* owned, std::vector<float>& scratch) -> llvm::Error;
 
 }  // namespace avf::parallel

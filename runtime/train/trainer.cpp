@@ -90,7 +90,7 @@ auto Loop::Checkpoint() -> llvm::Error {
   s.step = step;
   data::BatchLoader::Position pos = loader->position();
   s.data_position = pos.position, s.data_epoch = pos.epoch;
-  s.params.assign(engine->model().parameters().begin(), engine->model().parameters().end());
+  s.params.assign(engine->kept_parameters(), engine->kept_parameters() + engine->kept_parameter_count());
   s.m = adam().moments().first;
   s.v = adam().moments().second;
   int world = options.world ? options.world->size() : 1;
@@ -111,9 +111,9 @@ auto Loop::Resume() -> llvm::Error {
   if (!latest) return latest.takeError();
   if (!*latest) return llvm::Error::success();
   auto s = LoadRank(options.checkpoint_dir, **latest, options.rank, options.world ? options.world->size() : 1,
-                    engine->model().layout().total, engine->optimizer().mine().count);
+                    engine->kept_parameter_count(), engine->optimizer().mine().count);
   if (!s) return s.takeError();
-  std::copy(s->params.begin(), s->params.end(), engine->model().parameters().begin());
+  std::copy(s->params.begin(), s->params.end(), engine->kept_parameters());
   adam().moments().first = std::move(s->m);
   adam().moments().second = std::move(s->v);
   adam().set_step(s->step);
