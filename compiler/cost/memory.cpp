@@ -27,19 +27,24 @@ auto OptimizerBytes(Precision p, OptimizerKind kind) -> double {
 // channels that is 256 MiB per communicator a rank belongs to.
 constexpr double kBuffersPerCommunicator = 256.0 * 1024 * 1024;
 
-// Korthikanti Table 2 generalised to any ffn width: bytes of one layer's
-// stored activations for one micro-batch, in 16-bit.
+// Korthikanti Table 2 generalised to any ffn width, without its dropout
+// terms (aviflow jobs train without dropout: the language has no dropout
+// and avf-run applies none): bytes of one layer's stored activations for
+// one micro-batch, in 16-bit.
 auto LayerActivationBytes(const ModelShape& m, const Layout& l) -> double {
   double sbh = D(m.seq_len) * D(l.micro_batch) * D(m.hidden);
   double t = D(l.tensor);
-  // 34 = 18 + 4 ffn/h for GELU; SwiGLU keeps gate, up, activation and product.
+  // 32 = 16 + 4 ffn/h for GELU; SwiGLU keeps gate, up, activation and product.
   double ffn_term = (m.arch == Arch::Llama ? 8.0 : 4.0) * D(m.ffn) / D(m.hidden);
   double linear_part = 8.0 + ffn_term;  // the part tensor parallelism splits
-  double attention_core = 5.0 * D(m.heads) * D(m.seq_len) * D(m.seq_len) * D(l.micro_batch);
+  // The softmax output, which attention over V reads (no dropout mask or output).
+  double attention_core = 2.0 * D(m.heads) * D(m.seq_len) * D(m.seq_len) * D(l.micro_batch);
+  // LayerNorm inputs 4, QKV and fc1 inputs 2 + 2: what plain tensor parallelism leaves replicated.
+  constexpr double kReplicated = 8.0;
   if (l.recompute == Recompute::Full) return l.sequence_parallel ? 2.0 * sbh / t : 2.0 * sbh;
   double kept_core = l.recompute == Recompute::Selective ? 0.0 : attention_core / t;
-  if (l.sequence_parallel) return sbh * (10.0 + linear_part) / t + kept_core;
-  return sbh * (10.0 + linear_part / t) + kept_core;
+  if (l.sequence_parallel) return sbh * (kReplicated + linear_part) / t + kept_core;
+  return sbh * (kReplicated + linear_part / t) + kept_core;
 }
 
 // Micro-batches whose activations the first stage holds at the peak.
@@ -69,9 +74,10 @@ auto ActivationBytes(const Workload& w, const Layout& l) -> double {
   double logits = 4.0 * sbh * (1.0 + D(m.vocab) / D(m.hidden)) / D(l.tensor);
   double first = per_layer * layers * InFlightMicroBatches(l, micro_batches) + rebuilt;
   if (l.pipeline == 1) return (first + logits) * scale;
-  // The last stage holds one micro-batch under 1F1B, all of them under GPipe.
+  // The last stage holds one micro-batch under 1F1B, all of them (with
+  // their output layer's softmax) under GPipe.
   double last_held = l.schedule == Schedule::GPipe ? D(micro_batches) : 1.0;
-  double last = per_layer * layers * last_held + rebuilt + logits;
+  double last = (per_layer * layers + logits) * last_held + rebuilt;
   return std::max(first, last) * scale;
 }
 

@@ -146,8 +146,7 @@ void Transformer<T>::ReserveSlot(Slot& s) {
   for (int64_t c = 0; c < chunks(); ++c) {
     ChunkActs& a = s.chunks[static_cast<size_t>(c)];
     auto [first, end] = BlocksOf(c);
-    a.input = ctx_.Alloc(rc), a.dinput = ctx_.Alloc(rc);
-    a.doutput = ctx_.Alloc(IsOutput(c) ? 0 : rc);
+    a.input = ctx_.Alloc(rc);
     a.blocks.resize(static_cast<size_t>(end - first));
     for (BlockActs<T>& b : a.blocks) ReserveBlock(ctx_, b);
     if (IsOutput(c)) ReserveHead(ctx_, a.head);
@@ -166,6 +165,7 @@ void Transformer<T>::Reserve(int64_t batch, int64_t seq, int64_t slots) {
   for (Slot& s : slots_) ReserveSlot(s);
   losses_.assign(static_cast<size_t>(slots), 0.0);
   dnext_ = ctx_.Alloc(ctx_.rows() * config_.hidden);
+  dinput_ = ctx_.Alloc(ctx_.rows() * config_.hidden);
 }
 
 template <typename T>
@@ -198,12 +198,14 @@ auto Transformer<T>::Output(int64_t chunk, int64_t slot) -> const T* {
 
 template <typename T>
 auto Transformer<T>::OutputGrad(int64_t chunk, int64_t slot) -> T* {
-  return At(chunk, slot).doutput.data();
+  (void)At(chunk, slot);
+  return dnext_.data();
 }
 
 template <typename T>
 auto Transformer<T>::InputGrad(int64_t chunk, int64_t slot) -> const T* {
-  return At(chunk, slot).dinput.data();
+  (void)At(chunk, slot);
+  return dinput_.data();
 }
 
 template <typename T>
@@ -229,21 +231,23 @@ void Transformer<T>::ForwardChunk(int64_t chunk, int64_t slot) {
 }
 
 // d(output) comes from the head or from OutputGrad; each block's input
-// gradient alternates between dnext_ and the chunk's dinput, ending there.
+// gradient alternates between dnext_ and dinput_, ending in dinput_. Both are
+// shared by every chunk and slot: the caller sends InputGrad (copied) before
+// the next backward, and writes OutputGrad (which is dnext_) just before it.
 template <typename T>
 void Transformer<T>::BackwardChunk(int64_t chunk, int64_t slot) {
   ChunkActs& a = At(chunk, slot);
   Slot& s = slots_[static_cast<size_t>(slot)];
   auto [first, end] = BlocksOf(chunk);
   size_t bytes = ActivationBytes();
-  Buffer<T>& dinput = a.dinput;
+  Buffer<T>& dinput = dinput_;
   Buffer<T>* cur = &dnext_;
   if (IsOutput(chunk)) {
     dnext_.Zero();
     EnterHead();
     HeadBackward(ctx_, Output(chunk, slot), s.targets.data(), a.head, dnext_.data());
   } else {
-    k_.Copy2D(dnext_.data(), 0, a.doutput.data(), 0, bytes, 1);
+    // OutputGrad(chunk, slot) is dnext_: the caller wrote d(output) there.
   }
   Buffer<T>* other = &dinput;
   for (int64_t b = end - 1; b >= first; --b) {
@@ -310,6 +314,58 @@ void Transformer<T>::Backward() {
     if (c + 1 < chunks()) k_.Copy2D(OutputGrad(c, 0), 0, InputGrad(c + 1, 0), 0, ActivationBytes(), 1);
     BackwardChunk(c, 0);
   }
+}
+
+namespace {
+
+template <typename B>
+auto Bytes(const B& b) -> int64_t {
+  return static_cast<int64_t>(b.size() * sizeof(*b.data()));
+}
+
+template <typename T>
+auto BlockBytes(const BlockActs<T>& a) -> int64_t {
+  int64_t sum = 0;
+  for (const Buffer<T>* b : {&a.ln1, &a.mean1, &a.rstd1, &a.q, &a.k, &a.v, &a.att, &a.attn, &a.x2, &a.ln2, &a.mean2,
+                             &a.rstd2, &a.h, &a.act, &a.out}) {
+    sum += Bytes(*b);
+  }
+  return sum;
+}
+
+template <typename T>
+auto WorkspaceBytes(const Workspace<T>& w) -> int64_t {
+  int64_t sum = 0;
+  for (const Buffer<T>* b : {&w.qkv, &w.full, &w.partial, &w.rows, &w.gate, &w.up, &w.dfull, &w.dpartial, &w.drows,
+                             &w.dx2, &w.dz, &w.dy, &w.dact, &w.dh, &w.dattn, &w.dq, &w.dk, &w.dv, &w.dqkv, &w.dgate,
+                             &w.dup, &w.logits, &w.row_max, &w.maxes, &w.target, &w.row_sum, &w.dlosses}) {
+    sum += Bytes(*b);
+  }
+  return sum;
+}
+
+}  // namespace
+
+template <typename T>
+auto Transformer<T>::Memory() const -> MemoryBytes {
+  MemoryBytes m;
+  m.parameters = Bytes(params_), m.gradients = Bytes(grads_);
+  for (const Slot& s : slots_) {
+    m.activations += Bytes(s.tokens) + Bytes(s.targets);
+    for (const ChunkActs& c : s.chunks) {
+      m.activations += Bytes(c.input);
+      for (const BlockActs<T>& b : c.blocks) m.activations += BlockBytes(b);
+      for (const Buffer<T>* b : {&c.head.lnf, &c.head.mean, &c.head.rstd, &c.head.probs, &c.head.losses}) {
+        m.activations += Bytes(*b);
+      }
+    }
+  }
+  // The logits (one micro-batch's, in the workspace) are what the planner's
+  // activations count for the output layer, beside the kept probabilities.
+  m.activations += Bytes(w_.logits);
+  m.scratch = WorkspaceBytes(w_) - Bytes(w_.logits) + Bytes(dnext_) + Bytes(dinput_);
+  for (const Buffer<T>* b : {&p_front_, &p_block_, &p_back_, &g_front_, &g_block_, &g_back_}) m.scratch += Bytes(*b);
+  return m;
 }
 
 template class Transformer<float>;

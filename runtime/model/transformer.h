@@ -116,6 +116,16 @@ class Transformer {
   using GradientHook = std::function<void(int64_t block)>;
   void SetGradientHook(GradientHook hook) { on_block_gradients_ = std::move(hook); }
 
+  // Bytes of what this rank holds, by what the planner predicts: the
+  // parameter and gradient buffers (whole; empty when windowed), the
+  // activations kept for backward over every slot (embedding outputs,
+  // blocks, head, received inputs and gradients), and the scratch: the
+  // shared workspace and the windows.
+  struct MemoryBytes {
+    int64_t parameters = 0, gradients = 0, activations = 0, scratch = 0;
+  };
+  auto Memory() const -> MemoryBytes;
+
   auto TakeError() -> llvm::Error { return tp_.TakeError(); }
   // Seconds in tensor-parallel collectives since the last call.
   auto TakeTensorCommSeconds() -> double { return tp_.TakeSeconds(); }
@@ -129,7 +139,7 @@ class Transformer {
 
  private:
   struct ChunkActs {
-    Buffer<T> input, dinput, doutput;
+    Buffer<T> input;
     std::vector<BlockActs<T>> blocks;
     HeadActs<T> head;
   };
@@ -157,7 +167,7 @@ class Transformer {
   LayerContext<T> ctx_;
   std::vector<Slot> slots_;
   std::vector<double> losses_;
-  Buffer<T> dnext_;
+  Buffer<T> dnext_, dinput_;
   GradientHook on_block_gradients_;
   std::vector<Segment> segments_;
   bool windowed_ = false;

@@ -168,6 +168,18 @@ void Engine::UseWindows(uint64_t seed) {
   model_->UseWindows(std::move(w));
 }
 
+auto Engine::Memory() -> MemoryUse {
+  model::Transformer<float>::MemoryBytes m = model_->Memory();
+  auto bytes = [](const std::vector<float>& v) { return static_cast<int64_t>(v.size() * sizeof(float)); };
+  MemoryUse u;
+  u.weights = m.parameters + bytes(param_slice_);
+  u.gradients = m.gradients + bytes(grad_slice_);
+  u.optimizer = bytes(optimizer_->adam().moments().first) + bytes(optimizer_->adam().moments().second);
+  u.activations = m.activations;
+  u.scratch = m.scratch + static_cast<int64_t>(scratch_.capacity() * sizeof(float));
+  return u;
+}
+
 // The most distinct micro-batches whose backwards are not all done at once.
 void Engine::PlanSlots() {
   std::set<int64_t> active;

@@ -69,6 +69,16 @@ class Engine {
   // each micro_batch x seq_len); every rank of the data rank passes the same.
   auto Step(const std::vector<data::Batch>& micro_batches, bool stop_requested) -> llvm::Expected<StepResult>;
 
+  // Bytes this rank holds, in the planner's categories (plan.json
+  // predicted.memory_breakdown_bytes): weights and gradients (whole shard or
+  // ZeRO slice), the optimizer's moments, the activations kept for backward
+  // over every micro-batch slot; scratch (workspace, windows) is what the
+  // planner's `buffers` would hold.
+  struct MemoryUse {
+    int64_t weights = 0, gradients = 0, optimizer = 0, activations = 0, scratch = 0;
+  };
+  auto Memory() -> MemoryUse;
+
   auto model() -> model::Transformer<float>& { return *model_; }
   // What this rank keeps of the parameters (all of its shard, or at ZeRO 3
   // its slice): what a checkpoint saves and restores.

@@ -25,6 +25,7 @@
 #include "rendezvous/store.h"
 #include "rendezvous/token.h"
 #include "run/launcher.h"
+#include "run/memory_report.h"
 #include "train/trainer.h"
 
 namespace {
@@ -236,6 +237,8 @@ auto Run(const RunFlags& f, const std::vector<std::string>& args) -> int {
   InstallStopHandlers();
   auto result = avf::train::Train(*plan, o, llvm::outs());
   if (!result) return Report(result.takeError());
+  if (llvm::Error e = avf::run::WriteMemoryReport(f.run_dir, identity->rank, *plan, *result)) return Report(std::move(e));
+  if (identity->rank == 0 && result->last_step > result->first_step) avf::run::PrintMemory(llvm::outs(), 0, *plan, *result);
   return Finish(*plan, *result, identity->rank);
 }
 

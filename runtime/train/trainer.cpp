@@ -210,6 +210,8 @@ auto Train(const RunPlan& plan, const TrainOptions& options, llvm::raw_ostream& 
   }
   TrainResult result;
   if (llvm::Error e = Run(loop, result)) return e;
+  result.stage = loop.engine->stage();
+  result.memory = loop.engine->Memory();
   return result;
 }
 

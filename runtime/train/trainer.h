@@ -12,6 +12,7 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include "comm/communicator.h"
+#include "parallel/engine.h"
 #include "plan/plan.h"
 
 namespace avf::train {
@@ -38,6 +39,8 @@ struct TrainResult {
   double first_loss = 0, last_loss = 0;
   bool stopped = false;     // stop_requested ended the run before its last step
   bool checkpointed = false;  // the last step's checkpoint is committed
+  int64_t stage = 0;          // this rank's pipeline stage
+  parallel::Engine::MemoryUse memory;  // what this rank held
 };
 
 // Whether this avf-run can execute the plan with `world` processes; checked
