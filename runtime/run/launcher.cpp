@@ -58,6 +58,9 @@ auto ChildEnvironment(int64_t nproc) -> std::vector<std::string> {
   for (const char* name : {"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"}) {
     if (!std::getenv(name)) env.push_back(fmt::format("{}={}", name, threads));
   }
+  // OpenMP's threads otherwise spin after each parallel loop and take the
+  // cores from the BLAS's threads that run next.
+  if (!std::getenv("OMP_WAIT_POLICY")) env.push_back("OMP_WAIT_POLICY=PASSIVE");
   return env;
 }
 

@@ -21,7 +21,7 @@ auto LocalRankGiven(const runtime::IdentityFlags& flags, const runtime::Environm
 // communicators notice within a second), then SIGTERM, then SIGKILL. SIGTERM
 // and SIGINT sent to the launcher (a pod being deleted) go to every child.
 // Sets OMP_NUM_THREADS and OPENBLAS_NUM_THREADS to the node's cores divided
-// by the ranks when they are not set. Returns the exit status for main: 0
+// by the ranks, and OMP_WAIT_POLICY=PASSIVE, when they are not set. Returns the exit status for main: 0
 // when every child succeeded, else the first failure's status.
 auto LaunchNode(const std::vector<std::string>& args, const runtime::NodeIdentity& node) -> int;
 
