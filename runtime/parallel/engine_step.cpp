@@ -106,7 +106,9 @@ auto Engine::FinishSharded() -> llvm::Error {
   }
   comm::Communicator* data = groups_ ? groups_->data.get() : nullptr;
   int64_t me = optimizer_->slices().size() > 1 ? data_rank_ : 0;
-  for (auto [seg, window] : {std::pair{segments.front(), model_->FrontGradients()}, std::pair{back, model_->BackGradients()}}) {
+  for (const auto& end : {std::pair{segments.front(), model_->FrontGradients()}, std::pair{back, model_->BackGradients()}}) {
+    const auto& seg = end.first;
+    const float* window = end.second;
     if (seg.count == 0) continue;
     if (llvm::Error e = Timed(waited_.data, [&] {
           return ScatterToOwners(window, seg.first, seg.count, optimizer_->slices(), me, data, grad_slice_.data(),
