@@ -24,6 +24,7 @@
 #include <functional>
 
 #include "comm/nccl_communicator.h"
+#include "forked_ranks.h"
 #include "rendezvous/socket.h"
 #include "rendezvous/store.h"
 
@@ -35,9 +36,8 @@ using rendezvous::StoreErrc;
 using rendezvous::net::Clock;
 namespace net = rendezvous::net;
 
-const std::string kToken = "nccl-test-token-0123456789abcdef";
-
-auto Text(llvm::Error e) -> std::string { return e ? rendezvous::TakeFailure(std::move(e)).message : std::string(); }
+using testing::kToken;
+using testing::Text;
 
 // "" when `e` is a failure with `code` whose message contains every `parts`.
 auto ExpectFailure(llvm::Error e, StoreErrc code, std::initializer_list<std::string_view> parts) -> std::string {
@@ -53,66 +53,12 @@ auto ExpectFailure(llvm::Error e, StoreErrc code, std::initializer_list<std::str
   return "";
 }
 
-// ---- forked children ------------------------------------------------------
+// ---- forked children (forked_ranks.h) --------------------------------------
 
-struct Child {
-  pid_t pid = -1;
-  int in_fd = -1, report_fd = -1;
-};
-
-// Forks; the child reads the parent's u16 from in_fd, runs body(value) and
-// sends its report ("ok" for "") before _exit(0).
-auto Spawn(const std::function<std::string(uint16_t)>& body) -> Child {
-  int to[2], from[2];
-  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, to) != 0 ||
-      ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, from) != 0) {
-    return {};
-  }
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    ::close(to[1]);
-    ::close(from[0]);
-    uint16_t value = 0;
-    std::string report = "no value from the parent";
-    if (net::RecvExact(to[0], reinterpret_cast<char*>(&value), sizeof value, Clock::now() + 10s).done == sizeof value) {
-      report = body(value);
-    }
-    net::SendAll(from[1], report.empty() ? "ok" : report, Clock::now() + 1s);
-    ::_exit(0);  // no gtest teardown, no atexit handlers in the child
-  }
-  ::close(to[0]);
-  ::close(from[1]);
-  return {pid, to[1], from[0]};
-}
-
-void Give(Child& c, uint16_t value) {
-  net::SendAll(c.in_fd, std::string_view(reinterpret_cast<const char*>(&value), sizeof value), Clock::now() + 1s);
-  ::close(c.in_fd);
-}
-
-// The child's report: "" for "ok", "hung: ..." if it outlived the deadline
-// (then it is killed), "exit N"/"signal N" if it died without reporting.
-auto Reap(Child& c, Clock::time_point deadline) -> std::string {
-  std::string report;
-  char buf[4096];
-  for (;;) {
-    auto io = net::RecvExact(c.report_fd, buf, sizeof buf, deadline);
-    report.append(buf, io.done);
-    if (io.kind != net::IoResult::kOk) break;
-  }
-  ::close(c.report_fd);
-  int status = 0;
-  if (::waitpid(c.pid, &status, WNOHANG) == 0) {
-    if (Clock::now() >= deadline) {
-      report = "hung: " + report;
-      ::kill(c.pid, SIGKILL);
-    }
-    ::waitpid(c.pid, &status, 0);
-  }
-  if (WIFSIGNALED(status)) return fmt::format("signal {} ({})", WTERMSIG(status), report);
-  if (report.empty() || WEXITSTATUS(status) != 0) return fmt::format("exit {}", WEXITSTATUS(status));
-  return report == "ok" ? "" : report;
-}
+using testing::Child;
+using testing::Give;
+using testing::Reap;
+using testing::Spawn;
 
 // How many CUDA devices a child sees; -1 and CUDA's words when none can be used.
 struct Probe {
@@ -197,9 +143,7 @@ auto RunRanks(const World& w, const Body& body) -> std::vector<std::string> {
   return reports;
 }
 
-void ExpectAllOk(const std::vector<std::string>& reports) {
-  for (size_t i = 0; i < reports.size(); ++i) EXPECT_EQ(reports[i], "") << "rank " << i;
-}
+using testing::ExpectAllOk;
 
 auto Seconds(Clock::duration d) -> double { return std::chrono::duration<double>(d).count(); }
 

@@ -23,13 +23,61 @@ const std::string kToken = "comm-test-token-0123456789abcdef";
 
 auto Text(llvm::Error e) -> std::string { return e ? rendezvous::TakeFailure(std::move(e)).message : std::string(); }
 
+auto Spawn(const std::function<std::string(uint16_t)>& body) -> Child {
+  int to[2], from[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, to) != 0 ||
+      ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, from) != 0) {
+    return {};
+  }
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(to[1]);
+    ::close(from[0]);
+    uint16_t value = 0;
+    std::string report = "no value from the parent";
+    if (net::RecvExact(to[0], reinterpret_cast<char*>(&value), sizeof value, Clock::now() + 10s).done == sizeof value) {
+      report = body(value);
+    }
+    net::SendAll(from[1], report.empty() ? "ok" : report, Clock::now() + 1s);
+    ::_exit(0);  // no gtest teardown, no atexit handlers in the child
+  }
+  ::close(to[0]);
+  ::close(from[1]);
+  return {pid, to[1], from[0]};
+}
+
+void Give(Child& c, uint16_t value) {
+  net::SendAll(c.in_fd, std::string_view(reinterpret_cast<const char*>(&value), sizeof value), Clock::now() + 1s);
+  ::close(c.in_fd);
+}
+
+auto Reap(Child& c, Clock::time_point deadline) -> std::string {
+  std::string report;
+  char buf[4096];
+  for (;;) {
+    auto io = net::RecvExact(c.report_fd, buf, sizeof buf, deadline);
+    report.append(buf, io.done);
+    if (io.kind != net::IoResult::kOk) break;
+  }
+  ::close(c.report_fd);
+  int status = 0;
+  if (::waitpid(c.pid, &status, WNOHANG) == 0) {
+    if (Clock::now() >= deadline) {
+      report = "hung: " + report;
+      ::kill(c.pid, SIGKILL);
+    }
+    ::waitpid(c.pid, &status, 0);
+  }
+  if (WIFSIGNALED(status)) return WTERMSIG(status) == SIGKILL ? "killed" : fmt::format("signal {}", WTERMSIG(status));
+  // A child that died early (a sanitizer report exits 1) sends nothing.
+  if (report.empty() || WEXITSTATUS(status) != 0)
+    return fmt::format("exit {}, report '{}'", WEXITSTATUS(status), report);
+  return report == "ok" ? "" : report;
+}
+
 namespace {
 
-auto RankMain(int rank, int size, int port_fd, const RunSetup& setup, const Body& body) -> std::string {
-  uint16_t port = 0;
-  if (net::RecvExact(port_fd, reinterpret_cast<char*>(&port), sizeof port, Clock::now() + 5s).done != sizeof port) {
-    return "no port from the parent";
-  }
+auto RankMain(int rank, int size, uint16_t port, const RunSetup& setup, const Body& body) -> std::string {
   auto store = rendezvous::StoreClient::Join(
       {.port = port, .rank = rank, .world_size = size, .token = kToken, .connect_timeout = 3s, .io_timeout = 3s});
   if (!store) return "join: " + Text(store.takeError());
@@ -46,59 +94,14 @@ auto RankMain(int rank, int size, int port_fd, const RunSetup& setup, const Body
   return body(**world);
 }
 
-struct Child {
-  pid_t pid = -1;
-  int port_fd = -1, report_fd = -1;
-};
-
-auto Spawn(int rank, int size, const RunSetup& setup, const Body& body) -> Child {
-  int to[2], from[2];
-  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, to) != 0 ||
-      ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, from) != 0) {
-    return {};
-  }
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    ::close(to[1]);
-    ::close(from[0]);
-    std::string report = RankMain(rank, size, to[0], setup, body);
-    net::SendAll(from[1], report.empty() ? "ok" : report, Clock::now() + 1s);
-    ::_exit(0);  // no gtest teardown, no atexit handlers in the child
-  }
-  ::close(to[0]);
-  ::close(from[1]);
-  return {pid, to[1], from[0]};
-}
-
-// The child's report ("" for "ok"; "killed" for a SIGKILLed child).
-auto Reap(Child& c, Clock::time_point deadline) -> std::string {
-  std::string report;
-  char buf[1024];
-  for (;;) {
-    auto io = net::RecvExact(c.report_fd, buf, sizeof buf, deadline);
-    report.append(buf, io.done);
-    if (io.kind != net::IoResult::kOk) break;
-  }
-  ::close(c.report_fd);
-  int status = 0;
-  if (::waitpid(c.pid, &status, WNOHANG) == 0) {
-    if (Clock::now() >= deadline) report = "hung: " + report;
-    if (Clock::now() >= deadline) ::kill(c.pid, SIGKILL);
-    ::waitpid(c.pid, &status, 0);
-  }
-  if (WIFSIGNALED(status)) return WTERMSIG(status) == SIGKILL ? "killed" : fmt::format("signal {}", WTERMSIG(status));
-  // A child that died early (a sanitizer report exits 1) sends nothing.
-  if (report.empty() || WEXITSTATUS(status) != 0)
-    return fmt::format("exit {}, report '{}'", WEXITSTATUS(status), report);
-  return report == "ok" ? "" : report;
-}
-
 }  // namespace
 
 // Runs `body` on `size` forked ranks; one report per rank.
 auto RunRanks(int size, const Body& body, const RunSetup& setup) -> std::vector<std::string> {
   std::vector<Child> children;
-  for (int r = 0; r < size; ++r) children.push_back(Spawn(r, size, setup, body));
+  for (int r = 0; r < size; ++r) {
+    children.push_back(Spawn([&, r](uint16_t port) { return RankMain(r, size, port, setup, body); }));
+  }
   rendezvous::ServerOptions so;
   so.host = "127.0.0.1";
   so.world_size = size;
@@ -106,10 +109,7 @@ auto RunRanks(int size, const Body& body, const RunSetup& setup) -> std::vector<
   auto server = rendezvous::StoreServer::Start(std::move(so));
   if (!server) return {"server: " + Text(server.takeError())};
   uint16_t port = (*server)->port();
-  for (auto& c : children) {
-    net::SendAll(c.port_fd, std::string_view(reinterpret_cast<const char*>(&port), sizeof port), Clock::now() + 1s);
-    ::close(c.port_fd);
-  }
+  for (auto& c : children) Give(c, port);
   if (setup.kill_rank >= 0) {
     std::this_thread::sleep_for(setup.kill_after);
     ::kill(children[setup.kill_rank].pid, SIGKILL);

@@ -13,7 +13,10 @@
 
 #include <llvm/Support/Error.h>
 
+#include <sys/types.h>
+
 #include "comm/tcp_communicator.h"
+#include "rendezvous/socket.h"
 
 namespace avf::comm::testing {
 
@@ -33,6 +36,19 @@ struct RunSetup {
   int kill_rank = -1;                      // the parent SIGKILLs it after kill_after
   milliseconds kill_after = milliseconds(300);
 };
+
+// One forked child: it waits for a value from the parent (Give), runs its
+// body on it, and reports "" or what went wrong before _exit().
+struct Child {
+  pid_t pid = -1;
+  int in_fd = -1, report_fd = -1;
+};
+auto Spawn(const std::function<std::string(uint16_t)>& body) -> Child;
+void Give(Child& c, uint16_t value);
+// The child's report: "" for success; "hung: ..." when it outlived the
+// deadline (then it is killed); "killed", "signal N" or "exit N, report
+// '...'" when it died without reporting.
+auto Reap(Child& c, rendezvous::net::Clock::time_point deadline) -> std::string;
 
 // Runs `body` on `size` forked ranks; one report per rank.
 auto RunRanks(int size, const Body& body, const RunSetup& setup = {}) -> std::vector<std::string>;

@@ -2,34 +2,13 @@
 
 #include <fmt/format.h>
 
+#include "plan_groups.h"
+
 namespace avf::testing {
 
 using runtime::RunPlan;
 
 namespace {
-
-void AddGroups(RunPlan& p, const PlanShape& s) {
-  const int64_t T = s.tensor, D = s.data, P = s.pipeline;
-  auto rank = [&](int64_t t, int64_t d, int64_t q) { return t + T * (d + D * q); };
-  for (int64_t r = 0; r < T * D * P; ++r) p.ranks.push_back({r, 0, r, 0, r % T, r / T % D, r / (T * D)});
-  for (int64_t q = 0; q < P; ++q) {
-    for (int64_t d = 0; d < D; ++d) {
-      p.groups.tensor.emplace_back();
-      for (int64_t t = 0; t < T; ++t) p.groups.tensor.back().push_back(rank(t, d, q));
-    }
-    for (int64_t t = 0; t < T; ++t) {
-      p.groups.data.emplace_back();
-      for (int64_t d = 0; d < D; ++d) p.groups.data.back().push_back(rank(t, d, q));
-    }
-  }
-  for (int64_t d = 0; d < D; ++d) {
-    for (int64_t t = 0; t < T; ++t) {
-      p.groups.pipeline.emplace_back();
-      for (int64_t q = 0; q < P; ++q) p.groups.pipeline.back().push_back(rank(t, d, q));
-      if (s.model.tied_embeddings && P > 1) p.groups.embedding.push_back({rank(t, d, 0), rank(t, d, P - 1)});
-    }
-  }
-}
 
 void AddStages(RunPlan& p, const PlanShape& s) {
   const int64_t P = s.pipeline, C = s.chunks, L = s.model.layers;
@@ -76,7 +55,7 @@ auto MakePlan(const PlanShape& s) -> RunPlan {
   p.training.global_batch = s.micro_batch * s.micro_batches * s.data;
   p.training.steps = 100;
   p.optimizer.kind = runtime::OptimizerKind::AdamW;
-  AddGroups(p, s);
+  AddRanksAndGroups(p, s.tensor, s.data, s.pipeline, 8, s.model.tied_embeddings);
   AddStages(p, s);
   return p;
 }

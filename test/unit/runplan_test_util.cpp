@@ -1,5 +1,7 @@
 #include "runplan_test_util.h"
 
+#include "plan_groups.h"
+
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -167,31 +169,6 @@ auto ReplaceFirst(std::string text, std::string_view from, std::string_view to) 
 
 namespace {
 
-void MakeRanksAndGroups(const Shape& s, RunPlan& p) {
-  int64_t T = s.tensor, D = s.data, P = s.pipeline;
-  auto rank = [&](int64_t t, int64_t d, int64_t q) { return t + T * (d + D * q); };
-  for (int64_t r = 0; r < T * D * P; ++r) {
-    p.ranks.push_back({r, r / s.gpus_per_node, r % s.gpus_per_node, 0, r % T, r / T % D, r / (T * D)});
-  }
-  for (int64_t q = 0; q < P; ++q) {
-    for (int64_t d = 0; d < D; ++d) {
-      p.groups.tensor.emplace_back();
-      for (int64_t t = 0; t < T; ++t) p.groups.tensor.back().push_back(rank(t, d, q));
-    }
-    for (int64_t t = 0; t < T; ++t) {
-      p.groups.data.emplace_back();
-      for (int64_t d = 0; d < D; ++d) p.groups.data.back().push_back(rank(t, d, q));
-    }
-  }
-  for (int64_t d = 0; d < D; ++d) {
-    for (int64_t t = 0; t < T; ++t) {
-      p.groups.pipeline.emplace_back();
-      for (int64_t q = 0; q < P; ++q) p.groups.pipeline.back().push_back(rank(t, d, q));
-      if (s.tied && P > 1) p.groups.embedding.push_back({rank(t, d, 0), rank(t, d, P - 1)});
-    }
-  }
-}
-
 void MakeStagesDataZero(const Shape& s, RunPlan& p) {
   int64_t P = s.pipeline, C = s.chunks, D = s.data, L = p.model.layers;
   for (int64_t q = 0; q < P; ++q) {
@@ -231,7 +208,7 @@ auto MakePlan(const Shape& s) -> RunPlan {
   p.layout = {s.data, s.tensor, s.pipeline, s.chunks,
               s.chunks > 1 ? PipelineSchedule::Interleaved : PipelineSchedule::OneFOneB, s.zero, 1, Recompute::None,
               false, "tensor,data,pipeline"};
-  MakeRanksAndGroups(s, p);
+  avf::testing::AddRanksAndGroups(p, s.tensor, s.data, s.pipeline, s.gpus_per_node, s.tied);
   MakeStagesDataZero(s, p);
   return p;
 }

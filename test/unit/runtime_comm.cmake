@@ -15,7 +15,7 @@ set_tests_properties(unit/comm PROPERTIES TIMEOUT 60)
 # ones need one GPU per rank (NCCL refuses two ranks on one device).
 if(AVIFLOW_HAVE_CUDA AND TARGET avf_comm_nccl)
   add_executable(avf_comm_nccl_tests comm_nccl_test.cpp)
-  target_link_libraries(avf_comm_nccl_tests PRIVATE avf_comm_nccl GTest::gtest_main)
+  target_link_libraries(avf_comm_nccl_tests PRIVATE avf_comm_nccl avf_forked_ranks GTest::gtest_main)
   add_test(NAME unit/comm_nccl COMMAND avf_comm_nccl_tests)
   set_tests_properties(unit/comm_nccl PROPERTIES TIMEOUT 300)
   # The binary must not need libcuda.so.1 (absent without a driver): fail if

@@ -16,7 +16,7 @@ set_tests_properties(unit/groups PROPERTIES TIMEOUT 60)
 # The equivalence matrix (engine_test.cpp): every layout's ranks as forked
 # processes against one rank on the same global batches.
 add_library(avf_plan_builder STATIC plan_builder.cpp)
-target_link_libraries(avf_plan_builder PUBLIC avf_model avf_runplan fmt::fmt)
+target_link_libraries(avf_plan_builder PUBLIC avf_model avf_runplan avf_test_plan_groups fmt::fmt)
 add_executable(avf_engine_tests engine_test.cpp)
 target_link_libraries(avf_engine_tests PRIVATE avf_parallel_engine avf_plan_builder avf_forked_ranks GTest::gtest_main)
 add_test(NAME unit/engine COMMAND avf_engine_tests)
