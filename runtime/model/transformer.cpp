@@ -197,18 +197,6 @@ auto Transformer<T>::Output(int64_t chunk, int64_t slot) -> const T* {
 }
 
 template <typename T>
-auto Transformer<T>::OutputGrad(int64_t chunk, int64_t slot) -> T* {
-  (void)At(chunk, slot);
-  return dnext_.data();
-}
-
-template <typename T>
-auto Transformer<T>::InputGrad(int64_t chunk, int64_t slot) -> const T* {
-  (void)At(chunk, slot);
-  return dinput_.data();
-}
-
-template <typename T>
 void Transformer<T>::ForwardChunk(int64_t chunk, int64_t slot) {
   ChunkActs& a = At(chunk, slot);
   Slot& s = slots_[static_cast<size_t>(slot)];
@@ -230,10 +218,8 @@ void Transformer<T>::ForwardChunk(int64_t chunk, int64_t slot) {
   }
 }
 
-// d(output) comes from the head or from OutputGrad; each block's input
-// gradient alternates between dnext_ and dinput_, ending in dinput_. Both are
-// shared by every chunk and slot: the caller sends InputGrad (copied) before
-// the next backward, and writes OutputGrad (which is dnext_) just before it.
+// d(output) comes from the head or from OutputGrad (dnext_); each block's
+// input gradient alternates between dnext_ and dinput_, ending in dinput_.
 template <typename T>
 void Transformer<T>::BackwardChunk(int64_t chunk, int64_t slot) {
   ChunkActs& a = At(chunk, slot);
@@ -247,7 +233,7 @@ void Transformer<T>::BackwardChunk(int64_t chunk, int64_t slot) {
     EnterHead();
     HeadBackward(ctx_, Output(chunk, slot), s.targets.data(), a.head, dnext_.data());
   } else {
-    // OutputGrad(chunk, slot) is dnext_: the caller wrote d(output) there.
+    // The caller wrote d(output) into OutputGrad(), which is dnext_.
   }
   Buffer<T>* other = &dinput;
   for (int64_t b = end - 1; b >= first; --b) {
@@ -311,7 +297,7 @@ auto Transformer<T>::Forward(const uint32_t* tokens, const uint32_t* targets, in
 template <typename T>
 void Transformer<T>::Backward() {
   for (int64_t c = chunks() - 1; c >= 0; --c) {
-    if (c + 1 < chunks()) k_.Copy2D(OutputGrad(c, 0), 0, InputGrad(c + 1, 0), 0, ActivationBytes(), 1);
+    if (c + 1 < chunks()) k_.Copy2D(OutputGrad(), 0, InputGrad(), 0, ActivationBytes(), 1);
     BackwardChunk(c, 0);
   }
 }

@@ -63,10 +63,13 @@ class Transformer {
   auto Output(int64_t chunk, int64_t slot) -> const T*;
   // The mean loss of the slot's micro-batch, after the output chunk's forward.
   auto Loss(int64_t slot) const -> double { return losses_[static_cast<size_t>(slot)]; }
-  // A chunk without the output head reads d(output) here before BackwardChunk.
-  auto OutputGrad(int64_t chunk, int64_t slot) -> T*;
+  // A chunk without the output head reads d(output) here before
+  // BackwardChunk; InputGrad holds d(input) after it. One buffer each,
+  // shared by every chunk and slot: write the one just before the backward,
+  // read (or send) the other before the next backward.
+  auto OutputGrad() -> T* { return dnext_.data(); }
   void BackwardChunk(int64_t chunk, int64_t slot);
-  auto InputGrad(int64_t chunk, int64_t slot) -> const T*;
+  auto InputGrad() const -> const T* { return dinput_.data(); }
   // Once per step, after its last backward: with sequence parallelism each
   // tensor rank has the norms' gradients of its own rows only; this sums
   // them over the tensor group (so calling it twice would count them twice).

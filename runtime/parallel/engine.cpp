@@ -83,9 +83,9 @@ auto Engine::Check(const runtime::RunPlan& p) -> llvm::Error {
 }
 
 auto Engine::Create(const EngineSetup& setup) -> llvm::Expected<std::unique_ptr<Engine>> {
-  if (llvm::Error e = Check(*setup.plan)) return std::move(e);
+  if (llvm::Error e = Check(*setup.plan)) return e;
   std::unique_ptr<Engine> engine(new Engine());
-  if (llvm::Error e = engine->Build(setup)) return std::move(e);
+  if (llvm::Error e = engine->Build(setup)) return e;
   return engine;
 }
 

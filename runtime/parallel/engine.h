@@ -103,6 +103,7 @@ class Engine {
   auto zero3() const -> bool { return zero_ >= 3; }
   void UseWindows(uint64_t seed);
   auto TakeBlock(int64_t block, const float* window) -> llvm::Error;
+  auto SumTiedCopies(float* wte) -> llvm::Error;
   auto FinishSharded() -> llvm::Error;
   auto Update(double grad_norm) -> llvm::Error;
   auto SquaredNormOfSlice() const -> double;

@@ -58,7 +58,7 @@ auto Engine::Backward(const PipelineOp& op, size_t index) -> llvm::Error {
   int64_t slot = slot_of_[m];
   OpLinks links = Neighbors(op, shape_.stages, stage_, shape_.chunks);
   if (links.recv_from) {
-    if (llvm::Error e = Receive(links.recv_from->stage, model_->OutputGrad(op.chunk, slot))) return e;
+    if (llvm::Error e = Receive(links.recv_from->stage, model_->OutputGrad())) return e;
   }
   // The chunk's gradients are final after its last micro-batch's backward:
   // reduce each block's as soon as it is done.
@@ -69,12 +69,22 @@ auto Engine::Backward(const PipelineOp& op, size_t index) -> llvm::Error {
   if (llvm::Error e = model_->TakeError()) return e;
   if (!window_error_.empty()) return Fail(std::exchange(window_error_, std::string()));
   size_t count = static_cast<size_t>(model_->activation_rows() * model_->config().hidden);
-  if (links.send_to) senders_.at(links.send_to->stage)->Send(model_->InputGrad(op.chunk, slot), count);
+  if (links.send_to) senders_.at(links.send_to->stage)->Send(model_->InputGrad(), count);
   if (--backwards_left_[m] == 0) {
     free_slots_.push_back(slot);
     slot_of_[m] = -1;
   }
   return llvm::Error::success();
+}
+
+// A tied model split over stages: the first stage's wte gradient and the
+// last stage's copy's, summed over the embedding group (no-op elsewhere).
+auto Engine::SumTiedCopies(float* wte) -> llvm::Error {
+  comm::Communicator* embedding = groups_ ? groups_->embedding.get() : nullptr;
+  if (!embedding) return llvm::Error::success();
+  const model::ParamLayout& l = model_->layout();
+  auto count = static_cast<size_t>(l.vocab_count * model_->config().hidden);
+  return Timed(waited_.data, [&] { return embedding->AllReduce(wte, count, comm::ReduceOp::kSum); });
 }
 
 auto Engine::TakeBlock(int64_t block, const float* window) -> llvm::Error {
@@ -96,13 +106,9 @@ auto Engine::FinishSharded() -> llvm::Error {
   const model::ParamLayout& l = model_->layout();
   const auto& segments = model_->segments();
   const auto& back = segments.back();
-  comm::Communicator* embedding = groups_ ? groups_->embedding.get() : nullptr;
-  if (embedding) {
-    float* wte = l.wte >= 0 ? model_->FrontGradients() + l.wte : model_->BackGradients() + (l.lm_head - back.first);
-    auto count = static_cast<size_t>(l.vocab_count * model_->config().hidden);
-    if (llvm::Error e = Timed(waited_.data, [&] { return embedding->AllReduce(wte, count, comm::ReduceOp::kSum); })) {
-      return e;
-    }
+  if (llvm::Error e = SumTiedCopies(l.wte >= 0 ? model_->FrontGradients() + l.wte
+                                                : model_->BackGradients() + (l.lm_head - back.first))) {
+    return e;
   }
   comm::Communicator* data = groups_ ? groups_->data.get() : nullptr;
   int64_t me = optimizer_->slices().size() > 1 ? data_rank_ : 0;
@@ -159,14 +165,7 @@ auto Engine::ReduceTheRest() -> llvm::Error {
   if (llvm::Error e = model_->TakeError()) return e;
   const model::ParamLayout& l = model_->layout();
   float* g = model_->gradients().data();
-  comm::Communicator* embedding = groups_ ? groups_->embedding.get() : nullptr;
-  if (embedding) {
-    int64_t wte = l.wte >= 0 ? l.wte : l.lm_head;
-    auto count = static_cast<size_t>(l.vocab_count * model_->config().hidden);
-    if (llvm::Error e = Timed(waited_.data, [&] { return embedding->AllReduce(g + wte, count, comm::ReduceOp::kSum); })) {
-      return e;
-    }
-  }
+  if (llvm::Error e = SumTiedCopies(g + (l.wte >= 0 ? l.wte : l.lm_head))) return e;
   int64_t head = l.block_ranges.empty() ? 0 : l.block_ranges.back().first + l.block_ranges.back().count;
   int64_t body = l.block_ranges.empty() ? l.total : l.block_ranges.front().first;
   reducer_->Reduce(g, static_cast<size_t>(body));
@@ -188,7 +187,7 @@ auto Engine::Agree(double loss, bool stop) -> llvm::Expected<StepResult> {
                      static_cast<float>(waited_.data)};
   int ranks = world_ ? world_->size() : 1;
   if (ranks > 1) {
-    if (llvm::Error e = world_->AllReduce(shared, 6, comm::ReduceOp::kSum)) return std::move(e);
+    if (llvm::Error e = world_->AllReduce(shared, 6, comm::ReduceOp::kSum)) return e;
   }
   CommSeconds mean{shared[3] / ranks, shared[4] / ranks, shared[5] / ranks};
   return StepResult{shared[1], std::sqrt(static_cast<double>(shared[0])), shared[2] > 0, mean};
@@ -207,25 +206,25 @@ auto Engine::Step(const std::vector<data::Batch>& micro_batches, bool stop_reque
   for (int64_t s = slots_ - 1; s >= 0; --s) free_slots_.push_back(s);
   for (size_t i = 0; i < ops_.size(); ++i) {
     llvm::Error e = ops_[i].kind == OpKind::kForward ? Forward(ops_[i], micro_batches) : Backward(ops_[i], i);
-    if (e) return std::move(e);
+    if (e) return e;
   }
   for (auto& link : senders_) {
     AsyncSender* sender = link.second.get();
-    if (llvm::Error e = Timed(waited_.pipeline, [&] { return sender->Flush(); })) return std::move(e);
+    if (llvm::Error e = Timed(waited_.pipeline, [&] { return sender->Flush(); })) return e;
   }
   if (zero2()) {
-    if (llvm::Error e = FinishSharded()) return std::move(e);
+    if (llvm::Error e = FinishSharded()) return e;
     // The scatters summed over the data group: average, and over the micro-batches.
     float scale = 1.0f / static_cast<float>(m * static_cast<size_t>(plan_->layout.data));
     for (float& x : grad_slice_) x *= scale;
   } else {
-    if (llvm::Error e = ReduceTheRest()) return std::move(e);
+    if (llvm::Error e = ReduceTheRest()) return e;
     float scale = 1.0f / static_cast<float>(m);
     for (float& x : model_->gradients()) x *= scale;
   }
   auto result = Agree(step_loss_ / static_cast<double>(m), stop_requested);
   if (!result) return result.takeError();
-  if (llvm::Error e = Update(result->grad_norm)) return std::move(e);
+  if (llvm::Error e = Update(result->grad_norm)) return e;
   return *result;
 }
 
