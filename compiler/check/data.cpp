@@ -13,10 +13,6 @@ namespace {
 
 using diag::DiagId;
 
-auto IsFileSystem(const std::string& kind) -> bool {
-  return kind == "beegfs" || kind == "lustre" || kind == "nfs" || kind == "pvc" || kind == "local";
-}
-
 auto NodesSpanned(const JobSpec& s) -> int64_t {
   int64_t per_node = std::max<int64_t>(s.hardware.gpus_per_node, 1);
   return (s.workload.gpus + per_node - 1) / per_node;
@@ -27,7 +23,7 @@ void CheckHotTier(const JobSpec& s, diag::DiagnosticEngine& diags) {
   if (!ds.stage_to) return;
   const Location& hot = *ds.stage_to;
   if (!IsFileSystem(hot.storage_kind)) {
-    diags.Report(DiagId::StageToNotFileSystem, s.at.stage_to, ds.name, hot.storage_kind, hot.storage)
+    diags.Report(DiagId::StageToNotFileSystem, s.at.stage_to, ds.name, Name(hot.storage_kind), hot.storage)
         .Note(s.at.hot_decl, "storage declared here")
         .Help("stage to a file-system tier (`beegfs`, `lustre`, `nfs` or `pvc`)");
     return;
@@ -36,7 +32,7 @@ void CheckHotTier(const JobSpec& s, diag::DiagnosticEngine& diags) {
   if (!hot.capacity || need <= *hot.capacity) return;
   diags.Report(DiagId::HotTierTooSmall, s.at.stage_to, ds.name, BytesText(need), hot.storage, BytesText(*hot.capacity))
       .Note(s.at.dataset_tokens, fmt::format("{} tokens x {} bytes ({}) in {} shard{} of {}", CountText(ds.tokens),
-                                             ds.token_bytes, ds.format, ds.shards, ds.shards == 1 ? "" : "s",
+                                             ds.token_bytes, Name(ds.format), ds.shards, ds.shards == 1 ? "" : "s",
                                              BytesText(need / ds.shards)))
       .Note(s.at.hot_capacity, "capacity declared here")
       .Help("stage a subset of the shards, or read the dataset in place without `stage_to`");
@@ -58,7 +54,7 @@ void CheckTrainingTokens(const JobSpec& s, diag::DiagnosticEngine& diags) {
   // `epochs` asks for repetition explicitly; steps and tokens do not. The
   // written length counts, not the steps it rounds up to.
   double wanted = s.requested_tokens;
-  if (s.length_field == "epochs" || wanted <= have) return;
+  if (s.length_field == LengthField::Epochs || wanted <= have) return;
   diags.Report(DiagId::DatasetRepeats, s.at.length, s.name, CountText(wanted), ds.name, CountText(have),
                fmt::format("{:.2f}", wanted / have))
       .Note(s.at.dataset_tokens, "dataset size declared here")
@@ -68,7 +64,7 @@ void CheckTrainingTokens(const JobSpec& s, diag::DiagnosticEngine& diags) {
 void CheckReachable(const JobSpec& s, const Location& loc, llvm::SMRange at, DataChecked& checked,
                     diag::DiagnosticEngine& diags) {
   int64_t nodes = NodesSpanned(s);
-  if (loc.storage_kind != "local" || nodes <= 1) return;
+  if (loc.storage_kind != StorageKind::Local || nodes <= 1) return;
   // Jobs sharing a dataset or checkpoint field hear about it once.
   if (!checked.unreachable.insert(at.Start.getPointer()).second) return;
   diags.Report(DiagId::StorageNotShared, at, loc.storage, nodes, s.name)
@@ -81,7 +77,7 @@ void CheckData(const JobSpec& s, DataChecked& checked, diag::DiagnosticEngine& d
   const DatasetSpec& ds = s.dataset;
   int64_t vocab = s.workload.model.vocab;
   if (ds.token_bytes == 2 && vocab > 65536 && checked.formats.insert({ds.name, s.model_name}).second) {
-    diags.Report(DiagId::VocabTooLargeForFormat, s.at.format, vocab, ds.format)
+    diags.Report(DiagId::VocabTooLargeForFormat, s.at.format, vocab, Name(ds.format))
         .Note(s.at.vocab, fmt::format("model `{}` has `vocab = {}`", s.model_name, vocab))
         .Help("`tokens_u16` holds token ids below 65,536; use `format = tokens_u32`");
   }
@@ -96,7 +92,7 @@ void CheckStorage(const JobSpec& s, DataChecked& checked, diag::DiagnosticEngine
   const CheckpointSpec& c = s.checkpoint;
   if (!c.dir) return;
   if (!IsFileSystem(c.dir->storage_kind)) {
-    diags.Report(DiagId::CheckpointNotFileSystem, s.at.checkpoint_dir, c.dir->storage_kind, c.dir->storage)
+    diags.Report(DiagId::CheckpointNotFileSystem, s.at.checkpoint_dir, Name(c.dir->storage_kind), c.dir->storage)
         .Help("write checkpoints to a file-system tier and copy them out with `export`");
     return;
   }

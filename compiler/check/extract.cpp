@@ -67,7 +67,7 @@ auto RangeOf(const RecordValue& r, std::string_view name, llvm::SMRange fallback
 auto StorageLocation(const Decl& storage, std::string path) -> Location {
   Location loc;
   loc.storage = storage.name;
-  loc.storage_kind = Text(storage.fields, "kind");
+  loc.storage_kind = FromName(Text(storage.fields, "kind"), kStorageKinds).value_or(StorageKind::Local);
   loc.path = std::move(path);
   loc.endpoint = Text(storage.fields, "endpoint");
   loc.bucket = Text(storage.fields, "bucket");
@@ -91,7 +91,7 @@ auto LocationOf(const Program& p, const RecordValue& r, std::string_view name) -
 auto ModelOf(const Decl& m, SpecRanges& at) -> cost::ModelShape {
   cost::ModelShape shape;
   const RecordValue& f = m.fields;
-  shape.arch = Text(f, "arch") == "llama" ? cost::Arch::Llama : cost::Arch::Gpt2;
+  shape.arch = FromName(Text(f, "arch"), cost::kArchs).value_or(cost::Arch::Gpt2);
   shape.layers = Integer(f, "layers").value_or(1);
   shape.hidden = Integer(f, "hidden").value_or(1);
   shape.heads = Integer(f, "heads").value_or(1);
@@ -165,8 +165,8 @@ void ReadDataset(const Program& p, const Decl& d, JobSpec& spec) {
   spec.at.format = RangeOf(f, "format", d.name_range);
   ds.tokens = Integer(f, "tokens").value_or(0);
   ds.shards = Integer(f, "shards").value_or(1);
-  ds.format = Text(f, "format");
-  ds.token_bytes = ds.format == "tokens_u32" ? 4 : 2;
+  ds.format = FromName(Text(f, "format"), kTokenFormats).value_or(TokenFormat::U16);
+  ds.token_bytes = TokenBytes(ds.format);
   if (auto source = LocationOf(p, f, "source")) ds.source = *source;
   spec.at.dataset_source = RangeOf(f, "source", d.name_range);
   if (const Decl* hot = Ref(p, f, "stage_to")) {
@@ -213,12 +213,10 @@ void ReadParallel(const RecordValue& job, llvm::SMRange fallback, ParallelChoice
   out.zero = ChoiceOf(par, "zero", at);
   out.micro_batch = ChoiceOf(par, "micro_batch", at);
   out.schedule = EnumChoiceOf<cost::Schedule>(par, "schedule", at, [](const Value& v) {
-    return v.text == "interleaved" ? cost::Schedule::Interleaved
-           : v.text == "gpipe"     ? cost::Schedule::GPipe
-                                   : cost::Schedule::OneFOneB;
+    return FromName(v.text, cost::kSchedules).value_or(cost::Schedule::OneFOneB);
   });
   out.recompute = EnumChoiceOf<cost::Recompute>(par, "recompute", at, [](const Value& v) {
-    return v.text == "full" ? cost::Recompute::Full : v.text == "selective" ? cost::Recompute::Selective : cost::Recompute::None;
+    return FromName(v.text, cost::kRecomputes).value_or(cost::Recompute::None);
   });
   out.sequence_parallel = EnumChoiceOf<bool>(par, "sequence_parallel", at, [](const Value& v) { return v.boolean; });
 }
@@ -226,11 +224,11 @@ void ReadParallel(const RecordValue& job, llvm::SMRange fallback, ParallelChoice
 void ReadOptimizer(const RecordValue& job, OptimizerSpec& o) {
   const RecordValue* r = Sub(job, "optimizer");
   if (!r) return;
-  o.kind = Text(*r, "kind") == "sgd" ? cost::OptimizerKind::Sgd : cost::OptimizerKind::AdamW;
+  o.kind = FromName(Text(*r, "kind"), cost::kOptimizerKinds).value_or(cost::OptimizerKind::AdamW);
   o.lr = Number(*r, "lr");
   o.weight_decay = Number(*r, "weight_decay");
   o.warmup = Integer(*r, "warmup").value_or(0);
-  if (std::string s = Text(*r, "schedule"); !s.empty()) o.schedule = s;
+  o.schedule = FromName(Text(*r, "schedule"), kLrSchedules).value_or(o.schedule);
   const Value* betas = Field(*r, "betas");
   if (betas && betas->kind == Value::Kind::List && betas->list.size() == 2) {
     o.betas = {betas->list[0].quantity.real(), betas->list[1].quantity.real()};
@@ -255,25 +253,20 @@ void ReadCheckpoint(const Program& p, const RecordValue& job, CheckpointSpec& c,
   at.checkpoint_dir = RangeOf(*r, "dir", RangeOf(job, "checkpoint", at.gpus));
 }
 
-auto PrecisionOf(const std::string& text) -> cost::Precision {
-  if (text == "fp16") return cost::Precision::Fp16;
-  if (text == "fp32") return cost::Precision::Fp32;
-  return cost::Precision::Bf16;
-}
-
 // Optimizer steps from whichever of steps / tokens / epochs the job sets.
 void ReadLength(const RecordValue& f, JobSpec& spec, llvm::SMRange fallback) {
   double per_step = static_cast<double>(spec.workload.global_batch) * static_cast<double>(spec.workload.model.seq_len);
-  for (std::string_view name : {"steps", "tokens", "epochs"}) {
+  for (LengthField field : kLengthFields) {
+    std::string_view name = Name(field);
     auto value = Number(f, name);
     if (!value) continue;
-    spec.length_field = std::string(name);
+    spec.length_field = field;
     spec.at.length = RangeOf(f, name, fallback);
-    double tokens = name == "tokens" ? *value : *value * static_cast<double>(spec.dataset.tokens);
-    spec.requested_tokens = name == "steps" ? *value * per_step : tokens;
+    double tokens = field == LengthField::Tokens ? *value : *value * static_cast<double>(spec.dataset.tokens);
+    spec.requested_tokens = field == LengthField::Steps ? *value * per_step : tokens;
     // Clamped so that absurd lengths stay representable (they are reported
     // by the dataset checks, not by undefined behaviour here).
-    double steps = name == "steps" ? *value : std::ceil(per_step > 0 ? tokens / per_step : 0);
+    double steps = field == LengthField::Steps ? *value : std::ceil(per_step > 0 ? tokens / per_step : 0);
     spec.steps = static_cast<int64_t>(std::min(steps, 1e18));
     return;
   }
@@ -294,7 +287,7 @@ auto WrittenList(const RecordValue& r, std::string_view name, llvm::SMRange fall
 void ReadDeployCluster(const Program& p, const Decl& cluster, DeploySpec& d) {
   const RecordValue& c = cluster.fields;
   llvm::SMRange at = cluster.name_range;
-  if (std::string s = Text(c, "scheduler"); !s.empty()) d.scheduler = s;
+  d.scheduler = FromName(Text(c, "scheduler"), kSchedulers).value_or(d.scheduler);
   d.node_resources = WrittenList(c, "node_resources", at);
   d.node_taints = WrittenList(c, "node_taints", at);
   d.labels = WrittenList(c, "labels", at);
@@ -304,7 +297,7 @@ void ReadDeployCluster(const Program& p, const Decl& cluster, DeploySpec& d) {
     d.leaf_label = WrittenText(*tree, "leaf_label", RangeOf(c, "topology", at));
     d.spine_label = WrittenText(*tree, "spine_label", RangeOf(c, "topology", at));
   }
-  if (const Decl* net = Ref(p, c, "network")) d.network_kind = Text(net->fields, "kind");
+  if (const Decl* net = Ref(p, c, "network")) d.network_kind = FromName(Text(net->fields, "kind"), kFabricKinds);
   if (const Decl* node = Ref(p, c, "node")) {
     d.node_cpus = Integer(node->fields, "cpus");
     d.node_memory = Number(node->fields, "cpu_memory");
@@ -348,7 +341,7 @@ auto ExtractJob(const Program& p, const Decl& job) -> JobSpec {
   spec.at.precision = RangeOf(f, "precision", job.name_range);
   spec.workload.gpus = Integer(f, "gpus").value_or(1);
   spec.workload.global_batch = Integer(f, "batch").value_or(1);
-  spec.workload.precision = PrecisionOf(Text(f, "precision"));
+  spec.workload.precision = FromName(Text(f, "precision"), cost::kPrecisions).value_or(cost::Precision::Bf16);
   spec.name_range = job.name_range;
   if (const Decl* model = Ref(p, f, "model")) {
     spec.model_name = model->name;
@@ -364,7 +357,7 @@ auto ExtractJob(const Program& p, const Decl& job) -> JobSpec {
   spec.workload.optimizer = spec.optimizer.kind;
   ReadCheckpoint(p, f, spec.checkpoint, spec.at);
   ReadLength(f, spec, job.name_range);
-  spec.target = Text(f, "target");
+  spec.target = FromName(Text(f, "target"), kTargets);
   ReadDeployJob(job, spec.deploy);
   return spec;
 }

@@ -3,9 +3,11 @@
 // so that later phases can point at it. Nothing here sees the AST.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <llvm/Support/SMLoc.h>
@@ -13,6 +15,52 @@
 #include "cost/shape.h"
 
 namespace avf::check {
+
+// The closed sets of the language that later phases decide on. Sema checks
+// the written strings against the schema; extract.cpp maps them here once,
+// and Name() spells each value back as the language (and plan.json) does.
+enum class StorageKind : uint8_t { Ceph, S3, Minio, Beegfs, Lustre, Nfs, Pvc, Local };
+enum class TokenFormat : uint8_t { U16, U32 };
+enum class LrSchedule : uint8_t { Cosine, Linear, Constant };
+enum class Scheduler : uint8_t { Kueue, Volcano, Default };
+enum class Target : uint8_t { Kubeflow, JobSet, Slurm };
+enum class FabricKind : uint8_t { NvLink, Infiniband, Ethernet };
+enum class LengthField : uint8_t { Steps, Tokens, Epochs };
+
+inline constexpr std::array kStorageKinds{StorageKind::Ceph,   StorageKind::S3,  StorageKind::Minio,
+                                          StorageKind::Beegfs, StorageKind::Lustre, StorageKind::Nfs,
+                                          StorageKind::Pvc,    StorageKind::Local};
+inline constexpr std::array kTokenFormats{TokenFormat::U16, TokenFormat::U32};
+inline constexpr std::array kLrSchedules{LrSchedule::Cosine, LrSchedule::Linear, LrSchedule::Constant};
+inline constexpr std::array kSchedulers{Scheduler::Kueue, Scheduler::Volcano, Scheduler::Default};
+inline constexpr std::array kTargets{Target::Kubeflow, Target::JobSet, Target::Slurm};
+inline constexpr std::array kFabricKinds{FabricKind::NvLink, FabricKind::Infiniband, FabricKind::Ethernet};
+inline constexpr std::array kLengthFields{LengthField::Steps, LengthField::Tokens, LengthField::Epochs};
+
+auto Name(StorageKind v) -> std::string_view;
+auto Name(TokenFormat v) -> std::string_view;
+auto Name(LrSchedule v) -> std::string_view;
+auto Name(Scheduler v) -> std::string_view;
+auto Name(Target v) -> std::string_view;
+auto Name(FabricKind v) -> std::string_view;
+auto Name(LengthField v) -> std::string_view;
+
+// ceph, s3 and minio hold objects (endpoint and bucket); the others are
+// file systems the pods mount.
+auto IsObjectStore(StorageKind v) -> bool;
+auto IsFileSystem(StorageKind v) -> bool;
+// 2 or 4.
+auto TokenBytes(TokenFormat v) -> int;
+
+// The value among `all` whose Name() is `text`; nullopt for any other text
+// (a field that is not written). Works for the cost model's enums too.
+template <typename E, size_t N>
+auto FromName(std::string_view text, const std::array<E, N>& all) -> std::optional<E> {
+  for (E v : all) {
+    if (Name(v) == text) return v;
+  }
+  return std::nullopt;
+}
 
 // A parallelism field: a fixed value, or nullopt when it is `auto`.
 struct IntChoice {
@@ -39,7 +87,7 @@ struct ParallelChoices {
 // A `STORAGE / "path"` location.
 struct Location {
   std::string storage;
-  std::string storage_kind;  // ceph, s3, minio, beegfs, lustre, nfs, pvc, local
+  StorageKind storage_kind = StorageKind::Local;
   std::string path;
   std::string endpoint, bucket, mount, claim, credentials;  // as declared; empty when absent
   std::string storage_class;  // for kind = pvc
@@ -54,8 +102,8 @@ struct DatasetSpec {
   Location source;
   int64_t tokens = 0;
   int64_t shards = 1;
-  int token_bytes = 2;           // tokens_u16: 2, tokens_u32: 4
-  std::string format;            // "tokens_u16" / "tokens_u32"
+  TokenFormat format = TokenFormat::U16;
+  int token_bytes = 2;           // TokenBytes(format)
   std::optional<Location> stage_to;  // path = the dataset's name under the hot tier's root
 };
 
@@ -64,7 +112,7 @@ struct OptimizerSpec {
   std::optional<double> lr, weight_decay;
   std::optional<std::pair<double, double>> betas;
   int64_t warmup = 0;
-  std::string schedule = "cosine";
+  LrSchedule schedule = LrSchedule::Cosine;
 };
 
 struct CheckpointSpec {
@@ -96,8 +144,8 @@ struct Written {
 // What the manifests need beyond the plan: scheduling, pod resources, NCCL
 // and fabric settings, staging. Read here so that deploy/ sees no sema.
 struct DeploySpec {
-  std::string scheduler = "kueue";        // kueue, volcano or default
-  std::string network_kind;               // the inter-node fabric: infiniband or ethernet
+  Scheduler scheduler = Scheduler::Kueue;
+  std::optional<FabricKind> network_kind;  // the inter-node fabric's
   std::vector<Written> node_resources;    // `name=count`
   std::vector<Written> node_taints;       // `key[=value]:Effect`
   std::vector<Written> labels;            // `key=value` node selector
@@ -127,10 +175,10 @@ struct JobSpec {
   OptimizerSpec optimizer;
   CheckpointSpec checkpoint;
   int64_t steps = 0;  // training length in optimizer steps, from steps/tokens/epochs
-  std::string length_field;  // "steps", "tokens" or "epochs": what the user wrote
+  std::optional<LengthField> length_field;  // what the user wrote
   double requested_tokens = 0;  // as written (steps x batch x seq_len for `steps`), before rounding to steps
   std::optional<double> price_per_gpu_hour;
-  std::string target;  // kubeflow, jobset or slurm
+  std::optional<Target> target;  // nullopt: not written
   DeploySpec deploy;
 };
 

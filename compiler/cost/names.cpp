@@ -2,6 +2,10 @@
 
 namespace avf::cost {
 
+auto Name(Arch a) -> std::string_view { return a == Arch::Llama ? "llama" : "gpt2"; }
+
+auto Name(OptimizerKind k) -> std::string_view { return k == OptimizerKind::Sgd ? "sgd" : "adamw"; }
+
 auto Name(Precision p) -> std::string_view {
   switch (p) {
     case Precision::Bf16: return "bf16";

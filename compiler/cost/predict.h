@@ -36,7 +36,8 @@ struct GroupSpan {
 struct Prediction {
   MemoryBreakdown memory;
   TimeBreakdown time;
-  double step_time = 0;      // s
+  double memory_per_gpu = 0; // bytes: memory.total()
+  double step_time = 0;      // s: time.step()
   double tokens_per_s = 0;   // whole job
   double tflops_per_gpu = 0; // model FLOPs (no recompute), 1e12/s
   double mfu = 0;            // model FLOPs utilisation, 0..1

@@ -2,6 +2,7 @@
 // fills them from a job; the calibration tool fills them from published runs.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string_view>
 
@@ -13,9 +14,18 @@ enum class Schedule : uint8_t { OneFOneB, Interleaved, GPipe };
 enum class Recompute : uint8_t { None, Selective, Full };
 enum class OptimizerKind : uint8_t { AdamW, Sgd };
 
+inline constexpr std::array kArchs{Arch::Gpt2, Arch::Llama};
+inline constexpr std::array kPrecisions{Precision::Bf16, Precision::Fp16, Precision::Fp32};
+inline constexpr std::array kSchedules{Schedule::OneFOneB, Schedule::Interleaved, Schedule::GPipe};
+inline constexpr std::array kRecomputes{Recompute::None, Recompute::Selective, Recompute::Full};
+inline constexpr std::array kOptimizerKinds{OptimizerKind::AdamW, OptimizerKind::Sgd};
+
+// The language's (and plan.json's) spelling of each value.
+auto Name(Arch a) -> std::string_view;
 auto Name(Precision p) -> std::string_view;
 auto Name(Schedule s) -> std::string_view;
 auto Name(Recompute r) -> std::string_view;
+auto Name(OptimizerKind k) -> std::string_view;
 
 struct ModelShape {
   Arch arch = Arch::Gpt2;

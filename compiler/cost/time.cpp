@@ -216,6 +216,7 @@ auto Predict(const Workload& w, const Layout& l, const Hardware& hw) -> Predicti
   Prediction p;
   p.data_span = DataSpan(l, hw);
   p.memory = PredictMemory(w, l);
+  p.memory_per_gpu = p.memory.total();
   p.time = TimeWithSpan(w, l, hw, p.data_span);
   p.step_time = p.time.step();
   double tokens = D(w.global_batch) * D(w.model.seq_len);

@@ -10,10 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "check/job_spec.h"
+
 namespace avf::deploy {
 
-enum class Target : uint8_t { Kubeflow, JobSet, Slurm };
-enum class Scheduler : uint8_t { Kueue, Volcano, Default };
+// The job's (check/job_spec.h), or the one an `emit` command asks for.
+using check::Scheduler;
+using check::Target;
 
 // One environment variable: a literal value, a downward-API field, or a key
 // of a Secret (credentials are only ever referenced, never written).
@@ -102,15 +105,16 @@ struct Staging {
   int64_t tokens_per_shard = 0;     // every shard but the last
   int64_t tokens_last_shard = 0;
   int64_t token_bytes = 2;
+  int64_t header_bytes = 1024;      // of every shard file
+  int64_t shard_bytes = 0;          // a shard file's size: every shard but the last
+  int64_t last_shard_bytes = 0;
+  // Copies at once: every range's pod (Argo), one task per node (Slurm);
+  // each is limited to its share of the tiers' bandwidth (rclone's --bwlimit,
+  // KiB/s; 0 when the bandwidth is unknown: no limit).
+  int64_t concurrent_copies = 1;
+  int64_t bwlimit_kib = 0;
   std::string marker;       // identifies the staged copy (source, size, format)
   bool cleanup = false;     // default of the workflow's cleanup-staged parameter
-
-  // rclone's --bwlimit (KiB/s) of each of `concurrent` copies that share the
-  // tiers' bandwidth; 0 when the bandwidth is unknown (no limit).
-  auto BwlimitKib(int64_t concurrent) const -> int64_t {
-    if (total_bandwidth <= 0 || concurrent < 1) return 0;
-    return std::max<int64_t>(1, static_cast<int64_t>(total_bandwidth / static_cast<double>(concurrent) / 1024));
-  }
 };
 
 struct Export {
@@ -172,6 +176,7 @@ struct Deployment {
   int64_t nodes = 1;
   int64_t procs_per_node = 1;  // ranks (GPUs) per pod
   int64_t max_restarts = 3;
+  int64_t backoff_limit = 3;   // PyTorchJob's, counted per pod restart: max_restarts x nodes
   int port = 29500;            // the rendezvous store on node 0
   Resources resources;
   SecurityProfile security;

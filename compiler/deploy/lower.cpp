@@ -29,14 +29,6 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 // and the workflow's make-token step agree on it; 40 + 11 characters.
 constexpr const char* kTokenSecretSuffix = "-rendezvous";
 
-auto TargetOf(const std::string& t) -> Target {
-  return t == "jobset" ? Target::JobSet : t == "slurm" ? Target::Slurm : Target::Kubeflow;
-}
-
-auto SchedulerOf(const std::string& s) -> Scheduler {
-  return s == "volcano" ? Scheduler::Volcano : s == "default" ? Scheduler::Default : Scheduler::Kueue;
-}
-
 void ReportInvalid(LowerContext& c, const check::Written& w, const std::string& what, const std::string& why) {
   c.Report(DiagId::InvalidKubernetesValue, w.range, Printable(w.value), what, Printable(why));
 }
@@ -73,8 +65,8 @@ void LowerIdentity(LowerContext& c, std::optional<Target> target) {
   const check::JobSpec& j = c.job;
   Deployment& o = c.out;
   o.job = j.name;
-  o.target = target.value_or(TargetOf(j.target));
-  o.scheduler = SchedulerOf(j.deploy.scheduler);
+  o.target = target.value_or(j.target.value_or(Target::Kubeflow));
+  o.scheduler = j.deploy.scheduler;
   std::optional<std::string> name = Dns1035Label(j.name, kMaxBaseName);
   if (!name) {
     c.Report(DiagId::NoKubernetesName, j.name_range, j.name)
@@ -93,6 +85,7 @@ void LowerIdentity(LowerContext& c, std::optional<Target> target) {
   o.priority = j.deploy.priority.value;
   o.max_restarts = j.deploy.max_restarts;
   o.nodes = c.plan.nodes_used;
+  o.backoff_limit = o.max_restarts * o.nodes;
   o.procs_per_node = std::min(j.workload.gpus, std::max<int64_t>(j.hardware.gpus_per_node, 1));
   if (o.nodes > 1 && j.workload.gpus % o.procs_per_node != 0) {
     int64_t per = o.procs_per_node, lower = j.workload.gpus / per * per;
@@ -183,9 +176,10 @@ void AddEnv(Deployment& o, std::string name, std::string value, std::string note
 void LowerNetwork(LowerContext& c) {
   const check::DeploySpec& d = c.job.deploy;
   Deployment& o = c.out;
-  bool rdma = d.network_kind == "infiniband" || (d.network_kind == "ethernet" && !d.hcas.empty());
+  bool rdma = d.network_kind == check::FabricKind::Infiniband ||
+              (d.network_kind == check::FabricKind::Ethernet && !d.hcas.empty());
   AddEnv(o, "NCCL_IB_DISABLE", rdma ? "0" : "1",
-         fmt::format("fabric `{}` is {}: {}", c.job.network_name, d.network_kind,
+         fmt::format("fabric `{}` is {}: {}", c.job.network_name, d.network_kind ? Name(*d.network_kind) : "",
                      rdma ? "RDMA verbs" : "no adapters named in `hcas`, TCP sockets"));
   if (!d.hcas.empty()) {
     std::string list;
@@ -327,7 +321,7 @@ auto LocalTierOf(const check::JobSpec& job) -> std::optional<check::Location> {
   if (job.checkpoint.enabled && job.checkpoint.dir) tiers.push_back(&*job.checkpoint.dir);
   if (job.checkpoint.enabled && job.checkpoint.export_to) tiers.push_back(&*job.checkpoint.export_to);
   for (const check::Location* t : tiers) {
-    if (t->storage_kind == "local") return *t;
+    if (t->storage_kind == check::StorageKind::Local) return *t;
   }
   return std::nullopt;
 }

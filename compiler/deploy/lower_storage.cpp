@@ -25,8 +25,6 @@ constexpr int64_t kCopiersWithoutBandwidth = 8;
 // The shard header of the token-shard format (docs/plan-format.md#shard-files).
 constexpr int64_t kShardHeaderBytes = 1024;
 
-auto IsObjectStore(const std::string& kind) -> bool { return kind == "ceph" || kind == "s3" || kind == "minio"; }
-
 auto Trimmed(std::string path) -> std::string {
   while (!path.empty() && path.back() == '/') path.pop_back();
   size_t start = 0;
@@ -58,7 +56,7 @@ auto TierVolume(LowerContext& c, const Location& loc) -> std::optional<Volume> {
     }
     if (c.out.target == Target::Slurm) {
       c.Report(DiagId::ClaimOnSlurm, loc.decl_range, loc.storage)
-          .Help(loc.storage_kind == "pvc"
+          .Help(loc.storage_kind == check::StorageKind::Pvc
                     ? "declare the file system behind the claim (`kind = nfs`, `beegfs` or `lustre`) with the `mount` "
                       "where the Slurm nodes mount it"
                     : "give the tier the `mount` where the Slurm nodes mount it, without `claim`");
@@ -78,7 +76,7 @@ auto TierVolume(LowerContext& c, const Location& loc) -> std::optional<Volume> {
     return std::nullopt;
   }
   if (!CheckScriptSafe(c, v.mount_path, "mount path", loc.decl_range)) return std::nullopt;
-  if (loc.storage_kind == "pvc" && loc.capacity) {
+  if (loc.storage_kind == check::StorageKind::Pvc && loc.capacity) {
     if (!loc.storage_class.empty() && !IsDns1123Subdomain(loc.storage_class)) {
       c.Report(DiagId::InvalidKubernetesValue, loc.decl_range, Printable(loc.storage_class), "StorageClass name",
                      "lower-case letters, digits, `-` and `.`");
@@ -89,9 +87,9 @@ auto TierVolume(LowerContext& c, const Location& loc) -> std::optional<Volume> {
   return v;
 }
 
-auto ProviderOf(const std::string& kind) -> std::string {
-  if (kind == "ceph") return "Ceph";
-  if (kind == "minio") return "Minio";
+auto ProviderOf(check::StorageKind kind) -> std::string {
+  if (kind == check::StorageKind::Ceph) return "Ceph";
+  if (kind == check::StorageKind::Minio) return "Minio";
   return "AWS";
 }
 
@@ -130,6 +128,13 @@ auto CopierCount(const check::JobSpec& job, double bandwidth, int64_t shards) ->
   return std::clamp<int64_t>(n, 1, shards);
 }
 
+// rclone's --bwlimit (KiB/s) of each of `concurrent` copies that share the
+// tiers' bandwidth; 0 when the bandwidth is unknown (no limit).
+auto BwlimitKib(double total_bandwidth, int64_t concurrent) -> int64_t {
+  if (total_bandwidth <= 0 || concurrent < 1) return 0;
+  return std::max<int64_t>(1, static_cast<int64_t>(total_bandwidth / static_cast<double>(concurrent) / 1024));
+}
+
 // Contiguous shard ranges, the first `shards % n` one shard longer.
 auto SplitShards(int64_t shards, int64_t n) -> std::vector<ShardRange> {
   std::vector<ShardRange> ranges;
@@ -157,16 +162,23 @@ void LowerStaging(LowerContext& c) {
   s.tokens_per_shard = ds.tokens / ds.shards;
   s.tokens_last_shard = ds.tokens - s.tokens_per_shard * (ds.shards - 1);
   s.token_bytes = ds.token_bytes;
+  s.header_bytes = kShardHeaderBytes;
+  s.shard_bytes = kShardHeaderBytes + s.token_bytes * s.tokens_per_shard;
+  s.last_shard_bytes = kShardHeaderBytes + s.token_bytes * s.tokens_last_shard;
   std::vector<double> limits;
   if (ds.source.read_bw) limits.push_back(*ds.source.read_bw);
   if (ds.stage_to->write_bw) limits.push_back(*ds.stage_to->write_bw);
   s.total_bandwidth = limits.empty() ? 0 : *std::min_element(limits.begin(), limits.end());
   s.ranges = SplitShards(ds.shards, CopierCount(c.job, s.total_bandwidth, ds.shards));
+  auto ranges = static_cast<int64_t>(s.ranges.size());
+  s.concurrent_copies = c.out.target == Target::Slurm ? std::min(ranges, c.out.nodes) : ranges;
+  s.bwlimit_kib = BwlimitKib(s.total_bandwidth, s.concurrent_copies);
+  std::string_view kind = Name(ds.source.storage_kind);
   std::string where = IsObjectStore(ds.source.storage_kind)
-                          ? fmt::format("{}:{}/{}", ds.source.storage_kind, source->endpoint, source->bucket)
-                          : ds.source.storage_kind;
+                          ? fmt::format("{}:{}/{}", kind, source->endpoint, source->bucket)
+                          : std::string(kind);
   s.marker = fmt::format("aviflow-staged v1 source={}/{} tokens={} shards={} format={} header={}", where,
-                         s.source_path, ds.tokens, ds.shards, ds.format, kShardHeaderBytes);
+                         s.source_path, ds.tokens, ds.shards, Name(ds.format), kShardHeaderBytes);
   s.cleanup = c.job.deploy.cleanup_staged;
   c.out.staging = std::move(s);
 }
@@ -210,7 +222,7 @@ void LowerStorage(LowerContext& c) {
   if (ds.stage_to) {
     LowerStaging(c);
   } else if (IsObjectStore(ds.source.storage_kind)) {
-    c.Report(DiagId::DatasetNotFiles, c.job.at.dataset_source, ds.name, ds.source.storage_kind, ds.source.storage)
+    c.Report(DiagId::DatasetNotFiles, c.job.at.dataset_source, ds.name, Name(ds.source.storage_kind), ds.source.storage)
         .Note(c.job.at.dataset_decl, "dataset declared here")
         .Help("stage it to a file-system tier first: add `stage_to = HOT_TIER` to the dataset");
   } else {

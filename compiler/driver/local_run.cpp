@@ -144,8 +144,8 @@ auto LaunchRanks(const std::vector<std::string>& args, int64_t world, diag::Diag
 auto RunLocal(const Options& o, const plan::Plan& plan, diag::DiagnosticEngine& diags) -> int {
   const check::JobSpec& job = plan.job;
   const check::Location& data = job.dataset.source;
-  if (data.storage_kind != "local") {
-    diags.Report(diag::DiagId::RunNeedsLocalData, job.at.dataset_source, job.dataset.name, data.storage_kind,
+  if (data.storage_kind != check::StorageKind::Local) {
+    diags.Report(diag::DiagId::RunNeedsLocalData, job.at.dataset_source, job.dataset.name, Name(data.storage_kind),
                  data.storage)
         .Help("point the dataset at a `local` tier (`storage here { kind = local; mount = \"data\" }`) holding "
               "shards made by `avf-run tokenize`");
@@ -164,7 +164,7 @@ auto RunLocal(const Options& o, const plan::Plan& plan, diag::DiagnosticEngine& 
   stream.flush();
   if (!WriteOutputFiles({{plan_path, json}}, diags)) return -1;
   std::vector<std::string> args{AvfRunPath(), "--plan", plan_path, "--data-dir", TierPath(o, data), "--run-dir", dir};
-  if (job.checkpoint.enabled && job.checkpoint.dir && job.checkpoint.dir->storage_kind == "local") {
+  if (job.checkpoint.enabled && job.checkpoint.dir && job.checkpoint.dir->storage_kind == check::StorageKind::Local) {
     args.insert(args.end(), {"--checkpoint-dir", TierPath(o, *job.checkpoint.dir)});
   }
   if (o.max_steps > 0) args.insert(args.end(), {"--max-steps", std::to_string(o.max_steps)});

@@ -32,7 +32,7 @@ auto SourceName(const std::string& input) -> std::string {
 auto TargetFor(const Options& o, const check::JobSpec& job) -> std::optional<deploy::Target> {
   if (o.command != Command::Emit) return std::nullopt;
   if (o.emit == EmitKind::Slurm) return deploy::Target::Slurm;
-  return job.target == "jobset" ? deploy::Target::JobSet : deploy::Target::Kubeflow;
+  return job.target == deploy::Target::JobSet ? deploy::Target::JobSet : deploy::Target::Kubeflow;
 }
 
 void AddFiles(const Options& o, const deploy::Deployment& d, std::vector<OutputFile>& files) {

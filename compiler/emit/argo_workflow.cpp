@@ -103,7 +103,7 @@ auto StagingSteps(const Deployment& d) -> std::vector<ToolStep> {
   std::vector<std::string> tiers{s.hot_storage};
   std::vector<std::string> copy_tiers = tiers;
   if (s.source.is_local()) copy_tiers.push_back(s.source.storage);
-  std::string copy = "FIRST=\"$ARG_first\"\nLAST=\"$ARG_last\"\n" + CopyShardsScript(s, s.BwlimitKib(static_cast<int64_t>(s.ranges.size())));
+  std::string copy = "FIRST=\"$ARG_first\"\nLAST=\"$ARG_last\"\n" + CopyShardsScript(s, s.bwlimit_kib);
   return {
       {"check-staged", CheckStagedScript(s), {}, tiers, {}, false},
       {"copy-shards", copy, RemoteEnv(s.source), copy_tiers, {"first", "last"}, true},

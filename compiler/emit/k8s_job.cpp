@@ -50,7 +50,7 @@ void WritePyTorchJob(YamlWriter& y, const Deployment& d) {
       y.Field("nprocPerNode", std::to_string(d.procs_per_node));
       y.MapField("runPolicy", [&] {
         // Counted per pod restart: one incident restarts every pod once.
-        y.Field("backoffLimit", d.max_restarts * d.nodes);
+        y.Field("backoffLimit", d.backoff_limit);
         y.Comment(fmt::format("max_restarts {} x {} pods", d.max_restarts, d.nodes));
         y.Field("cleanPodPolicy", "Running");
         if (d.scheduler == Scheduler::Volcano) WriteVolcanoPolicy(y, d);

@@ -21,8 +21,9 @@ void LayoutField(JsonWriter& j, const cost::Layout& l, const std::function<void(
   });
 }
 
-void MemoryFields(JsonWriter& j, const cost::MemoryBreakdown& m) {
-  j.Field("memory_per_gpu_bytes", WholeBytes(m.total()));
+void MemoryFields(JsonWriter& j, const cost::Prediction& p) {
+  const cost::MemoryBreakdown& m = p.memory;
+  j.Field("memory_per_gpu_bytes", WholeBytes(p.memory_per_gpu));
   j.ObjectField("memory_breakdown_bytes", [&] {
     j.Field("weights", WholeBytes(m.weights));
     j.Field("gradients", WholeBytes(m.gradients));

@@ -15,6 +15,6 @@ auto WholeBytes(double bytes) -> int64_t;
 void LayoutField(JsonWriter& j, const cost::Layout& l, const std::function<void()>& extra = {});
 
 // "memory_per_gpu_bytes" and "memory_breakdown_bytes", whole bytes.
-void MemoryFields(JsonWriter& j, const cost::MemoryBreakdown& m);
+void MemoryFields(JsonWriter& j, const cost::Prediction& p);
 
 }  // namespace avf::emit

@@ -8,7 +8,6 @@
 #include <string>
 #include <string_view>
 
-#include "cost/counts.h"
 #include "emit/json_writer.h"
 #include "emit/plan_fields.h"
 
@@ -22,12 +21,6 @@ constexpr int64_t kPlanFormatVersion = 1;
 
 // The Megatron order the rank coordinates follow, fastest axis first.
 constexpr std::string_view kRankOrder = "tensor,data,pipeline";
-
-auto ArchName(cost::Arch arch) -> std::string_view { return arch == cost::Arch::Llama ? "llama" : "gpt2"; }
-
-auto OptimizerName(cost::OptimizerKind kind) -> std::string_view {
-  return kind == cost::OptimizerKind::Sgd ? "sgd" : "adamw";
-}
 
 // Byte counts are whole numbers; the cost model works in doubles.
 
@@ -60,7 +53,7 @@ void LocationValue(JsonWriter& j, std::string_view key, const std::optional<chec
   }
   j.Object([&] {
     j.Field("storage", loc->storage);
-    j.Field("kind", loc->storage_kind);
+    j.Field("kind", Name(loc->storage_kind));
     j.Field("path", loc->path);
   });
 }
@@ -70,7 +63,7 @@ void JobSection(JsonWriter& j, const plan::Plan& plan) {
   j.ObjectField("job", [&] {
     j.Field("name", s.name);
     TextOrNull(j, "source_sha256", plan.source_sha256);
-    TextOrNull(j, "target", s.target);
+    TextOrNull(j, "target", s.target ? std::string(Name(*s.target)) : "");
     TextOrNull(j, "image", s.deploy.image.value);
     TextOrNull(j, "namespace", s.deploy.k8s_namespace.value);
     TextOrNull(j, "queue", s.deploy.queue.value);
@@ -82,7 +75,7 @@ void ModelSection(JsonWriter& j, const plan::Plan& plan) {
   const cost::ModelShape& m = plan.job.workload.model;
   j.ObjectField("model", [&] {
     j.Field("name", plan.job.model_name);
-    j.Field("arch", ArchName(m.arch));
+    j.Field("arch", cost::Name(m.arch));
     j.Field("layers", m.layers);
     j.Field("hidden", m.hidden);
     j.Field("heads", m.heads);
@@ -91,8 +84,8 @@ void ModelSection(JsonWriter& j, const plan::Plan& plan) {
     j.Field("vocab", m.vocab);
     j.Field("seq_len", m.seq_len);
     j.Field("tied_embeddings", m.tied_embeddings);
-    j.Field("parameters", cost::CountParams(m).total);
-    j.NumberField("flops_per_token", cost::ModelFlopsPerToken(m));
+    j.Field("parameters", plan.figures.parameters);
+    j.NumberField("flops_per_token", plan.figures.flops_per_token);
   });
 }
 
@@ -124,11 +117,11 @@ void TrainingSection(JsonWriter& j, const plan::Plan& plan) {
     j.Field("gpus", w.gpus);
     j.Field("global_batch", w.global_batch);
     j.Field("micro_batch", plan.chosen.layout.micro_batch);
-    j.Field("micro_batches_per_step", cost::MicroBatches(w, plan.chosen.layout));
-    j.Field("tokens_per_step", w.global_batch * w.model.seq_len);
+    j.Field("micro_batches_per_step", plan.figures.micro_batches_per_step);
+    j.Field("tokens_per_step", plan.figures.tokens_per_step);
     j.Field("steps", plan.totals.steps);
     j.NumberField("tokens", plan.totals.tokens);
-    TextOrNull(j, "length_field", s.length_field);
+    TextOrNull(j, "length_field", s.length_field ? std::string(Name(*s.length_field)) : "");
   });
 }
 
@@ -217,7 +210,7 @@ void DataSection(JsonWriter& j, const plan::Plan& plan) {
     LocationValue(j, "staged_to", ds.stage_to);
     j.Field("tokens", ds.tokens);
     j.Field("shards", ds.shards);
-    j.Field("format", ds.format);
+    j.Field("format", Name(ds.format));
     j.Field("token_bytes", ds.token_bytes);
     DataSlices(j, plan);
   });
@@ -242,7 +235,7 @@ void ZeroSection(JsonWriter& j, const plan::Plan& plan) {
 void OptimizerSection(JsonWriter& j, const plan::Plan& plan) {
   const check::OptimizerSpec& o = plan.job.optimizer;
   j.ObjectField("optimizer", [&] {
-    j.Field("kind", OptimizerName(o.kind));
+    j.Field("kind", cost::Name(o.kind));
     NumberOrNull(j, "lr", o.lr);
     j.Key("betas");
     if (o.betas) {
@@ -255,7 +248,7 @@ void OptimizerSection(JsonWriter& j, const plan::Plan& plan) {
     }
     NumberOrNull(j, "weight_decay", o.weight_decay);
     j.Field("warmup", o.warmup);
-    j.Field("schedule", o.schedule);
+    j.Field("schedule", Name(o.schedule));
   });
 }
 
@@ -277,7 +270,7 @@ void CheckpointSection(JsonWriter& j, const plan::Plan& plan) {
 }
 
 void PredictedBreakdowns(JsonWriter& j, const cost::Prediction& p) {
-  MemoryFields(j, p.memory);
+  MemoryFields(j, p);
   j.NumberField("step_time_s", p.step_time);
   j.ObjectField("time_breakdown_s", [&] {
     j.NumberField("compute", p.time.compute);

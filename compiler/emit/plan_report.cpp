@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include "check/check.h"
-#include "cost/counts.h"
 #include "emit/json_writer.h"
 #include "emit/plan_fields.h"
 
@@ -47,7 +46,7 @@ void WriteRow(llvm::raw_ostream& out, const std::string& label, const Candidate&
                    : l.schedule == cost::Schedule::GPipe     ? "gp"
                                                              : "1";
   out << fmt::format(kRowFormat, label, l.tensor, l.pipeline, l.data, vp, l.zero, l.micro_batch,
-                     cost::Name(l.recompute), l.sequence_parallel ? "yes" : "no", Bytes(p.memory.total()),
+                     cost::Name(l.recompute), l.sequence_parallel ? "yes" : "no", Bytes(p.memory_per_gpu),
                      StepText(p.step_time), Grouped(p.tokens_per_s), fmt::format("{:.1f}", p.tflops_per_gpu),
                      fmt::format("{:.1f}%", 100 * p.mfu), c.binding);
 }
@@ -55,25 +54,26 @@ void WriteRow(llvm::raw_ostream& out, const std::string& label, const Candidate&
 void WriteHeader(const plan::Plan& plan, llvm::raw_ostream& out) {
   const check::JobSpec& j = plan.job;
   const cost::ModelShape& m = j.workload.model;
-  cost::ParamCounts params = cost::CountParams(m);
   out << fmt::format("job {}: {} x {} on cluster {} ({} node{}, {} leaf switch{})\n", j.name, j.workload.gpus,
                      j.gpu_name, j.cluster_name, plan.nodes_used, plan.nodes_used == 1 ? "" : "s", plan.leaves_used,
                      plan.leaves_used == 1 ? "" : "es");
   out << fmt::format("model {}: {} parameters, {} FLOP per token (training); {}; batch {} x {} tokens\n", j.model_name,
-                     check::CountText(static_cast<double>(params.total)), check::CountText(cost::ModelFlopsPerToken(m)),
+                     check::CountText(static_cast<double>(plan.figures.parameters)),
+                     check::CountText(plan.figures.flops_per_token),
                      cost::Name(j.workload.precision), j.workload.global_batch, m.seq_len);
 }
 
 void WriteMemory(const Candidate& c, double capacity, llvm::raw_ostream& out) {
-  const cost::MemoryBreakdown& m = c.prediction.memory;
+  const cost::Prediction& p = c.prediction;
+  const cost::MemoryBreakdown& m = p.memory;
   out << fmt::format("memory per GPU: weights {} + gradients {} + optimizer {} + activations {} + buffers {} = {} of {}\n",
                      Bytes(m.weights), Bytes(m.gradients), Bytes(m.optimizer), Bytes(m.activations), Bytes(m.buffers),
-                     Bytes(m.total()), Bytes(capacity));
-  const cost::TimeBreakdown& t = c.prediction.time;
+                     Bytes(p.memory_per_gpu), Bytes(capacity));
+  const cost::TimeBreakdown& t = p.time;
   out << fmt::format("time per step: compute {} s + tensor comm {} s + pipeline comm {} s + bubble {} s + "
                      "data comm {} s + optimizer {} s = {} s\n",
                      StepText(t.compute), StepText(t.tensor_comm), StepText(t.pipeline_comm), StepText(t.bubble),
-                     StepText(t.data_comm), StepText(t.optimizer), StepText(t.step()));
+                     StepText(t.data_comm), StepText(t.optimizer), StepText(p.step_time));
 }
 
 }  // namespace
@@ -99,7 +99,7 @@ namespace {
 void PredictedObject(JsonWriter& j, const Candidate& c) {
   const cost::Prediction& p = c.prediction;
   j.ObjectField("predicted", [&] {
-    MemoryFields(j, p.memory);
+    MemoryFields(j, p);
     j.NumberField("step_time_s", p.step_time);
     j.NumberField("tokens_per_s", p.tokens_per_s);
     j.NumberField("tflops_per_gpu", p.tflops_per_gpu);

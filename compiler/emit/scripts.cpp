@@ -11,8 +11,6 @@ namespace {
 using deploy::EnvVar;
 using deploy::Staging;
 
-constexpr int64_t kShardHeaderBytes = 1024;
-
 auto UpperName(std::string_view name) -> std::string {
   std::string out;
   for (char c : name) out += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
@@ -30,8 +28,6 @@ auto RcloneFlags(int64_t bwlimit_kib) -> std::string {
 
 // verify_shards DIR: every shard file has the size its token count gives.
 auto VerifyFunction(const Staging& s) -> std::string {
-  int64_t want = kShardHeaderBytes + s.token_bytes * s.tokens_per_shard;
-  int64_t want_last = kShardHeaderBytes + s.token_bytes * s.tokens_last_shard;
   return fmt::format(
       "# shard_NNNNNN.bin: a {}-byte header, then {}-byte tokens (docs/plan-format.md#shard-files)\n"
       "verify_shards() {{\n"
@@ -50,7 +46,7 @@ auto VerifyFunction(const Staging& s) -> std::string {
       "  done\n"
       "  [ \"$bad\" -eq 0 ]\n"
       "}}\n",
-      kShardHeaderBytes, s.token_bytes, s.shards, want, s.shards - 1, want_last);
+      s.header_bytes, s.token_bytes, s.shards, s.shard_bytes, s.shards - 1, s.last_shard_bytes);
 }
 
 auto Prologue(const Staging& s) -> std::string {

@@ -95,10 +95,9 @@ auto CopyRangesScript(int64_t tasks) -> std::string {
 
 auto StageSection(const Deployment& d) -> std::string {
   const deploy::Staging& s = *d.staging;
-  int64_t tasks = std::min<int64_t>(static_cast<int64_t>(s.ranges.size()), d.nodes);
   // One copier task per node works through its ranges one after another, so
-  // the tiers' bandwidth is shared by `tasks` copies at a time.
-  int64_t bwlimit = s.BwlimitKib(tasks);
+  // the tiers' bandwidth is shared by that many copies at a time.
+  int64_t tasks = s.concurrent_copies, bwlimit = s.bwlimit_kib;
   std::string files = StepFile("check-staged.sh", CheckStagedScript(s)) + StepFile("copy-shards.sh", CopyShardsScript(s, bwlimit)) +
                       StepFile("copy-ranges.sh", CopyRangesScript(tasks)) + StepFile("seal-staged.sh", SealStagedScript(s));
   return fmt::format(

@@ -80,8 +80,18 @@ struct Totals {
   std::optional<double> cost;  // gpu_hours x cluster.gpu_hour_price
 };
 
+// Figures of the job under the chosen layout that the emitters print as
+// they are (plan.json's model and training sections, the table's header).
+struct Figures {
+  int64_t parameters = 0;              // the whole model's
+  double flops_per_token = 0;          // training FLOPs per token
+  int64_t micro_batches_per_step = 0;  // per data rank
+  int64_t tokens_per_step = 0;         // global batch x seq_len
+};
+
 struct Plan {
   check::JobSpec job;
+  Figures figures;
   Candidate chosen;
   std::vector<Candidate> alternatives;  // best of the whole space, chosen excluded
   int64_t candidates_evaluated = 0;

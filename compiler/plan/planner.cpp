@@ -131,6 +131,15 @@ auto IsAllAuto(const check::ParallelChoices& c) -> bool {
   return !c.schedule.value && !c.recompute.value && !c.sequence_parallel.value;
 }
 
+void FillFigures(Plan& plan) {
+  const cost::Workload& w = plan.job.workload;
+  Figures& f = plan.figures;
+  f.parameters = cost::CountParams(w.model).total;
+  f.flops_per_token = cost::ModelFlopsPerToken(w.model);
+  f.micro_batches_per_step = cost::MicroBatches(w, plan.chosen.layout);
+  f.tokens_per_step = w.global_batch * w.model.seq_len;
+}
+
 void FillTotals(Plan& plan) {
   const check::JobSpec& job = plan.job;
   Totals& t = plan.totals;
@@ -203,6 +212,7 @@ auto PlanJob(const check::JobSpec& job, const PlanOptions& options, diag::Diagno
   int64_t per_leaf = job.hardware.nodes_per_leaf;
   plan.leaves_used = per_leaf > 0 ? (plan.nodes_used + per_leaf - 1) / per_leaf : 1;
   if (options.tables) BuildTables(plan);
+  FillFigures(plan);
   FillTotals(plan);
   return plan;
 }

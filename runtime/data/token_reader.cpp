@@ -1,7 +1,5 @@
 #include "data/token_reader.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -10,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "data/shard_format.h"
+#include "io/regular_file.h"
 
 namespace avf::data {
 
@@ -42,31 +41,36 @@ auto ReadFully(int fd, void* into, size_t size, off_t offset, const std::string&
 // Opens one shard and checks it against the layout; the open fd on success.
 auto OpenShard(const DatasetLayout& l, int64_t shard) -> llvm::Expected<int> {
   std::string path = ShardPath(l, shard);
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Fail(fmt::format("{}: cannot open shard {} of {}: {}", path, shard, l.shards, std::strerror(errno)));
-  struct stat st {};
+  llvm::Expected<io::RegularFile> file = io::RegularFile::Open(path);
+  if (!file) {
+    return Fail(fmt::format("{}: cannot open shard {} of {}: {}", path, shard, l.shards, llvm::toString(file.takeError())));
+  }
   std::array<uint8_t, kHeaderBytes> header{};
-  llvm::Error error = fstat(fd, &st) != 0 ? Fail(fmt::format("{}: {}", path, std::strerror(errno)))
-                      : !S_ISREG(st.st_mode) ? Fail(path + ": not a regular file")
-                      : static_cast<uint64_t>(st.st_size) < kHeaderBytes
-                          ? Fail(fmt::format("{}: {} bytes, shorter than the {}-byte shard header", path, st.st_size,
+  llvm::Error error = file->size() < kHeaderBytes
+                          ? Fail(fmt::format("{}: {} bytes, shorter than the {}-byte shard header", path, file->size(),
                                              kHeaderBytes))
-                          : ReadFully(fd, header.data(), header.size(), 0, path);
-  llvm::Expected<ShardHeader> h = error ? llvm::Expected<ShardHeader>(std::move(error))
-                                        : DecodeHeader(header, static_cast<uint64_t>(st.st_size), path);
-  std::string mismatch;
-  if (h && h->token_bytes != l.token_bytes) {
-    mismatch = fmt::format("{}: {}-byte tokens, but the plan's dataset has {}-byte tokens", path, h->token_bytes,
-                           l.token_bytes);
-  } else if (h && static_cast<int64_t>(h->tokens) != ShardTokens(l, shard)) {
-    mismatch = fmt::format("{}: {} tokens, but the plan gives shard {} {} tokens ({} in {} shards)", path, h->tokens,
-                           shard, ShardTokens(l, shard), l.tokens, l.shards);
+                          : ReadFully(file->fd(), header.data(), header.size(), 0, path);
+  if (error) return error;
+  llvm::Expected<ShardHeader> h = DecodeHeader(header, file->size(), path);
+  if (!h) return h.takeError();
+  if (h->token_bytes != l.token_bytes) {
+    return Fail(fmt::format("{}: {}-byte tokens, but the plan's dataset has {}-byte tokens", path, h->token_bytes,
+                            l.token_bytes));
   }
-  if (!h || !mismatch.empty()) {
-    close(fd);
-    return h ? Fail(mismatch) : h.takeError();
+  if (static_cast<int64_t>(h->tokens) != ShardTokens(l, shard)) {
+    return Fail(fmt::format("{}: {} tokens, but the plan gives shard {} {} tokens ({} in {} shards)", path, h->tokens,
+                            shard, ShardTokens(l, shard), l.tokens, l.shards));
   }
-  return fd;
+  return file->Release();
+}
+
+// A token id the model has no embedding row for: named with its shard and
+// place, so that the bad data can be found.
+auto BadToken(const DatasetLayout& l, int64_t shard, int64_t index, uint32_t value) -> llvm::Error {
+  uint64_t byte = kHeaderBytes + static_cast<uint64_t>(index) * l.token_bytes;
+  return Fail(fmt::format("{}: token {} of shard {} (byte offset {}) is {}, not below the model's vocabulary of {}; "
+                          "the data was tokenized for another vocabulary",
+                          ShardPath(l, shard), index, shard, byte, value, l.vocab));
 }
 
 }  // namespace
@@ -82,9 +86,10 @@ auto TokenReader::Locate(const DatasetLayout& l, int64_t token) -> std::pair<int
 }
 
 auto TokenReader::Open(const DatasetLayout& layout, TokenSlice slice) -> llvm::Expected<std::unique_ptr<TokenReader>> {
-  if (layout.shards < 1 || layout.tokens < layout.shards || (layout.token_bytes != 2 && layout.token_bytes != 4)) {
-    return Fail(fmt::format("a dataset of {} tokens in {} shards of {}-byte tokens cannot be read", layout.tokens,
-                            layout.shards, layout.token_bytes));
+  if (layout.shards < 1 || layout.tokens < layout.shards || (layout.token_bytes != 2 && layout.token_bytes != 4) ||
+      layout.vocab < 1) {
+    return Fail(fmt::format("a dataset of {} tokens in {} shards of {}-byte tokens for a vocabulary of {} cannot be "
+                            "read", layout.tokens, layout.shards, layout.token_bytes, layout.vocab));
   }
   if (slice.first < 0 || slice.count < 1 || slice.first > layout.tokens - slice.count) {
     return Fail(fmt::format("tokens {}..{} are outside the dataset's {} tokens", slice.first,
@@ -129,6 +134,7 @@ auto TokenReader::ReadRun(int64_t token, int64_t n, std::vector<uint32_t>& out) 
       uint32_t v = layout_.token_bytes == 2 ? static_cast<uint32_t>(b[0] | b[1] << 8)
                                             : static_cast<uint32_t>(b[0]) | static_cast<uint32_t>(b[1]) << 8 |
                                                   static_cast<uint32_t>(b[2]) << 16 | static_cast<uint32_t>(b[3]) << 24;
+      if (v >= layout_.vocab) return BadToken(layout_, shard, index + i, v);
       out.push_back(v);
     }
     token += take;

@@ -16,11 +16,13 @@ namespace avf::data {
 
 // The dataset as plan.json describes it: `shards` files in `dir`, `tokens`
 // in all, shard i holding ⌊tokens/shards⌋ of them and the last the rest.
+// Every token read must be below `vocab`, the model's vocabulary.
 struct DatasetLayout {
   std::string dir;
   int64_t tokens = 0;
   int64_t shards = 1;
   uint32_t token_bytes = 2;
+  int64_t vocab = 0;
 };
 
 // Tokens [first, first + count) of the dataset.
@@ -39,7 +41,8 @@ class TokenReader {
   auto operator=(const TokenReader&) -> TokenReader& = delete;
 
   // Appends the next `n` tokens of the slice to `out`; at the slice's end it
-  // continues from its start (the next epoch).
+  // continues from its start (the next epoch). A token id not below the
+  // vocabulary is an error naming its shard and offset.
   auto Read(int64_t n, std::vector<uint32_t>& out) -> llvm::Error;
   // Tokens read since the slice's start, modulo its length: what a
   // checkpoint stores, and what Seek restores.

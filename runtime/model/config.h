@@ -99,6 +99,8 @@ struct ParamLayout {
   int64_t total = 0;
 };
 
+// The sizes are plain int64 products: a config read from a plan is bounded
+// first (runtime::CheckSizes keeps every tensor and total at most 2^50).
 auto LayoutOf(const ModelConfig& c, const ShardSpec& shard = {}) -> ParamLayout;
 
 }  // namespace avf::model

@@ -1,8 +1,6 @@
 // plan.json text -> RunPlan: the file (size-capped), a scan for nesting and
 // duplicate keys, llvm::json::parse, the format and version, then one reader
 // per section and ValidatePlan. Compiled as C++17 under clang (llvm::json).
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,6 +9,7 @@
 #include <fmt/format.h>
 #include <llvm/Support/JSON.h>
 
+#include "io/regular_file.h"
 #include "plan/json_scan.h"
 #include "plan/read_sections.h"
 
@@ -23,46 +22,24 @@ auto SizeText(uint64_t bytes) -> std::string {
   return fmt::format("{} bytes", bytes);
 }
 
-// Closes the descriptor on every return path.
-struct Fd {
-  int fd = -1;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
-// Opened non-blocking so that a FIFO without a writer cannot hang the open,
-// then switched back so that reads wait for data as usual.
-auto OpenForRead(const std::string& path, Fd& fd) -> bool {
-  do fd.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  while (fd.fd < 0 && errno == EINTR);
-  if (fd.fd < 0) return false;
-  int flags = ::fcntl(fd.fd, F_GETFL);
-  return flags >= 0 && ::fcntl(fd.fd, F_SETFL, flags & ~O_NONBLOCK) == 0;
-}
-
-// Reads at most max_bytes + 1 bytes, so a device or pipe that never ends is
-// refused like a regular file that is too large.
+// Only a regular file is read (io::RegularFile: a FIFO cannot block the
+// open, a device is refused), and one over max_bytes is refused unread; the
+// read stops past max_bytes all the same, in case the file grew meanwhile.
 auto ReadCapped(llvm::StringRef path, uint64_t max_bytes, Problems& problems) -> std::optional<std::string> {
-  Fd fd;
-  if (!OpenForRead(path.str(), fd)) {
-    problems.Addf("", "cannot open the plan: {}", std::strerror(errno));
+  llvm::Expected<io::RegularFile> file = io::RegularFile::Open(path.str());
+  if (!file) {
+    problems.Addf("", "cannot open the plan: {}", llvm::toString(file.takeError()));
     return std::nullopt;
   }
-  struct stat st {};
-  if (::fstat(fd.fd, &st) == 0 && S_ISDIR(st.st_mode)) {
-    problems.Add("", "is a directory, not a plan file");
-    return std::nullopt;
-  }
-  if (S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) > max_bytes) {
-    problems.Addf("", "the file is {}; a plan is at most {}", SizeText(st.st_size), SizeText(max_bytes));
+  if (file->size() > max_bytes) {
+    problems.Addf("", "the file is {}; a plan is at most {}", SizeText(file->size()), SizeText(max_bytes));
     return std::nullopt;
   }
   std::string text;
-  if (S_ISREG(st.st_mode)) text.reserve(static_cast<size_t>(st.st_size));
+  text.reserve(static_cast<size_t>(file->size()));
   char chunk[1 << 16];
   while (text.size() <= max_bytes) {
-    ssize_t n = ::read(fd.fd, chunk, sizeof chunk);
+    ssize_t n = ::read(file->fd(), chunk, sizeof chunk);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       problems.Addf("", "cannot read the plan: {}", std::strerror(errno));

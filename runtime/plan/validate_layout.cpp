@@ -3,6 +3,7 @@
 // check_ranks, check_groups, check_training).
 #include <fmt/format.h>
 
+#include "plan/sizes.h"
 #include "plan/validate.h"
 
 namespace avf::runtime {
@@ -265,6 +266,7 @@ auto ValidatePlan(const RunPlan& plan, llvm::StringRef name) -> llvm::Error {
   CheckDataSlices(plan, p);
   CheckZeroSlices(plan, p);
   CheckCheckpoint(plan, p);
+  CheckSizes(plan, p);
   return p.TakeError();
 }
 

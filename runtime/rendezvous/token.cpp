@@ -55,7 +55,9 @@ auto ValidateToken(std::string_view token, std::string_view origin) -> llvm::Err
 
 auto ReadTokenFile(const std::string& path) -> llvm::Expected<std::string> {
   std::string origin = fmt::format("the file {}", path);
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // Non-blocking, so that a FIFO in place of the Secret cannot hold the open;
+  // it is refused below (a regular file reads the same either way).
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     return MakeError(StoreErrc::kIo, fmt::format("cannot read the job token from {}: {} (is the job's Secret mounted?)",
                                                  path, net::ErrnoText(errno)));

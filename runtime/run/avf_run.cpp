@@ -22,6 +22,7 @@
 #include "parallel/schedule.h"
 #include "plan/identity.h"
 #include "plan/plan.h"
+#include "plan/sizes.h"
 #include "rendezvous/store.h"
 #include "rendezvous/token.h"
 #include "run/launcher.h"
@@ -225,6 +226,9 @@ auto Run(const RunFlags& f, const std::vector<std::string>& args) -> int {
   o.max_steps = f.max_steps;
   o.terminal = isatty(STDOUT_FILENO) != 0;
   o.rank = static_cast<int>(identity->rank);
+  if (llvm::Error e = avf::runtime::CheckHostMemory(*plan, identity->rank, avf::runtime::PhysicalMemoryBytes())) {
+    return Report(std::move(e));
+  }
   if (llvm::Error e = avf::train::CheckSupported(*plan, static_cast<int>(identity->world_size))) return Report(std::move(e));
   World world;
   if (identity->world_size > 1) {

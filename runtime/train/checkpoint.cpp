@@ -11,6 +11,8 @@
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/Path.h>
 
+#include "io/regular_file.h"
+
 namespace avf::train {
 
 namespace {
@@ -50,6 +52,15 @@ auto Payload(const RankState& s) -> std::vector<uint8_t> {
     }
   }
   return out;
+}
+
+// The size of a rank's file: the header, 4 bytes per parameter and 8 per
+// moment pair; false when the counts are negative or the size overflows.
+auto FileBytes(int64_t params, int64_t moments, uint64_t& bytes) -> bool {
+  uint64_t p = 0, m = 0;
+  return params >= 0 && moments >= 0 && !__builtin_mul_overflow(static_cast<uint64_t>(params), 4, &p) &&
+         !__builtin_mul_overflow(static_cast<uint64_t>(moments), 8, &m) && !__builtin_add_overflow(p, m, &bytes) &&
+         !__builtin_add_overflow(bytes, kHeaderBytes, &bytes);
 }
 
 auto StepOf(llvm::StringRef name) -> std::optional<int64_t> {
@@ -121,7 +132,13 @@ auto LatestCommitted(const std::string& root) -> llvm::Expected<std::optional<in
 auto LoadRank(const std::string& root, int64_t step, int32_t rank, int32_t world, int64_t params, int64_t moments)
     -> llvm::Expected<RankState> {
   std::string path = RankFile(root, step, rank);
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+  uint64_t expected = 0;
+  if (!FileBytes(params, moments, expected)) {
+    return Fail(fmt::format("{}: no checkpoint holds {} parameters and {} optimizer moments", path, params, moments));
+  }
+  llvm::Expected<io::RegularFile> file = io::RegularFile::Open(path);
+  if (!file) return Fail(fmt::format("{}: cannot read the checkpoint: {}", path, llvm::toString(file.takeError())));
+  auto buffer = llvm::MemoryBuffer::getOpenFile(file->fd(), path, file->size(), /*RequiresNullTerminator=*/false);
   if (!buffer) return Fail(fmt::format("{}: cannot read the checkpoint: {}", path, buffer.getError().message()));
   const auto* p = reinterpret_cast<const uint8_t*>((*buffer)->getBufferStart());
   size_t size = (*buffer)->getBufferSize();
@@ -135,7 +152,6 @@ auto LoadRank(const std::string& root, int64_t step, int32_t rank, int32_t world
                             "the reshardable format", path, Get(p + 12, 4), Get(p + 8, 4), rank, world));
   }
   uint64_t count = Get(p + 40, 8), moment_count = version == 1 ? count : Get(p + 52, 8);
-  uint64_t expected = kHeaderBytes + 4 * static_cast<uint64_t>(params) + 8 * static_cast<uint64_t>(moments);
   if (count != static_cast<uint64_t>(params) || moment_count != static_cast<uint64_t>(moments) || size != expected) {
     return Fail(fmt::format("{}: holds {} parameters and {} optimizer moments in {} bytes; this rank has {} and {} "
                             "(expected {} bytes)",

@@ -185,7 +185,7 @@ auto Run(Loop& loop, TrainResult& result) -> llvm::Error {
 auto Train(const RunPlan& plan, const TrainOptions& options, llvm::raw_ostream& progress) -> llvm::Expected<TrainResult> {
   if (llvm::Error e = CheckSupported(plan, options.world ? options.world->size() : 1)) return e;
   data::DatasetLayout layout{options.data_dir, plan.data.tokens, plan.data.shards,
-                             static_cast<uint32_t>(plan.data.token_bytes)};
+                             static_cast<uint32_t>(plan.data.token_bytes), plan.model.vocab};
   const runtime::DataSlice& slice = plan.data.slices[static_cast<size_t>(plan.ranks[options.rank].data)];
   auto reader = data::TokenReader::Open(layout, {slice.first_token, slice.tokens});
   if (!reader) return reader.takeError();

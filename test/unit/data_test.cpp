@@ -3,6 +3,7 @@
 // plan's slice of the dataset, across shard boundaries and epochs.
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -27,7 +28,7 @@ class Shards : public ::testing::Test {
 
   // Dataset tokens 0..tokens-1 (token i has value i % 60000 + 7) in `shards` files.
   auto Write(int64_t tokens, int64_t shards, uint32_t width) -> DatasetLayout {
-    DatasetLayout l{dir_, tokens, shards, width};
+    DatasetLayout l{dir_, tokens, shards, width, 60007};
     int64_t per = tokens / shards;
     for (int64_t s = 0; s < shards; ++s) {
       int64_t n = s == shards - 1 ? tokens - per * (shards - 1) : per;
@@ -180,15 +181,45 @@ TEST_F(Shards, EveryShardOfTheSliceIsChecked) {
   ASSERT_EQ(mkdir(ShardPath(l, 2).c_str(), 0700), 0);
   auto dir = TokenReader::Open(l, {0, 10});
   ASSERT_FALSE(bool(dir));
-  EXPECT_NE(Message(dir.takeError()).find("not a regular file"), std::string::npos);
+  EXPECT_NE(Message(dir.takeError()).find("it is a directory, not a regular file"), std::string::npos);
+}
+
+// A FIFO in place of a shard is refused at once: opening it must not wait
+// for a writer that never comes.
+TEST_F(Shards, FifoShardIsRefusedWithoutBlocking) {
+  DatasetLayout l = Write(10, 3, 2);
+  std::remove(ShardPath(l, 1).c_str());
+  ASSERT_EQ(mkfifo(ShardPath(l, 1).c_str(), 0600), 0);
+  auto fifo = TokenReader::Open(l, {0, 10});
+  ASSERT_FALSE(bool(fifo));
+  EXPECT_EQ(Message(fifo.takeError()),
+            ShardPath(l, 1) + ": cannot open shard 1 of 3: it is a FIFO (named pipe), not a regular file");
+}
+
+// Every token handed out is below the vocabulary; the first one that is not
+// is named with its shard, index and byte offset.
+TEST_F(Shards, TokenOutsideTheVocabularyIsNamed) {
+  DatasetLayout l = Write(10, 3, 2);  // values 7..16; shard 1 holds dataset tokens 3..5
+  ASSERT_FALSE(WriteShard(ShardPath(l, 1), 2, {10, 11, 12}));
+  l.vocab = 12;
+  auto reader = TokenReader::Open(l, {0, 10});
+  ASSERT_TRUE(bool(reader)) << Message(reader.takeError());
+  std::vector<uint32_t> out;
+  ASSERT_FALSE((*reader)->Read(5, out));  // tokens 0..4: 7, 8, 9, 10, 11
+  EXPECT_EQ(Message((*reader)->Read(1, out)),
+            ShardPath(l, 1) + ": token 2 of shard 1 (byte offset 1028) is 12, not below the model's vocabulary of 12; "
+                              "the data was tokenized for another vocabulary");
+  l.vocab = 0;
+  EXPECT_NE(Message(TokenReader::Open(l, {0, 10}).takeError()).find("for a vocabulary of 0 cannot be read"),
+            std::string::npos);
 }
 
 TEST_F(Shards, BadRequests) {
   DatasetLayout l = Write(10, 3, 2);
   EXPECT_NE(Message(TokenReader::Open(l, {5, 6}).takeError()).find("outside the dataset's 10 tokens"), std::string::npos);
   EXPECT_FALSE(bool(TokenReader::Open(l, {0, 0})));
-  EXPECT_FALSE(bool(TokenReader::Open({dir_, 2, 3, 2}, {0, 1})));  // fewer tokens than shards
-  EXPECT_FALSE(bool(TokenReader::Open({dir_, 10, 3, 3}, {0, 1})));
+  EXPECT_FALSE(bool(TokenReader::Open({dir_, 2, 3, 2, 512}, {0, 1})));  // fewer tokens than shards
+  EXPECT_FALSE(bool(TokenReader::Open({dir_, 10, 3, 3, 512}, {0, 1})));
   EXPECT_NE(Message(WriteShard(dir_ + "/big.bin", 2, {70000})).find("does not fit 2 bytes"), std::string::npos);
   EXPECT_NE(Message(WriteShard(dir_ + "/no/such/dir.bin", 2, {1})).find("cannot write"), std::string::npos);
 }

@@ -3,6 +3,7 @@
 // retries, ranks that never come, and shutdown while a client waits.
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -60,6 +61,13 @@ TEST_F(TokenFile, MissingFileNamesThePath) {
   ExpectFailure(ReadTokenFile(path_ + ".absent"), StoreErrc::kIo,
                 {path_ + ".absent", "No such file or directory", "Secret mounted"});
   ExpectFailure(ReadTokenFile("/tmp"), StoreErrc::kIo, {"/tmp", "not a regular file"});
+}
+
+// A FIFO where the Secret should be is refused at once, not waited on.
+TEST_F(TokenFile, FifoIsRefusedWithoutBlocking) {
+  ::unlink(path_.c_str());
+  ASSERT_EQ(::mkfifo(path_.c_str(), 0600), 0);
+  ExpectFailure(ReadTokenFile(path_), StoreErrc::kIo, {path_, "not a regular file"});
 }
 
 TEST_F(TokenFile, ShortAndLongTokensAreRefused) {

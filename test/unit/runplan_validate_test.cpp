@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "plan/plan.h"
+#include "plan/sizes.h"
 #include "runplan_test_util.h"
 
 namespace avf::runtime {
@@ -309,6 +310,68 @@ TEST(RunPlanValidate, CheckpointEitherStepsOrSeconds) {
   std::string text = SetAt(Fixture("hgx_h100_platform.json"), "checkpoint.every_steps", "100");
   EXPECT_EQ(ParseFailure(text),
             "plan.json: checkpoint: every_steps and every_seconds are both set; at most one of the two is");
+}
+
+// Every count a plan implies is computed with overflow checks and bounded
+// (CheckSizes); the first one out of bounds is named with its keys.
+TEST(RunPlanSizes, OverflowingVocabularyIsNamed) {
+  std::string text = SetAt(Fixture("gpt2_tiny_local.json"), "model.vocab", "288230376151712256");  // 512 + 2^58
+  EXPECT_EQ(ParseFailure(text),
+            "plan.json: model.vocab: the token embedding, model.vocab x model.hidden = 288230376151712256 x 64, is "
+            "more than 2^50 elements (or overflows 64 bits): no machine holds it");
+}
+
+TEST(RunPlanSizes, CountsPastTheCapAreNamed) {
+  RunPlan p = MustParse(Fixture("gpt2_tiny_local.json"));
+  p.model.seq_len = int64_t{1} << 24;
+  p.training.tokens_per_step = p.training.global_batch << 24;
+  EXPECT_EQ(ValidateFailure(p),
+            "plan.json: model.seq_len: a micro-batch's attention scores, layout.micro_batch x model.heads x "
+            "model.seq_len^2 = 4 x 4 x 16777216^2, is more than 2^50 elements (or overflows 64 bits): no machine "
+            "holds it");
+  p = MustParse(Fixture("gpt2_tiny_local.json"));
+  p.model.layers = int64_t{1} << 40;
+  EXPECT_THAT(ValidateFailure(p), HasSubstr("plan.json: model.layers: the model's parameters, model.layers x the "
+                                            "parameters of a layer + the embeddings = 1099511627776 x 49984 + ..."));
+  p = MustParse(Fixture("gpt2_tiny_local.json"));
+  p.stage_parameters[0] = INT64_MAX;
+  EXPECT_THAT(ValidateFailure(p), HasSubstr("plan.json: stage_parameters: a stage's parameters, stage_parameters[0] = "
+                                            "9223372036854775807, is more than 2^50 elements"));
+}
+
+TEST(RunPlanSizes, HeadsDivideTheHiddenSize) {
+  RunPlan p = MustParse(Fixture("gpt2_tiny_local.json"));
+  p.model.heads = 3;
+  EXPECT_EQ(ValidateFailure(p), "plan.json: model.heads: 3 heads do not divide model.hidden = 64 into equal heads");
+  p.model.heads = 128;
+  EXPECT_EQ(ValidateFailure(p), "plan.json: model.heads: 128 heads do not divide model.hidden = 64 into equal heads");
+  p.model.heads = 4;
+  p.model.kv_heads = 3;
+  EXPECT_EQ(ValidateFailure(p),
+            "plan.json: model.kv_heads: 3 key/value heads do not divide model.heads = 4 (grouped-query attention)");
+}
+
+// A rank of the 8B Llama plan (tensor 4, pipeline 2 of 2 chunks, ZeRO 1):
+// its shard's weights and gradients, the moments of its ZeRO slice, the
+// attention scores of its 16 layers (2 x 32/4 heads x 8192^2 each) and the
+// token ids of the step's micro-batches.
+TEST(RunPlanSizes, LeastRankBytesAndTheHostBound) {
+  RunPlan p = Hgx();
+  RankBytes b = LeastRankBytes(p, 0);
+  EXPECT_EQ(b.weights, 4 * p.stage_parameters[0]);
+  EXPECT_EQ(b.gradients, 4 * p.stage_parameters[0]);
+  EXPECT_EQ(b.optimizer, 8 * p.zero.slices[0].count);
+  EXPECT_LT(p.zero.slices[0].count, p.stage_parameters[0]);
+  EXPECT_EQ(b.activations, 4 * 16 * 2 * 8 * int64_t{8192} * 8192 + 8 * p.training.micro_batches_per_step * 2 * 8192);
+  // The last stage also holds the logits: 2 x 8192 rows of 128256 / 4 entries.
+  RankBytes last = LeastRankBytes(p, 31);
+  EXPECT_EQ(last.activations - b.activations, 4 * int64_t{2} * 8192 * (128256 / 4));
+  llvm::Error small = CheckHostMemory(p, 0, int64_t{1} << 30);
+  ASSERT_TRUE(static_cast<bool>(small));
+  EXPECT_THAT(llvm::toString(std::move(small)),
+              HasSubstr("the plan's 8 ranks on node 0 need at least 5"));
+  EXPECT_FALSE(static_cast<bool>(CheckHostMemory(p, 0, INT64_MAX)));
+  EXPECT_GT(PhysicalMemoryBytes(), 0);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <llvm/Support/FileSystem.h>
@@ -193,6 +194,20 @@ TEST_F(Checkpoints, DamagedOrForeignFilesAreRefused) {
   std::ofstream(file) << "hello";
   EXPECT_NE(Message(LoadRank(root_, 5, 0, 1, 3, 3).takeError()).find("not an aviflow checkpoint"), std::string::npos);
   EXPECT_NE(Message(LoadRank(root_, 6, 0, 1, 3, 3).takeError()).find("cannot read the checkpoint"), std::string::npos);
+}
+
+// A FIFO in place of a rank's file is refused at once instead of blocking
+// the open; counts whose file size would overflow are refused unread.
+TEST_F(Checkpoints, FifoAndImpossibleSizesAreRefused) {
+  ASSERT_FALSE(SaveRank(root_, 0, 1, State(5)));
+  std::string file = CheckpointDir(root_, 5) + "/rank_00000.bin";
+  std::remove(file.c_str());
+  ASSERT_EQ(mkfifo(file.c_str(), 0600), 0);
+  EXPECT_EQ(Message(LoadRank(root_, 5, 0, 1, 3, 3).takeError()),
+            file + ": cannot read the checkpoint: it is a FIFO (named pipe), not a regular file");
+  EXPECT_EQ(Message(LoadRank(root_, 5, 0, 1, int64_t{1} << 62, 3).takeError()),
+            file + ": no checkpoint holds 4611686018427387904 parameters and 3 optimizer moments");
+  EXPECT_NE(Message(LoadRank(root_, 5, 0, 1, 3, -1).takeError()).find("no checkpoint holds"), std::string::npos);
 }
 
 // A ZeRO 1 rank keeps moments for its slice only.
