@@ -1,9 +1,10 @@
 # The CPU communicator (runtime/comm): ranks are forked processes on
 # 127.0.0.1 meeting through a rendezvous store in the parent. Timeouts are 1-2 s.
-# comm_bf16_test.cpp: the bf16 conversions, in the same process.
+# comm_bf16_test.cpp: the bf16 conversions, in the same process;
+# comm_errors_test.cpp: the communicators' error codes.
 add_library(avf_forked_ranks STATIC forked_ranks.cpp)
 target_link_libraries(avf_forked_ranks PUBLIC avf_comm GTest::gtest)
-add_executable(avf_comm_tests comm_test.cpp comm_bf16_test.cpp)
+add_executable(avf_comm_tests comm_test.cpp comm_bf16_test.cpp comm_errors_test.cpp)
 target_link_libraries(avf_comm_tests PRIVATE avf_forked_ranks GTest::gtest_main)
 add_test(NAME unit/comm COMMAND avf_comm_tests)
 set_tests_properties(unit/comm PROPERTIES TIMEOUT 60)
