@@ -19,11 +19,6 @@ if(AVIFLOW_HAVE_CUDA AND TARGET avf_comm_nccl)
   target_link_libraries(avf_comm_nccl_tests PRIVATE avf_comm_nccl avf_forked_ranks GTest::gtest_main)
   add_test(NAME unit/comm_nccl COMMAND avf_comm_nccl_tests)
   set_tests_properties(unit/comm_nccl PROPERTIES TIMEOUT 300)
-  # The binary must not need libcuda.so.1 (absent without a driver): fail if
-  # it is a direct dependency.
-  if(CMAKE_READELF)
-    add_test(NAME unit/comm_nccl_no_libcuda COMMAND ${CMAKE_READELF} -d $<TARGET_FILE:avf_comm_nccl_tests>)
-    set_tests_properties(unit/comm_nccl_no_libcuda PROPERTIES
-      FAIL_REGULAR_EXPRESSION "libcuda\\.so" PASS_REGULAR_EXPRESSION "libnccl\\.so")
-  endif()
+  # The binary must not need libcuda.so.1 (absent without a driver).
+  avf_test_no_libcuda(unit/comm_nccl_no_libcuda avf_comm_nccl_tests "libnccl\\.so")
 endif()
