@@ -2,16 +2,18 @@
 // live in and the kernels that run on it, behind one interface. The model
 // (runtime/model) calls only this, never a concrete kernel, so a GPU backend
 // (CUDA kernels in kernels/, GEMMs through cuBLAS) plugs in beside the CPU one
-// without touching the model or the trainer. Kernel contracts are those of
-// cpu/kernels.h: row-major activations, (out x in) weights, and every
-// backward ADDS into its gradient outputs.
+// without touching the model or the trainer. This folder is the interface
+// only: implementations include it (runtime/cpu/cpu_backend.h), never the
+// other way round. Kernel contracts are those of cpu/kernels.h: row-major
+// activations, (out x in) weights, and every backward ADDS into its gradient
+// outputs.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
-#include "cpu/kernels.h"
+#include "backend/shapes.h"
 
 namespace avf::backend {
 
@@ -48,7 +50,7 @@ class Memory {
 template <typename T>
 class Kernels : public Memory {
  public:
-  using AttentionShape = cpu::AttentionShape;
+  using AttentionShape = backend::AttentionShape;
 
   virtual void MatmulForward(T* out, const T* in, const T* weight, const T* bias, int64_t n, int64_t c,
                              int64_t oc) = 0;
@@ -85,11 +87,5 @@ class Kernels : public Memory {
                                     int64_t v, int64_t vocab_first) = 0;
   virtual void MaxOverBlocks(T* out, const T* blocks, int64_t count, int64_t nblocks) = 0;
 };
-
-// The CPU backend (runtime/cpu: OpenBLAS GEMMs, OpenMP loops): float for
-// training, double for the finite-difference gradient checks. One shared,
-// stateless instance per type.
-template <typename T>
-auto Cpu() -> Kernels<T>&;
 
 }  // namespace avf::backend

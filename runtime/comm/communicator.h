@@ -9,8 +9,8 @@
 // the caller. Every call is collective over the communicator's ranks unless it
 // says otherwise, and every rank must make the same calls in the same order
 // with the same sizes and types. Failures are llvm::Errors holding a
-// rendezvous::StoreError (rendezvous/errors.h), so avf-run handles one error
-// type for the store and the communicators; nothing throws, and nothing waits
+// CommError (comm/errors.h): a code and one sentence, a failure of the
+// rendezvous store on the way included; nothing throws, and nothing waits
 // longer than the communicator's timeout.
 //
 // Reductions are deterministic: element by element, the contributions are
@@ -31,6 +31,7 @@
 #include <string_view>
 
 #include "comm/bf16.h"
+#include "comm/errors.h"
 
 namespace avf::comm {
 

@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <charconv>
 
+#include "comm/errors.h"
+#include "rendezvous/errors.h"
 #include "rendezvous/token.h"
 #include "rendezvous/wire.h"
 
@@ -18,8 +20,6 @@ namespace net = rendezvous::net;
 namespace wire = rendezvous::wire;
 using net::Clock;
 using net::Deadline;
-using rendezvous::MakeError;
-using rendezvous::StoreErrc;
 
 // A hello holds a token and an id; anything longer is not one.
 constexpr size_t kMaxHelloFrame = wire::kMaxHelloBytes + wire::kMaxKeyBytes;
@@ -28,8 +28,13 @@ auto Remaining(Deadline deadline) -> milliseconds {
   return std::chrono::duration_cast<milliseconds>(std::max(deadline - Clock::now(), Clock::duration::zero()));
 }
 
-auto Reply(StoreErrc code, std::string_view message) -> std::string {
-  return std::move(wire::Writer().U8(static_cast<uint8_t>(wire::ToWireStatus(code))).Str(message)).Finish();
+// A refusal's status byte is its CommErrc (never 0, the status of success).
+auto Reply(CommErrc code, std::string_view message) -> std::string {
+  return std::move(wire::Writer().U8(static_cast<uint8_t>(code)).Str(message)).Finish();
+}
+
+auto RefusalCode(uint8_t status) -> CommErrc {
+  return status >= 1 && status <= kLastErrc ? static_cast<CommErrc>(status) : CommErrc::kMalformed;
 }
 
 auto OkReply() -> std::string { return std::move(wire::Writer().U8(0).Str("")).Finish(); }
@@ -63,23 +68,23 @@ auto ConnectTo(const TcpOptions& o, int peer, Deadline deadline) -> llvm::Expect
   std::string host;
   uint16_t port = 0;
   if (!ParseAddress(*addr, &host, &port)) {
-    return MakeError(StoreErrc::kMalformed, fmt::format("rank {} published '{}', not host:port", peer, *addr));
+    return MakeError(CommErrc::kMalformed, fmt::format("rank {} published '{}', not host:port", peer, *addr));
   }
   auto fd = net::ConnectWithRetry(host, port, deadline);
   if (!fd) return Wrap(fd.takeError(), fmt::format("{} cannot connect to rank {} at {}", who, peer, *addr));
   std::string hello = EncodeHello(o.token, o.id, o.rank, peer, o.size);
   std::string reply;
   if (net::SendAll(fd->get(), hello, deadline).kind != net::IoResult::kOk || !ReadFrame(fd->get(), deadline, &reply)) {
-    return MakeError(StoreErrc::kConnectionLost, fmt::format("rank {} did not answer the handshake of {} within {}",
+    return MakeError(CommErrc::kConnectionLost, fmt::format("rank {} did not answer the handshake of {} within {}",
                                                              peer, who, rendezvous::FormatSeconds(o.setup_timeout)));
   }
   wire::Reader r(reply);
   uint8_t status = r.U8();
   std::string why = r.Str();
   if (r.failed())
-    return MakeError(StoreErrc::kMalformed, fmt::format("rank {} sent a malformed handshake reply", peer));
+    return MakeError(CommErrc::kMalformed, fmt::format("rank {} sent a malformed handshake reply", peer));
   if (status != 0) {
-    return MakeError(wire::ToErrc(status), fmt::format("rank {} refused the connection of {}: {}", peer, who, why));
+    return MakeError(RefusalCode(status), fmt::format("rank {} refused the connection of {}: {}", peer, who, why));
   }
   return std::move(*fd);
 }
@@ -95,25 +100,25 @@ auto Admit(const TcpOptions& o, std::string_view payload, const std::vector<net:
   wire::Reader r(payload);
   uint8_t type = r.U8();
   uint32_t magic = r.U32();
-  if (type != kHelloType || magic != kHelloMagic) return MakeError(StoreErrc::kBadMagic, "not a communicator hello");
-  if (r.U16() != kHelloVersion) return MakeError(StoreErrc::kBadVersion, "unsupported handshake version");
+  if (type != kHelloType || magic != kHelloMagic) return MakeError(CommErrc::kBadMagic, "not a communicator hello");
+  if (r.U16() != kHelloVersion) return MakeError(CommErrc::kBadVersion, "unsupported handshake version");
   std::string token = r.Str(wire::kMaxTokenBytes);
   if (r.failed() || !rendezvous::TokensEqual(o.token, token)) {
-    return MakeError(StoreErrc::kBadToken, "the job token does not match");  // nothing else before the token
+    return MakeError(CommErrc::kBadToken, "the job token does not match");  // nothing else before the token
   }
   std::string id = r.Str(wire::kMaxKeyBytes);
   uint32_t from = r.U32(), to = r.U32(), size = r.U32();
-  if (!r.ok_at_end()) return MakeError(StoreErrc::kMalformed, "malformed hello");
+  if (!r.ok_at_end()) return MakeError(CommErrc::kMalformed, "malformed hello");
   if (id != o.id || to != static_cast<uint32_t>(o.rank) || size != static_cast<uint32_t>(o.size)) {
-    return MakeError(StoreErrc::kInvalidArgument,
+    return MakeError(CommErrc::kInvalidArgument,
                      fmt::format("this is rank {} of communicator '{}' with {} ranks, not rank {} of '{}' with {}",
                                  o.rank, o.id, o.size, to, id, size));
   }
   if (from <= static_cast<uint32_t>(o.rank) || from >= size) {
-    return MakeError(StoreErrc::kRankOutOfRange, fmt::format("rank {} does not connect to rank {}", from, o.rank));
+    return MakeError(CommErrc::kRankOutOfRange, fmt::format("rank {} does not connect to rank {}", from, o.rank));
   }
   if (peers[from].valid())
-    return MakeError(StoreErrc::kDuplicateRank, fmt::format("rank {} is already connected", from));
+    return MakeError(CommErrc::kDuplicateRank, fmt::format("rank {} is already connected", from));
   return static_cast<int>(from);
 }
 
@@ -130,7 +135,7 @@ auto Step(const TcpOptions& o, Pending& p, std::vector<net::Fd>& peers, std::str
   auto deadline = Clock::now() + std::chrono::seconds(1);
   auto from = Admit(o, std::string_view(p.buf).substr(wire::kHeaderBytes, len), peers);
   if (!from) {
-    rendezvous::Failure f = rendezvous::TakeFailure(from.takeError());
+    Failure f = TakeFailure(from.takeError());
     *refusal = fmt::format("refused a connection from {}: {}", net::PeerName(p.fd.get()), f.message);
     net::SendAll(p.fd.get(), Reply(f.code, f.message), deadline);
     return true;
@@ -173,7 +178,7 @@ auto AcceptFrom(const TcpOptions& o, int listen_fd, std::vector<net::Fd>& peers,
   }
   std::vector<int> missing = Missing(o, peers);
   if (missing.empty()) return llvm::Error::success();
-  return MakeError(StoreErrc::kTimeout, fmt::format("{} did not connect to rank {} of communicator '{}' within {}{}",
+  return MakeError(CommErrc::kTimeout, fmt::format("{} did not connect to rank {} of communicator '{}' within {}{}",
                                                     rendezvous::FormatRanks(missing), o.rank, o.id,
                                                     rendezvous::FormatSeconds(o.setup_timeout),
                                                     refusal.empty() ? "" : " (" + refusal + ")"));
@@ -195,16 +200,13 @@ auto EncodeHello(std::string_view token, std::string_view id, uint32_t from, uin
       .Finish();
 }
 
-auto Wrap(llvm::Error error, std::string_view prefix) -> llvm::Error {
-  rendezvous::Failure f = rendezvous::TakeFailure(std::move(error));
-  return MakeError(f.code, fmt::format("{}: {}", prefix, f.message));
-}
-
 auto BuildMesh(const TcpOptions& o) -> llvm::Expected<std::vector<net::Fd>> {
   Deadline deadline = Clock::now() + o.setup_timeout;
   auto listener = net::Listen(o.host, 0);
   if (!listener) return Wrap(listener.takeError(), fmt::format("rank {} of communicator '{}'", o.rank, o.id));
-  if (auto e = o.store->Set(AddressKey(o.id, o.rank), net::JoinHostPort(o.host, listener->port))) return e;
+  if (auto e = o.store->Set(AddressKey(o.id, o.rank), net::JoinHostPort(o.host, listener->port))) {
+    return AsCommError(std::move(e));
+  }
   std::vector<net::Fd> peers(static_cast<size_t>(o.size));
   for (int r = 0; r < o.rank; ++r) {
     auto fd = ConnectTo(o, r, deadline);

@@ -27,7 +27,4 @@ auto EncodeHello(std::string_view token, std::string_view id, uint32_t from, uin
 // reachable or refused this one.
 auto BuildMesh(const TcpOptions& o) -> llvm::Expected<std::vector<rendezvous::net::Fd>>;
 
-// Prefixes the error's message, keeping its code.
-auto Wrap(llvm::Error error, std::string_view prefix) -> llvm::Error;
-
 }  // namespace avf::comm::detail

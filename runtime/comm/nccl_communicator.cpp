@@ -14,14 +14,13 @@
 #include <vector>
 
 #include "comm/tcp_communicator.h"  // FailureKey, shared with the CPU communicator
+#include "rendezvous/errors.h"
 
 namespace avf::comm {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using rendezvous::MakeError;
-using rendezvous::StoreErrc;
 
 // "I" + the id bytes, or "E" + rank 0's error (NcclIdKey).
 constexpr char kIdTag = 'I';
@@ -37,15 +36,15 @@ auto NcclText(ncclComm_t comm, ncclResult_t r) -> std::string {
   return text;
 }
 
-auto CodeOf(ncclResult_t r) -> StoreErrc {
+auto CodeOf(ncclResult_t r) -> CommErrc {
   switch (r) {
     case ncclRemoteError:
-      return StoreErrc::kConnectionLost;
+      return CommErrc::kConnectionLost;
     case ncclInvalidArgument:
     case ncclInvalidUsage:
-      return StoreErrc::kInvalidArgument;
+      return CommErrc::kInvalidArgument;
     default:
-      return StoreErrc::kIo;
+      return CommErrc::kIo;
   }
 }
 
@@ -129,14 +128,14 @@ auto CheckOptions(const NcclOptions& o) -> llvm::Error {
   } else {
     return llvm::Error::success();
   }
-  return MakeError(StoreErrc::kInvalidArgument,
+  return MakeError(CommErrc::kInvalidArgument,
                    fmt::format("NCCL communicator '{}' {} (rank {}, size {}, device {})", o.id, problem, o.rank,
                                o.size, o.device));
 }
 
 // A failure before the NCCL communicator exists: rank 0 puts it where the
 // others wait for the id, so they fail at once; any rank publishes it.
-auto EarlyFailure(const NcclOptions& o, StoreErrc code, std::string message) -> llvm::Error {
+auto EarlyFailure(const NcclOptions& o, CommErrc code, std::string message) -> llvm::Error {
   if (o.rank == 0) llvm::consumeError(o.store->Set(NcclIdKey(o.id), std::string(1, kErrorTag) + message));
   llvm::consumeError(o.store->Set(FailureKey(o.id, o.rank), message));
   return MakeError(code, std::move(message));
@@ -153,22 +152,22 @@ auto ShareUniqueId(const NcclOptions& o, Clock::time_point deadline) -> llvm::Ex
     }
     std::string value(1, kIdTag);
     value.append(id.internal, sizeof id.internal);
-    if (auto e = o.store->Set(key, value)) return e;
+    if (auto e = o.store->Set(key, value)) return AsCommError(std::move(e));
     return id;
   }
   auto value = o.store->Get(key, Remaining(deadline));
   if (!value) {
-    auto f = rendezvous::TakeFailure(value.takeError());
+    auto f = TakeFailure(value.takeError());
     return MakeError(f.code, fmt::format("rank {} of communicator '{}' waited for rank 0's NCCL unique id: {}", o.rank,
                                          o.id, f.message));
   }
   if (!value->empty() && (*value)[0] == kErrorTag) {
-    return MakeError(StoreErrc::kConnectionLost,
+    return MakeError(CommErrc::kConnectionLost,
                      fmt::format("rank {} of communicator '{}' cannot start: rank 0 could not create it: {}", o.rank,
                                  o.id, value->substr(1)));
   }
   if (value->size() != 1 + sizeof id.internal || (*value)[0] != kIdTag) {
-    return MakeError(StoreErrc::kMalformed,
+    return MakeError(CommErrc::kMalformed,
                      fmt::format("rank {} of communicator '{}': {} holds {} bytes, not an NCCL unique id", o.rank, o.id,
                                  rendezvous::QuoteKey(key), value->size()));
   }
@@ -185,7 +184,7 @@ auto NcclVersionInfo::text() const -> std::string { return fmt::format("{}.{}.{}
 auto NcclVersion() -> llvm::Expected<NcclVersionInfo> {
   int code = 0;
   if (ncclResult_t r = ncclGetVersion(&code); r != ncclSuccess) {
-    return MakeError(StoreErrc::kIo, "ncclGetVersion failed: " + NcclText(nullptr, r));
+    return MakeError(CommErrc::kIo, "ncclGetVersion failed: " + NcclText(nullptr, r));
   }
   NcclVersionInfo v{.code = code};
   // NCCL_VERSION(): X * 1000 + Y * 100 + Z up to 2.8, X * 10000 + Y * 100 + Z since 2.9.
@@ -200,7 +199,7 @@ auto VisibleCudaDevices() -> llvm::Expected<int> {
   int count = 0;
   if (cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess) {
     (void)cudaGetLastError();
-    return MakeError(StoreErrc::kIo, "cudaGetDeviceCount: " + CudaText(e));
+    return MakeError(CommErrc::kIo, "cudaGetDeviceCount: " + CudaText(e));
   }
   return count;
 }
@@ -225,7 +224,7 @@ auto NcclCommunicator::Create(NcclOptions options) -> llvm::Expected<std::unique
   if (auto e = CheckOptions(options)) return e;
   const auto deadline = Clock::now() + options.setup_timeout;
   if (std::string problem = DeviceProblem(options); !problem.empty()) {
-    return EarlyFailure(options, StoreErrc::kIo, std::move(problem));
+    return EarlyFailure(options, CommErrc::kIo, std::move(problem));
   }
   auto id = ShareUniqueId(options, deadline);
   if (!id) return id.takeError();
@@ -264,7 +263,7 @@ auto NcclCommunicator::Init(const void* unique_id, Clock::time_point deadline) -
   ncclResult_t r = ncclCommInitRankConfig(&comm, o_.size, id, o_.rank, &config);
   comm_ = comm;
   if (r != ncclSuccess && r != ncclInProgress) return NcclFailure(call, r);
-  if (comm_ == nullptr) return Fail(StoreErrc::kIo, fmt::format("{}: {} gave no communicator", Name(), call.name));
+  if (comm_ == nullptr) return Fail(CommErrc::kIo, fmt::format("{}: {} gave no communicator", Name(), call.name));
   return WaitComm(comm_, call, deadline);
 }
 
@@ -320,8 +319,8 @@ auto NcclCommunicator::PeerFailures() -> std::string {
   return fmt::format(" (rank {} failed: {}{})", failed[0], cause, more);
 }
 
-auto NcclCommunicator::Fail(StoreErrc code, std::string message) -> llvm::Error {
-  broken_ = rendezvous::Failure{code, message};
+auto NcclCommunicator::Fail(CommErrc code, std::string message) -> llvm::Error {
+  broken_ = Failure{code, message};
   if (o_.store) llvm::consumeError(o_.store->Set(FailureKey(o_.id, o_.rank), message));
   if (comm_ != nullptr) {
     // Makes NCCL's kernels and threads give up; returns once they have.
@@ -340,12 +339,12 @@ auto NcclCommunicator::NcclFailure(const Call& call, int result) -> llvm::Error 
 auto NcclCommunicator::CudaFailure(const Call& call, int error, std::string_view function) -> llvm::Error {
   auto e = static_cast<cudaError_t>(error);
   (void)cudaGetLastError();
-  return Fail(StoreErrc::kIo, fmt::format("{}: {} failed: {}: {}", Name(), Describe(call), function, CudaText(e)));
+  return Fail(CommErrc::kIo, fmt::format("{}: {} failed: {}: {}", Name(), Describe(call), function, CudaText(e)));
 }
 
 auto NcclCommunicator::Timeout(const Call& call, std::string_view stage) -> llvm::Error {
   const milliseconds limit = call.limit.count() > 0 ? call.limit : o_.timeout;
-  return Fail(StoreErrc::kTimeout,
+  return Fail(CommErrc::kTimeout,
               fmt::format("{}: {} did not finish within {} ({}): a peer failed, exited, is not running or is in "
                           "another call{}; the communicator was aborted",
                           Name(), Describe(call), rendezvous::FormatSeconds(limit), stage, PeerFailures()));
@@ -395,7 +394,7 @@ auto NcclCommunicator::Usable(const Call& call) -> llvm::Error {
 auto NcclCommunicator::Ready(const Call& call) -> llvm::Error {
   if (auto e = Usable(call)) return e;
   if (Known(call.type)) return llvm::Error::success();
-  return MakeError(StoreErrc::kInvalidArgument,
+  return MakeError(CommErrc::kInvalidArgument,
                    fmt::format("{}: data type {} is neither fp32 ({}) nor bf16 ({})", call.name,
                                static_cast<int>(call.type), static_cast<int>(DataType::kF32),
                                static_cast<int>(DataType::kBF16)));
@@ -404,7 +403,7 @@ auto NcclCommunicator::Ready(const Call& call) -> llvm::Error {
 auto NcclCommunicator::CheckBuffer(const Call& call, const void* p, std::string_view role) -> llvm::Error {
   if (call.count == 0) return llvm::Error::success();  // NCCL reads nothing
   auto refuse = [&](std::string why) {
-    return MakeError(StoreErrc::kInvalidArgument, fmt::format("{} on {}: the {} buffer {}; NcclCommunicator takes "
+    return MakeError(CommErrc::kInvalidArgument, fmt::format("{} on {}: the {} buffer {}; NcclCommunicator takes "
                                                               "device pointers (cudaMalloc) on CUDA device {}",
                                                               Describe(call), Name(), role, why, o_.device));
   };
@@ -423,7 +422,7 @@ auto NcclCommunicator::CheckBuffer(const Call& call, const void* p, std::string_
 auto NcclCommunicator::CheckPeer(const Call& call, int peer, std::string_view role, bool may_be_self)
     -> llvm::Error {
   if (peer >= 0 && peer < o_.size && (may_be_self || peer != o_.rank)) return llvm::Error::success();
-  return MakeError(StoreErrc::kInvalidArgument,
+  return MakeError(CommErrc::kInvalidArgument,
                    fmt::format("{}: the {} must be {} rank of the {} in communicator '{}', not {}", call.name, role,
                                may_be_self ? "a" : "another", o_.size, o_.id, peer));
 }
@@ -431,7 +430,7 @@ auto NcclCommunicator::CheckPeer(const Call& call, int peer, std::string_view ro
 auto NcclCommunicator::AllReduce(void* data, size_t count, DataType type, ReduceOp op) -> llvm::Error {
   const Call call{.name = "AllReduce", .count = count, .type = type};
   if (auto e = Ready(call)) return e;
-  if (!Known(op)) return MakeError(StoreErrc::kInvalidArgument, fmt::format("AllReduce: unknown ReduceOp {}", int(op)));
+  if (!Known(op)) return MakeError(CommErrc::kInvalidArgument, fmt::format("AllReduce: unknown ReduceOp {}", int(op)));
   if (auto e = CheckBuffer(call, data, "data")) return e;
   return Run(call, [&] { return ncclAllReduce(data, data, count, NcclType(type), NcclOp(op), comm_, stream_); });
 }
@@ -441,7 +440,7 @@ auto NcclCommunicator::ReduceScatter(const void* in, void* out, size_t count_per
   const Call call{.name = "ReduceScatter", .count = count_per_rank, .type = type};
   if (auto e = Ready(call)) return e;
   if (!Known(op)) {
-    return MakeError(StoreErrc::kInvalidArgument, fmt::format("ReduceScatter: unknown ReduceOp {}", int(op)));
+    return MakeError(CommErrc::kInvalidArgument, fmt::format("ReduceScatter: unknown ReduceOp {}", int(op)));
   }
   if (auto e = CheckBuffer(call, in, "input")) return e;
   if (auto e = CheckBuffer(call, out, "output")) return e;
@@ -512,7 +511,7 @@ auto NcclCommunicator::Split(int color, int key) -> llvm::Expected<std::unique_p
   const Call call{.name = "Split"};
   if (auto e = Usable(call)) return e;
   if (color < kNoColor) {
-    return MakeError(StoreErrc::kInvalidArgument,
+    return MakeError(CommErrc::kInvalidArgument,
                      fmt::format("{} passed colour {} to Split; a colour is >= 0, or -1 for none", Name(), color));
   }
   const auto deadline = Clock::now() + o_.timeout;
@@ -528,7 +527,7 @@ auto NcclCommunicator::Split(int color, int key) -> llvm::Expected<std::unique_p
   ncclResult_t r = ncclCommSplit(comm_, color == kNoColor ? NCCL_SPLIT_NOCOLOR : color, key, &child->comm_, &config);
   // The parent's state says when the split has finished (the child's handle is
   // null until then); after a failure or an abort the child is abandoned too.
-  child->broken_ = rendezvous::Failure{StoreErrc::kIo, "the split did not finish"};
+  child->broken_ = Failure{CommErrc::kIo, "the split did not finish"};
   if (r != ncclSuccess && r != ncclInProgress) return NcclFailure(call, r);
   if (auto e = WaitComm(comm_, call, deadline)) return e;
   if (color == kNoColor) return nullptr;
@@ -539,14 +538,14 @@ auto NcclCommunicator::FinishChild(std::unique_ptr<NcclCommunicator> child, Cloc
     -> llvm::Expected<std::unique_ptr<Communicator>> {
   const std::string where = fmt::format("{}: Split into communicator '{}'", Name(), child->o_.id);
   if (child->comm_ == nullptr) {
-    return MakeError(StoreErrc::kIo, where + " gave no communicator (ncclCommSplit returned a null handle)");
+    return MakeError(CommErrc::kIo, where + " gave no communicator (ncclCommSplit returned a null handle)");
   }
   // The child's own init result (its handle is set even when that failed).
   if (ncclResult_t state = PollState(child->comm_, deadline); state != ncclSuccess) {
     std::string why = state == ncclInProgress
                           ? fmt::format("did not finish within {}", rendezvous::FormatSeconds(o_.timeout))
                           : "failed: " + NcclText(child->comm_, state);
-    return MakeError(state == ncclInProgress ? StoreErrc::kTimeout : CodeOf(state), where + " " + why);
+    return MakeError(state == ncclInProgress ? CommErrc::kTimeout : CodeOf(state), where + " " + why);
   }
   int rank = 0, size = 0;
   if (ncclResult_t r = ncclCommUserRank(child->comm_, &rank); r != ncclSuccess) {

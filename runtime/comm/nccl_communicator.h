@@ -47,7 +47,7 @@
 #include <string_view>
 
 #include "comm/communicator.h"
-#include "rendezvous/errors.h"
+#include "comm/errors.h"
 #include "rendezvous/store.h"
 
 // The NCCL and CUDA handle types (ncclComm_t, cudaStream_t are pointers to
@@ -172,7 +172,7 @@ class NcclCommunicator final : public Communicator {
   auto WaitStream(const Call& call, std::chrono::steady_clock::time_point deadline) -> llvm::Error;
   // The first failure: marks the communicator unusable, publishes it in the
   // store, aborts the NCCL communicator.
-  auto Fail(rendezvous::StoreErrc code, std::string message) -> llvm::Error;
+  auto Fail(CommErrc code, std::string message) -> llvm::Error;
   auto NcclFailure(const Call& call, int result) -> llvm::Error;
   auto CudaFailure(const Call& call, int error, std::string_view function) -> llvm::Error;
   auto Timeout(const Call& call, std::string_view stage) -> llvm::Error;
@@ -193,7 +193,7 @@ class NcclCommunicator final : public Communicator {
   ncclComm* comm_ = nullptr;
   CUstream_st* stream_ = nullptr;
   float* scratch_ = nullptr;  // Barrier's element, on the device
-  std::optional<rendezvous::Failure> broken_;
+  std::optional<Failure> broken_;
   int splits_ = 0;
 };
 

@@ -11,13 +11,12 @@
 #include <numeric>
 
 #include "comm/mesh.h"
+#include "rendezvous/errors.h"
 
 namespace avf::comm {
 
 namespace net = rendezvous::net;
 using net::Clock;
-using rendezvous::MakeError;
-using rendezvous::StoreErrc;
 
 auto ReduceOpName(ReduceOp op) -> std::string_view { return op == ReduceOp::kSum ? "sum" : "avg"; }
 
@@ -167,7 +166,7 @@ struct TcpCommunicator::Flow {
 auto TcpCommunicator::Create(TcpOptions options) -> llvm::Expected<std::unique_ptr<TcpCommunicator>> {
   if (!options.store || options.size < 1 || options.rank < 0 || options.rank >= options.size ||
       (!options.world_ranks.empty() && options.world_ranks.size() != static_cast<size_t>(options.size))) {
-    return MakeError(StoreErrc::kInvalidArgument,
+    return MakeError(CommErrc::kInvalidArgument,
                      fmt::format("a communicator needs a store and a rank from 0 to its size - 1 (rank {}, size {})",
                                  options.rank, options.size));
   }
@@ -184,8 +183,8 @@ auto TcpCommunicator::Name(int rank) const -> std::string {
   return fmt::format("rank {} (rank {} of communicator '{}')", o_.world_ranks[rank], rank, o_.id);
 }
 
-auto TcpCommunicator::Fail(StoreErrc code, std::string message) -> llvm::Error {
-  broken_ = rendezvous::Failure{code, message};
+auto TcpCommunicator::Fail(CommErrc code, std::string message) -> llvm::Error {
+  broken_ = Failure{code, message};
   // Tell the store first: a peer that sees our connection close reads why.
   llvm::consumeError(o_.store->Set(FailureKey(o_.id, o_.rank), message));
   for (auto& fd : peers_) fd.Reset();
@@ -202,14 +201,14 @@ auto TcpCommunicator::Ready(Kind kind, DataType type) -> llvm::Error {
   if (auto e = Usable(kind)) return e;
   if (Known(type)) return llvm::Error::success();
   return MakeError(
-      StoreErrc::kInvalidArgument,
+      CommErrc::kInvalidArgument,
       fmt::format("{}: data type {} is neither fp32 ({}) nor bf16 ({})", KindName(kind), static_cast<int>(type),
                   static_cast<int>(DataType::kF32), static_cast<int>(DataType::kBF16)));
 }
 
 auto TcpCommunicator::CheckPeer(int peer, std::string_view role, Kind kind) -> llvm::Error {
   if (peer >= 0 && peer < o_.size && peer != o_.rank) return llvm::Error::success();
-  return MakeError(StoreErrc::kInvalidArgument,
+  return MakeError(CommErrc::kInvalidArgument,
                    fmt::format("{}: the {} must be another rank of the {} in communicator '{}', not {}", KindName(kind),
                                role, o_.size, o_.id, peer));
 }
@@ -227,17 +226,17 @@ auto TcpCommunicator::PeerClosed(int peer, Kind kind, int err) -> llvm::Error {
     llvm::consumeError(cause.takeError());
   }
   llvm::consumeError(exists.takeError());
-  return Fail(StoreErrc::kConnectionLost, std::move(message));
+  return Fail(CommErrc::kConnectionLost, std::move(message));
 }
 
 auto TcpCommunicator::Stalled(const Flow& f, Kind kind) -> llvm::Error {
-  return Fail(StoreErrc::kTimeout,
+  return Fail(CommErrc::kTimeout,
               fmt::format("{} {} for {} during {}", Name(f.lane.peer), f.receiving() ? "sent nothing" : "took no data",
                           rendezvous::FormatSeconds(o_.timeout), KindName(kind)));
 }
 
 auto TcpCommunicator::HeaderMismatch(const Flow& f, Kind kind) -> llvm::Error {
-  return Fail(StoreErrc::kMalformed,
+  return Fail(CommErrc::kMalformed,
               fmt::format("{} sent {} during {}, where {} expected {}: the ranks called different collectives or "
                           "passed different sizes or data types",
                           Name(f.lane.peer), HeaderText(f.in_header), KindName(kind), Name(o_.rank),
@@ -302,7 +301,7 @@ auto TcpCommunicator::Exchange(Kind kind, DataType type, std::span<Lane> lanes) 
     if (active.empty()) return llvm::Error::success();
     auto deadline = stalest->last_progress + o_.timeout;
     int n = ::poll(fds.data(), fds.size(), net::PollTimeoutMs(deadline));
-    if (n < 0 && errno != EINTR) return Fail(StoreErrc::kIo, "poll failed: " + net::ErrnoText(errno));
+    if (n < 0 && errno != EINTR) return Fail(CommErrc::kIo, "poll failed: " + net::ErrnoText(errno));
     if (n == 0 && Clock::now() >= deadline) return Stalled(*stalest, kind);
     for (size_t i = 0; n > 0 && i < fds.size(); ++i) {
       if (fds[i].revents == 0) continue;
@@ -469,7 +468,7 @@ auto TcpCommunicator::Split(int color, int key) -> llvm::Expected<std::unique_pt
     std::memcpy(&c, (*all)[r].data(), 4);
     std::memcpy(&k, (*all)[r].data() + 4, 4);
     if (c < kNoColor) {
-      return MakeError(StoreErrc::kInvalidArgument,
+      return MakeError(CommErrc::kInvalidArgument,
                        fmt::format("{} passed colour {} to Split; a colour is >= 0, or -1 for none", Name(r), c));
     }
     if (c == color && color != kNoColor) members.push_back({k, r});

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
-#include "rendezvous/errors.h"
+#include "comm/errors.h"
 #include "rendezvous/socket.h"
 #include "rendezvous/store.h"
 
@@ -126,7 +126,7 @@ class TcpCommunicator final : public Communicator {
   auto AllGatherBytes(const std::string& mine, Kind kind) -> llvm::Expected<std::vector<std::string>>;
   // The first failure, if any: marks the communicator unusable, tells the
   // store, closes every connection.
-  auto Fail(rendezvous::StoreErrc code, std::string message) -> llvm::Error;
+  auto Fail(CommErrc code, std::string message) -> llvm::Error;
   auto Usable(Kind kind) -> llvm::Error;
   // Usable, and `type` is a DataType this communicator knows (a cast integer
   // might not be).
@@ -137,7 +137,7 @@ class TcpCommunicator final : public Communicator {
   TcpOptions o_;
   std::vector<rendezvous::net::Fd> peers_;  // by rank; this rank's slot is empty
   std::vector<uint32_t> sent_, received_;   // messages per peer, for the headers
-  std::optional<rendezvous::Failure> broken_;
+  std::optional<Failure> broken_;
   int splits_ = 0;
 };
 

@@ -9,6 +9,8 @@
 
 #include <cstdint>
 
+#include "backend/shapes.h"
+
 namespace avf::cpu {
 
 // out(N x OC) = in(N x C) . weight(OC x C)^T + bias(OC); bias may be null.
@@ -75,9 +77,7 @@ void RopeBackward(T* dx, int64_t b, int64_t t, int64_t heads, int64_t head_dim, 
 // (B, T, KVH, HD), query head h reads key/value head h / (NH / KVH).
 // att(B, NH, T, T) keeps the probabilities for backward (zero above the
 // diagonal); out(B, T, NH, HD).
-struct AttentionShape {
-  int64_t b, t, heads, kv_heads, head_dim;
-};
+using AttentionShape = backend::AttentionShape;
 template <typename T>
 void AttentionForward(T* out, T* att, const T* q, const T* k, const T* v, const AttentionShape& s);
 template <typename T>

@@ -67,7 +67,7 @@ struct LocalDims {
     hd = c.head_dim(), heads = c.heads / t, kv_heads = c.kv_heads / t;
     q = heads * hd, kv = kv_heads * hd, qkv = q + 2 * kv, ffn = c.ffn / t, mlp_in = c.mlp_in_dim() / t;
   }
-  auto attention(int64_t b, int64_t s) const -> cpu::AttentionShape { return {b, s, heads, kv_heads, hd}; }
+  auto attention(int64_t b, int64_t s) const -> backend::AttentionShape { return {b, s, heads, kv_heads, hd}; }
 };
 
 template <typename T>

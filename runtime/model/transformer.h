@@ -21,6 +21,7 @@
 #include "backend/backend.h"
 #include "backend/buffer.h"
 #include "comm/communicator.h"
+#include "cpu/cpu_backend.h"
 #include "model/config.h"
 #include "model/layers.h"
 #include "model/tensor_group.h"
@@ -32,7 +33,7 @@ class Transformer {
  public:
   // `tensor` is this rank's tensor group (null: one tensor rank); its size
   // and rank must be shard.tensor_size and shard.tensor_rank.
-  explicit Transformer(ModelConfig config, ShardSpec shard = {}, backend::Kernels<T>& kernels = backend::Cpu<T>(),
+  explicit Transformer(ModelConfig config, ShardSpec shard = {}, backend::Kernels<T>& kernels = cpu::Backend<T>(),
                        comm::Communicator* tensor = nullptr);
 
   // GPT-2-style initialisation: N(0, 0.02), residual projections scaled by

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "cpu/cpu_backend.h"
+
 namespace avf::parallel {
 
 namespace {
@@ -104,7 +106,7 @@ auto Engine::Build(const EngineSetup& s) -> llvm::Error {
   }
   comm::Communicator* tensor = groups_ ? groups_->tensor.get() : nullptr;
   model_ = std::make_unique<model::Transformer<float>>(ModelConfigOf(p), ShardOf(p, stage_, tensor_rank_),
-                                                       backend::Cpu<float>(), tensor);
+                                                       cpu::Backend<float>(), tensor);
   zero_ = p.layout.zero;
   const model::ParamLayout& l = model_->layout();
   std::vector<OwnedSlice> slices{{0, l.total}};

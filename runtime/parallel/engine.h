@@ -27,7 +27,7 @@
 #include "parallel/schedule.h"
 #include "parallel/zero_optimizer.h"
 #include "plan/plan.h"
-#include "train/optimizer.h"
+#include "optim/optimizer.h"
 
 namespace avf::parallel {
 
@@ -41,7 +41,7 @@ struct EngineSetup {
   int64_t rank = 0;                      // this process's rank in the plan
   comm::Communicator* world = nullptr;   // null: a one-rank plan
   RankGroups* groups = nullptr;          // null: a one-rank plan
-  train::OptimizerConfig optimizer;
+  optim::OptimizerConfig optimizer;
   uint64_t seed = 1234;
 };
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "comm/errors.h"
 #include "rendezvous/errors.h"
 
 namespace avf::parallel {
@@ -15,8 +16,8 @@ using runtime::RunPlan;
 
 namespace {
 
-using rendezvous::MakeError;
-using rendezvous::StoreErrc;
+using comm::CommErrc;
+using comm::MakeError;
 using CommPtr = std::unique_ptr<comm::Communicator>;
 
 // Where one rank sits among the groups of one kind: the index of its group in
@@ -27,7 +28,7 @@ struct Slot {
 };
 
 auto Invalid(const std::string& message) -> llvm::Error {
-  return MakeError(StoreErrc::kInvalidArgument, "cannot build the process groups: " + message);
+  return MakeError(CommErrc::kInvalidArgument, "cannot build the process groups: " + message);
 }
 
 // "ranks 2-3": the members as FormatRanks spells them (sorted; a data group
@@ -117,7 +118,7 @@ auto CheckPlan(const comm::Communicator& world, const RunPlan& plan) -> llvm::Ex
 
 // A communicator failure, its code kept, with what was being built in front.
 auto Building(llvm::Error error, std::string_view what) -> llvm::Error {
-  rendezvous::Failure f = rendezvous::TakeFailure(std::move(error));
+  comm::Failure f = comm::TakeFailure(std::move(error));
   return MakeError(f.code, fmt::format("building {}: {}", what, f.message));
 }
 
@@ -135,7 +136,7 @@ auto SplitKind(comm::Communicator& world, const std::vector<Slot>& slots, const 
   if (s.group < 0) return nullptr;
   size_t size = groups[static_cast<size_t>(s.group)].size();
   if (!*child || static_cast<size_t>((*child)->size()) != size || (*child)->rank() != s.position) {
-    return MakeError(StoreErrc::kMalformed,
+    return MakeError(CommErrc::kMalformed,
                      fmt::format("building {}: Split gave rank {} of {}, expected rank {} of {}", what,
                                  *child ? (*child)->rank() : -1, *child ? (*child)->size() : 0, s.position, size));
   }
@@ -154,7 +155,7 @@ auto BuildLinks(RankGroups& groups, const std::vector<StageLink>& pairs) -> llvm
     if (!child) return Building(child.takeError(), what);
     if (!member) continue;
     if (!*child || (*child)->size() != 2) {
-      return MakeError(StoreErrc::kMalformed, fmt::format("building {}: Split gave no 2-rank communicator", what));
+      return MakeError(CommErrc::kMalformed, fmt::format("building {}: Split gave no 2-rank communicator", what));
     }
     groups.links.emplace(link, std::move(*child));
   }

@@ -104,7 +104,7 @@ struct RankGroups {
 // the plan's rank count, groups in which a rank is missing or repeated, a
 // pipeline group whose position i is not stage i (kInvalidArgument), and the
 // communicators' own failures (prefixed with the group being built); all are
-// rendezvous::StoreErrors, like every communicator failure.
+// comm::CommErrors, like every communicator failure.
 auto BuildGroups(comm::Communicator& world, const runtime::RunPlan& plan) -> llvm::Expected<RankGroups>;
 
 }  // namespace avf::parallel

@@ -4,7 +4,7 @@
 
 namespace avf::parallel {
 
-ShardedAdamW::ShardedAdamW(train::OptimizerConfig config, std::vector<OwnedSlice> slices, int64_t data_rank,
+ShardedAdamW::ShardedAdamW(optim::OptimizerConfig config, std::vector<OwnedSlice> slices, int64_t data_rank,
                            const std::vector<bool>& decay)
     : slices_(std::move(slices)),
       data_rank_(data_rank),

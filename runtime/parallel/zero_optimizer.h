@@ -13,7 +13,7 @@
 #include <llvm/Support/Error.h>
 
 #include "comm/communicator.h"
-#include "train/optimizer.h"
+#include "optim/optimizer.h"
 
 namespace avf::parallel {
 
@@ -26,7 +26,7 @@ class ShardedAdamW {
   // `slices` has one entry per data rank, covering the buffer in order (one
   // entry for the whole buffer at stage 0); `decay` has one flag per element
   // of the whole buffer.
-  ShardedAdamW(train::OptimizerConfig config, std::vector<OwnedSlice> slices, int64_t data_rank,
+  ShardedAdamW(optim::OptimizerConfig config, std::vector<OwnedSlice> slices, int64_t data_rank,
                const std::vector<bool>& decay);
 
   // `grad_norm` is the norm of the whole model's gradient (every rank clips
@@ -40,13 +40,13 @@ class ShardedAdamW {
   auto slices() const -> const std::vector<OwnedSlice>& { return slices_; }
 
   auto mine() const -> const OwnedSlice& { return slices_[static_cast<size_t>(data_rank_)]; }
-  auto adam() -> train::AdamW& { return adam_; }
+  auto adam() -> optim::AdamW& { return adam_; }
 
  private:
   std::vector<OwnedSlice> slices_;
   int64_t data_rank_;
   std::vector<bool> decay_;  // of this rank's slice
-  train::AdamW adam_;
+  optim::AdamW adam_;
 };
 
 // The elements whose squares a rank adds to the whole model's squared

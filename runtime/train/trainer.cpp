@@ -7,15 +7,19 @@
 #include <fmt/format.h>
 
 #include "data/batches.h"
+#include "optim/optimizer.h"
 #include "parallel/engine.h"
 #include "train/checkpoint.h"
 #include "train/metrics.h"
-#include "train/optimizer.h"
 
 namespace avf::train {
 
 namespace {
 
+using optim::AdamW;
+using optim::LearningRate;
+using optim::OptimizerConfig;
+using optim::Schedule;
 using runtime::RunPlan;
 using Clock = std::chrono::steady_clock;
 

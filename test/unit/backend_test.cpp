@@ -9,11 +9,13 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "cpu/cpu_backend.h"
 #include "model/transformer.h"
 
 namespace avf::backend {
 namespace {
 
+using cpu::Backend;
 using model::Arch;
 using model::ModelConfig;
 
@@ -143,7 +145,7 @@ class CheckedBackend final : public Kernels<double> {
     for (const void* p : pointers) Check(p);
   }
 
-  Kernels<double>& cpu_ = Cpu<double>();
+  Kernels<double>& cpu_ = Backend<double>();
   std::map<char*, size_t> live_;
   int strays_ = 0, calls_ = 0;
 };
@@ -177,7 +179,7 @@ TEST(Backend, Gpt2RunsOnlyThroughTheBackend) { ExpectSameTraining(Arch::Gpt2); }
 TEST(Backend, LlamaRunsOnlyThroughTheBackend) { ExpectSameTraining(Arch::Llama); }
 
 TEST(Backend, BuffersAreZeroedAndMoveOnly) {
-  Buffer<float> a(Cpu<float>(), 5);
+  Buffer<float> a(Backend<float>(), 5);
   for (float x : a) EXPECT_EQ(x, 0.0f);
   a[2] = 7;
   Buffer<float> b = std::move(a);
@@ -185,7 +187,7 @@ TEST(Backend, BuffersAreZeroedAndMoveOnly) {
   EXPECT_EQ(b[2], 7.0f);
   b.Zero();
   EXPECT_EQ(b[2], 0.0f);
-  EXPECT_EQ(KindName(Cpu<float>().kind()), "cpu");
+  EXPECT_EQ(KindName(Backend<float>().kind()), "cpu");
 }
 
 }  // namespace

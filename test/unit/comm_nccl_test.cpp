@@ -32,7 +32,6 @@ namespace avf::comm {
 namespace {
 
 using namespace std::chrono_literals;
-using rendezvous::StoreErrc;
 using rendezvous::net::Clock;
 namespace net = rendezvous::net;
 
@@ -40,13 +39,13 @@ using testing::kToken;
 using testing::Text;
 
 // "" when `e` is a failure with `code` whose message contains every `parts`.
-auto ExpectFailure(llvm::Error e, StoreErrc code, std::initializer_list<std::string_view> parts) -> std::string {
+auto ExpectFailure(llvm::Error e, CommErrc code, std::initializer_list<std::string_view> parts) -> std::string {
   if (!e) return "succeeded, expected a failure";
-  auto f = rendezvous::TakeFailure(std::move(e));
-  std::fprintf(stderr, "[expected failure, %s] %s\n", std::string(rendezvous::ErrcName(f.code)).c_str(),
+  auto f = TakeFailure(std::move(e));
+  std::fprintf(stderr, "[expected failure, %s] %s\n", std::string(ErrcName(f.code)).c_str(),
                f.message.c_str());
-  if (f.code != code) return fmt::format("code {} instead of {}: {}", rendezvous::ErrcName(f.code),
-                                         rendezvous::ErrcName(code), f.message);
+  if (f.code != code) return fmt::format("code {} instead of {}: {}", ErrcName(f.code),
+                                         ErrcName(code), f.message);
   for (auto part : parts) {
     if (f.message.find(part) == std::string::npos) return fmt::format("'{}' lacks '{}'", f.message, part);
   }
@@ -300,7 +299,7 @@ TEST(NcclInfo, AvailableMatchesTheDeviceProbe) {
 TEST(NcclCreate, RefusesBadOptionsBeforeTouchingCuda) {
   // Checked before cudaGetDeviceCount, so this runs in the test process.
   auto no_store = NcclCommunicator::Create({.rank = 0, .size = 1});
-  EXPECT_EQ(ExpectFailure(no_store.takeError(), StoreErrc::kInvalidArgument,
+  EXPECT_EQ(ExpectFailure(no_store.takeError(), CommErrc::kInvalidArgument,
                           {"NCCL communicator 'world' has no rendezvous store"}),
             "");
   // A client that never connected: these options are refused before it is used.
@@ -315,7 +314,7 @@ TEST(NcclCreate, RefusesBadOptionsBeforeTouchingCuda) {
   for (auto [rank, size, device, why] : {std::tuple{2, 2, 0, "a rank from 0"}, {-1, 2, 0, "a rank from 0"},
                                          {0, 0, 0, "a rank from 0"}, {0, 1, -1, "a CUDA device index >= 0"}}) {
     auto made = NcclCommunicator::Create({.store = store, .rank = rank, .size = size, .device = device});
-    EXPECT_EQ(ExpectFailure(made.takeError(), StoreErrc::kInvalidArgument,
+    EXPECT_EQ(ExpectFailure(made.takeError(), CommErrc::kInvalidArgument,
                             {why, fmt::format("(rank {}, size {}, device {})", rank, size, device)}),
               "");
   }
@@ -327,7 +326,7 @@ TEST(NcclCreate, FailsCleanlyWithoutADevice) {
     const auto start = Clock::now();
     auto made = NcclCommunicator::Create(me.Options());
     if (Seconds(Clock::now() - start) > 5) return fmt::format("took {} s", Seconds(Clock::now() - start));
-    return ExpectFailure(made.takeError(), StoreErrc::kIo,
+    return ExpectFailure(made.takeError(), CommErrc::kIo,
                          {"no CUDA device is visible to rank 0 (cudaGetDeviceCount: ", "NCCL needs one GPU per rank"});
   });
   ExpectAllOk(reports);  // no hang ("hung: "), no crash ("signal N")
@@ -349,7 +348,7 @@ TEST(NcclCreate, EveryRankFailsPromptlyWithoutADevice) {
     // A long setup timeout: the ranks must fail on their own, not time out.
     auto made = NcclCommunicator::Create(me.Options(10s, 60s));
     if (Seconds(Clock::now() - start) > 5) return fmt::format("took {} s", Seconds(Clock::now() - start));
-    return ExpectFailure(made.takeError(), StoreErrc::kIo,
+    return ExpectFailure(made.takeError(), CommErrc::kIo,
                          {fmt::format("no CUDA device is visible to rank {}", me.rank)});
   });
   ExpectAllOk(reports);
@@ -396,7 +395,7 @@ TEST(NcclOneRank, Split) {
     if (auto d = CheckCollectives<float>(**child, 17); !d.empty()) return "child: " + d;
     if (auto e = (*child)->Barrier()) return "child barrier: " + Text(std::move(e));
     auto bad = (*world)->Split(-2, 0);
-    if (auto d = ExpectFailure(bad.takeError(), StoreErrc::kInvalidArgument, {"colour -2"}); !d.empty()) return d;
+    if (auto d = ExpectFailure(bad.takeError(), CommErrc::kInvalidArgument, {"colour -2"}); !d.empty()) return d;
     return CheckCollectives<Bf16>(**world, 9);  // the parent still works
   }));
 }
@@ -408,20 +407,20 @@ TEST(NcclOneRank, RefusesHostPointersAndBadArguments) {
     if (!world) return "create: " + Text(world.takeError());
     Communicator& c = **world;
     std::vector<float> host(8, 1.0f);
-    if (auto d = ExpectFailure(c.AllReduce(host.data(), host.size(), ReduceOp::kSum), StoreErrc::kInvalidArgument,
+    if (auto d = ExpectFailure(c.AllReduce(host.data(), host.size(), ReduceOp::kSum), CommErrc::kInvalidArgument,
                                {"host memory", "device pointers"});
         !d.empty()) {
       return d;
     }
     DeviceVector<float> dev(8);
-    if (auto d = ExpectFailure(c.Send(dev.get(), 8, 0), StoreErrc::kInvalidArgument, {"another rank"}); !d.empty()) {
+    if (auto d = ExpectFailure(c.Send(dev.get(), 8, 0), CommErrc::kInvalidArgument, {"another rank"}); !d.empty()) {
       return d;
     }
-    if (auto d = ExpectFailure(c.Broadcast(dev.get(), 8, 1), StoreErrc::kInvalidArgument, {"root"}); !d.empty()) {
+    if (auto d = ExpectFailure(c.Broadcast(dev.get(), 8, 1), CommErrc::kInvalidArgument, {"root"}); !d.empty()) {
       return d;
     }
     if (auto d = ExpectFailure(c.AllReduce(dev.get(), 8, static_cast<DataType>(7), ReduceOp::kSum),
-                               StoreErrc::kInvalidArgument, {"data type 7"});
+                               CommErrc::kInvalidArgument, {"data type 7"});
         !d.empty()) {
       return d;
     }
@@ -436,7 +435,7 @@ TEST(NcclOneRank, DeviceOutOfRange) {
     NcclOptions o = me.Options();
     o.device = devices;
     auto made = NcclCommunicator::Create(o);
-    return ExpectFailure(made.takeError(), StoreErrc::kIo, {fmt::format("was given CUDA device {}", devices)});
+    return ExpectFailure(made.takeError(), CommErrc::kIo, {fmt::format("was given CUDA device {}", devices)});
   }));
 }
 
@@ -449,7 +448,7 @@ TEST(NcclOneRank, InitTimesOutWhenARankNeverComes) {
     auto made = NcclCommunicator::Create(me.Options(2s, 3s));
     const double took = Seconds(Clock::now() - start);
     if (took < 2.5 || took > 15) return fmt::format("failed after {} s, not about 3 s", took);
-    return ExpectFailure(made.takeError(), StoreErrc::kTimeout, {"NCCL init", "did not finish within 3 s", "aborted"});
+    return ExpectFailure(made.takeError(), CommErrc::kTimeout, {"NCCL init", "did not finish within 3 s", "aborted"});
   });
   ExpectAllOk(reports);
 }
@@ -460,7 +459,7 @@ TEST(NcclOneRank, WaitsForRankZerosIdWithATimeout) {
     NcclOptions o = me.Options(2s, 2s);
     o.device = 0;
     auto made = NcclCommunicator::Create(o);
-    return ExpectFailure(made.takeError(), StoreErrc::kTimeout, {"waited for rank 0's NCCL unique id"});
+    return ExpectFailure(made.takeError(), CommErrc::kTimeout, {"waited for rank 0's NCCL unique id"});
   });
   ExpectAllOk(reports);
 }
@@ -474,8 +473,8 @@ TEST(NcclOneRank, RankZerosFailureReachesTheOthersAtOnce) {
     const auto start = Clock::now();
     auto made = NcclCommunicator::Create(o);
     if (Seconds(Clock::now() - start) > 10) return fmt::format("took {} s", Seconds(Clock::now() - start));
-    if (me.rank == 0) return ExpectFailure(made.takeError(), StoreErrc::kIo, {"was given CUDA device"});
-    return ExpectFailure(made.takeError(), StoreErrc::kConnectionLost,
+    if (me.rank == 0) return ExpectFailure(made.takeError(), CommErrc::kIo, {"was given CUDA device"});
+    return ExpectFailure(made.takeError(), CommErrc::kConnectionLost,
                          {"rank 0 could not create it", "was given CUDA device"});
   });
   ExpectAllOk(reports);
@@ -560,7 +559,7 @@ TEST(NcclMultiRank, ExitedPeerFailsTheOthersWithinTheTimeout) {
     llvm::Error e = (*world)->AllReduce(x.get(), 1 << 20, ReduceOp::kSum);
     const double took = Seconds(Clock::now() - start);
     if (!e) return "the AllReduce without its last rank succeeded";
-    auto first = rendezvous::TakeFailure(std::move(e));
+    auto first = TakeFailure(std::move(e));
     std::fprintf(stderr, "[rank %d after %.2f s] %s\n", me.rank, took, first.message.c_str());
     if (took > 3 + 10) return fmt::format("failed only after {} s", took);
     // Every later call fails at once with the first error.

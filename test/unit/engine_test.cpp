@@ -29,8 +29,8 @@ auto Tiny(model::Arch arch, int64_t layers = 4) -> model::ModelConfig {
   return {arch, layers, 16, 4, arch == model::Arch::Llama ? 2 : 4, 32, 32, 8, arch == model::Arch::Gpt2, 10000.0};
 }
 
-auto Optimizer() -> train::OptimizerConfig {
-  train::OptimizerConfig c;
+auto Optimizer() -> optim::OptimizerConfig {
+  optim::OptimizerConfig c;
   c.lr = 1e-2, c.weight_decay = 0.1, c.warmup = 1, c.total_steps = kSteps, c.clip_norm = 1.0;
   // Adam moves an element by about lr x g / (|g| + eps): with the default
   // eps (1e-8) the float noise of a gradient near 1e-8 (reduction order,

@@ -9,7 +9,7 @@
 
 #include <thread>
 
-#include "rendezvous/errors.h"
+#include "comm/errors.h"
 #include "rendezvous/socket.h"
 #include "rendezvous/store.h"
 
@@ -21,7 +21,7 @@ namespace net = rendezvous::net;
 
 const std::string kToken = "comm-test-token-0123456789abcdef";
 
-auto Text(llvm::Error e) -> std::string { return e ? rendezvous::TakeFailure(std::move(e)).message : std::string(); }
+auto Text(llvm::Error e) -> std::string { return e ? comm::TakeFailure(std::move(e)).message : std::string(); }
 
 auto Spawn(const std::function<std::string(uint16_t)>& body) -> Child {
   int to[2], from[2];

@@ -20,7 +20,7 @@
 
 #include "forked_ranks.h"
 #include "plan_builder.h"
-#include "rendezvous/errors.h"
+#include "comm/errors.h"
 
 namespace avf::parallel {
 namespace {
@@ -287,29 +287,29 @@ class StubWorld final : public Communicator {
   auto Barrier() -> llvm::Error override { return Unused(); }
   auto Split(int, int) -> llvm::Expected<std::unique_ptr<Communicator>> override {
     ++splits;
-    return rendezvous::MakeError(rendezvous::StoreErrc::kTimeout, "rank 1 did not answer within 2 s");
+    return comm::MakeError(comm::CommErrc::kTimeout, "rank 1 did not answer within 2 s");
   }
   int splits = 0;
 
  private:
-  static auto Unused() -> llvm::Error { return rendezvous::MakeError(rendezvous::StoreErrc::kIo, "unused"); }
+  static auto Unused() -> llvm::Error { return comm::MakeError(comm::CommErrc::kIo, "unused"); }
   int rank_, size_;
 };
 
 // BuildGroups' failure on `world`: its code and message.
-auto Failure(StubWorld& world, const RunPlan& plan) -> rendezvous::Failure {
+auto Failure(StubWorld& world, const RunPlan& plan) -> comm::Failure {
   auto built = BuildGroups(world, plan);
   if (built) {
     ADD_FAILURE() << "BuildGroups succeeded";
     return {};
   }
-  return rendezvous::TakeFailure(built.takeError());
+  return comm::TakeFailure(built.takeError());
 }
 
 auto Refusal(const RunPlan& plan, int world_size = -1) -> std::string {
   StubWorld world(0, world_size < 0 ? static_cast<int>(plan.ranks.size()) : world_size);
-  rendezvous::Failure f = Failure(world, plan);
-  EXPECT_EQ(f.code, rendezvous::StoreErrc::kInvalidArgument) << f.message;
+  comm::Failure f = Failure(world, plan);
+  EXPECT_EQ(f.code, comm::CommErrc::kInvalidArgument) << f.message;
   EXPECT_EQ(world.splits, 0) << "a Split before the plan was checked";
   return f.message;
 }
@@ -345,8 +345,8 @@ TEST(GroupsErrors, ABadPlanIsRefusedBeforeAnySplit) {
 TEST(GroupsErrors, ASplitFailureNamesTheGroupAndKeepsItsCode) {
   RunPlan plan = MakePlan({.tensor = 2, .data = 2});
   StubWorld world(3, 4);
-  rendezvous::Failure f = Failure(world, plan);
-  EXPECT_EQ(f.code, rendezvous::StoreErrc::kTimeout);
+  comm::Failure f = Failure(world, plan);
+  EXPECT_EQ(f.code, comm::CommErrc::kTimeout);
   EXPECT_EQ(f.message, "building the tensor group groups.tensor[1] (ranks 2-3): rank 1 did not answer within 2 s");
   EXPECT_EQ(world.splits, 1);
 }

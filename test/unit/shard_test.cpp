@@ -177,7 +177,7 @@ void CheckTensorParallel(Arch arch, int ranks, bool sequence_parallel) {
   auto reports = comm::testing::RunRanks(ranks, [&](comm::Communicator& world) -> std::string {
     ShardSpec spec{.tensor_rank = world.rank(), .tensor_size = world.size(), .sequence_parallel = sequence_parallel};
     if (llvm::Error e = CheckShard(c, spec)) return llvm::toString(std::move(e));
-    Transformer<float> m(c, spec, backend::Cpu<float>(), &world);
+    Transformer<float> m(c, spec, cpu::Backend<float>(), &world);
     m.Initialize(11);
     // Twice: reused buffers, and gradients that accumulate (halved below).
     double loss = 0;

@@ -16,12 +16,18 @@
 
 #include "model/transformer.h"
 #include "temp_dir.h"
+#include "optim/optimizer.h"
 #include "train/checkpoint.h"
 #include "train/metrics.h"
-#include "train/optimizer.h"
 
 namespace avf::train {
 namespace {
+
+using optim::AdamW;
+using optim::GlobalNorm;
+using optim::LearningRate;
+using optim::OptimizerConfig;
+using optim::Schedule;
 
 TEST(Schedule, WarmupThenDecay) {
   OptimizerConfig c;

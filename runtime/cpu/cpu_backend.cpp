@@ -5,13 +5,15 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "backend/backend.h"
+#include "cpu/cpu_backend.h"
+#include "cpu/kernels.h"
 
-namespace avf::backend {
-
-auto KindName(Kind kind) -> std::string_view { return kind == Kind::kCpu ? "cpu" : "cuda"; }
+namespace avf::cpu {
 
 namespace {
+
+using backend::Kernels;
+using backend::Kind;
 
 template <typename T>
 class CpuKernels final : public Kernels<T> {
@@ -116,12 +118,12 @@ class CpuKernels final : public Kernels<T> {
 }  // namespace
 
 template <typename T>
-auto Cpu() -> Kernels<T>& {
+auto Backend() -> Kernels<T>& {
   static CpuKernels<T> instance;
   return instance;
 }
 
-template auto Cpu<float>() -> Kernels<float>&;
-template auto Cpu<double>() -> Kernels<double>&;
+template auto Backend<float>() -> Kernels<float>&;
+template auto Backend<double>() -> Kernels<double>&;
 
-}  // namespace avf::backend
+}  // namespace avf::cpu

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace avf::train {
+namespace avf::optim {
 
 enum class Schedule : uint8_t { Cosine, Linear, Constant };
 
@@ -29,6 +29,15 @@ auto LearningRate(const OptimizerConfig& c, int64_t step) -> double;
 // sqrt(sum of squares), accumulated in double.
 auto GlobalNorm(const float* grads, int64_t n) -> double;
 
+// The scalars of the update at `step` (0-based, as LearningRate): the
+// learning rate, the clipping factor for the whole gradient's norm, and
+// Adam's bias corrections 1 - beta^(step + 1). AdamW::Step and the CUDA
+// update (kernels/) apply them element by element alike.
+struct UpdateScalars {
+  double lr, clip, bias_correction1, bias_correction2;
+};
+auto ScalarsOf(const OptimizerConfig& c, int64_t step, double grad_norm) -> UpdateScalars;
+
 class AdamW {
  public:
   AdamW(OptimizerConfig config, int64_t size) : config_(config), m_(size, 0.0f), v_(size, 0.0f) {}
@@ -49,4 +58,4 @@ class AdamW {
   int64_t step_ = 0;
 };
 
-}  // namespace avf::train
+}  // namespace avf::optim

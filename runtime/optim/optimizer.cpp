@@ -1,9 +1,9 @@
-#include "train/optimizer.h"
+#include "optim/optimizer.h"
 
 #include <algorithm>
 #include <cmath>
 
-namespace avf::train {
+namespace avf::optim {
 
 auto LearningRate(const OptimizerConfig& c, int64_t step) -> double {
   if (c.warmup > 0 && step < c.warmup) return c.lr * static_cast<double>(step + 1) / static_cast<double>(c.warmup);
@@ -21,12 +21,15 @@ auto GlobalNorm(const float* grads, int64_t n) -> double {
   return std::sqrt(sum);
 }
 
+auto ScalarsOf(const OptimizerConfig& c, int64_t step, double grad_norm) -> UpdateScalars {
+  double clip = c.clip_norm > 0 && grad_norm > c.clip_norm ? c.clip_norm / grad_norm : 1.0;
+  auto t = static_cast<double>(step + 1);
+  return {LearningRate(c, step), clip, 1.0 - std::pow(c.beta1, t), 1.0 - std::pow(c.beta2, t)};
+}
+
 void AdamW::Step(float* params, const float* grads, const std::vector<bool>& decay, double grad_norm) {
-  double lr = LearningRate(config_, step_);
+  auto [lr, clip, bc1, bc2] = ScalarsOf(config_, step_, grad_norm);
   ++step_;
-  double clip = config_.clip_norm > 0 && grad_norm > config_.clip_norm ? config_.clip_norm / grad_norm : 1.0;
-  double bc1 = 1.0 - std::pow(config_.beta1, static_cast<double>(step_));
-  double bc2 = 1.0 - std::pow(config_.beta2, static_cast<double>(step_));
   for (size_t i = 0; i < m_.size(); ++i) {
     double g = static_cast<double>(grads[i]) * clip;
     double m = config_.beta1 * m_[i] + (1.0 - config_.beta1) * g;
@@ -39,4 +42,4 @@ void AdamW::Step(float* params, const float* grads, const std::vector<bool>& dec
   }
 }
 
-}  // namespace avf::train
+}  // namespace avf::optim

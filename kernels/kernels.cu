@@ -1,0 +1,83 @@
+// The kernels of kernels.h, llm.c style: one thread per element, a grid-stride
+// loop so any N fits the grid, each kernel beside its host launcher.
+#include "kernels/kernels.h"
+
+#include <algorithm>
+
+namespace avf::kernels {
+
+namespace {
+
+constexpr int kBlock = 256;
+constexpr int64_t kMaxBlocks = 65535;
+constexpr double kGeluScale = 0.7978845608028654;  // sqrt(2 / pi)
+
+auto Blocks(int64_t n) -> unsigned { return static_cast<unsigned>(std::min(kMaxBlocks, (n + kBlock - 1) / kBlock)); }
+
+// Checks the size, launches, and reports the launch's error.
+template <typename Launch>
+auto Run(int64_t n, Launch launch) -> cudaError_t {
+  if (n < 0) return cudaErrorInvalidValue;
+  if (n == 0) return cudaSuccess;
+  launch(Blocks(n));
+  return cudaGetLastError();
+}
+
+// out(N), in(N)
+__global__ void gelu_forward_kernel(float* out, const float* in, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
+    double x = in[i];
+    out[i] = static_cast<float>(0.5 * x * (1.0 + tanh(kGeluScale * (x + 0.044715 * x * x * x))));
+  }
+}
+
+// din(N) += gelu'(in) * dout(N)
+__global__ void gelu_backward_kernel(float* din, const float* in, const float* dout, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
+    double x = in[i];
+    double th = tanh(kGeluScale * (x + 0.044715 * x * x * x));
+    double du = kGeluScale * (1.0 + 3.0 * 0.044715 * x * x);
+    double grad = 0.5 * (1.0 + th) + 0.5 * x * (1.0 - th * th) * du;
+    din[i] += static_cast<float>(grad * dout[i]);
+  }
+}
+
+struct AdamWArgs {
+  double lr, clip, bc1, bc2, beta1, beta2, eps, weight_decay;
+};
+
+// params(N), grads(N), m(N), v(N), decay(N) or null
+__global__ void adamw_kernel(float* params, const float* grads, float* m, float* v, const uint8_t* decay, int64_t n,
+                             AdamWArgs a) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
+    double g = static_cast<double>(grads[i]) * a.clip;
+    double mi = a.beta1 * m[i] + (1.0 - a.beta1) * g;
+    double vi = a.beta2 * v[i] + (1.0 - a.beta2) * g * g;
+    m[i] = static_cast<float>(mi);
+    v[i] = static_cast<float>(vi);
+    double update = (mi / a.bc1) / (sqrt(vi / a.bc2) + a.eps);
+    double wd = decay == nullptr || decay[i] != 0 ? a.weight_decay * params[i] : 0.0;
+    params[i] = static_cast<float>(params[i] - a.lr * (update + wd));
+  }
+}
+
+}  // namespace
+
+auto GeluForward(float* out, const float* in, int64_t n, cudaStream_t stream) -> cudaError_t {
+  return Run(n, [&](unsigned blocks) { gelu_forward_kernel<<<blocks, kBlock, 0, stream>>>(out, in, n); });
+}
+
+auto GeluBackward(float* din, const float* in, const float* dout, int64_t n, cudaStream_t stream) -> cudaError_t {
+  return Run(n, [&](unsigned blocks) { gelu_backward_kernel<<<blocks, kBlock, 0, stream>>>(din, in, dout, n); });
+}
+
+auto AdamWUpdate(float* params, const float* grads, float* m, float* v, const uint8_t* decay, int64_t n,
+                 const optim::OptimizerConfig& config, int64_t step, double grad_norm, cudaStream_t stream)
+    -> cudaError_t {
+  optim::UpdateScalars s = optim::ScalarsOf(config, step, grad_norm);
+  AdamWArgs a{s.lr, s.clip, s.bias_correction1, s.bias_correction2, config.beta1, config.beta2, config.eps,
+              config.weight_decay};
+  return Run(n, [&](unsigned blocks) { adamw_kernel<<<blocks, kBlock, 0, stream>>>(params, grads, m, v, decay, n, a); });
+}
+
+}  // namespace avf::kernels

@@ -1,0 +1,1 @@
+#include "sema/program.h"

@@ -1,0 +1,2 @@
+#include "optim/optimizer.h"
+#include "train/optimizer.h"

@@ -1,0 +1,2 @@
+#include "parallel/engine.h"
+#include "train/trainer.h"

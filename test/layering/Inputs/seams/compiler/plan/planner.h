@@ -1,0 +1,1 @@
+#include "check/job_spec.h"

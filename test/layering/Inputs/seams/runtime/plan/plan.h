@@ -1,0 +1,2 @@
+#include "plan_format/format.h"
+#include "driver/options.h"

@@ -1,0 +1,139 @@
+// The CUDA kernels (kernels/) against their CPU references: GELU forward and
+// backward against runtime/cpu, three AdamW updates against optim::AdamW,
+// element by element. Without a GPU (this machine, CI) the GPU tests skip
+// with CUDA's reason, and a launch must fail with an error, not crash.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cpu/kernels.h"
+#include "kernels/kernels.h"
+#include "optim/optimizer.h"
+
+namespace avf::kernels {
+namespace {
+
+// Empty when a device can run kernels; else CUDA's reason.
+auto NoDevice() -> std::string {
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
+  return n > 0 ? "" : "no CUDA device is visible";
+}
+
+#define REQUIRE_GPU()                                                         \
+  do {                                                                        \
+    if (std::string why = NoDevice(); !why.empty()) GTEST_SKIP() << why;      \
+  } while (0)
+
+// A device copy of a host vector, freed at scope exit.
+template <typename T>
+class Device {
+ public:
+  explicit Device(const std::vector<T>& host) : n_(host.size()) {
+    EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&p_), n_ * sizeof(T)), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(p_, host.data(), n_ * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  ~Device() { cudaFree(p_); }
+  Device(const Device&) = delete;
+  auto operator=(const Device&) -> Device& = delete;
+  auto get() -> T* { return p_; }
+  auto Host() const -> std::vector<T> {
+    std::vector<T> host(n_);
+    EXPECT_EQ(cudaMemcpy(host.data(), p_, n_ * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+    return host;
+  }
+
+ private:
+  T* p_ = nullptr;
+  size_t n_;
+};
+
+auto Random(size_t n, float lo, float hi, uint32_t seed) -> std::vector<float> {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+// Every element within a few float roundings of the reference.
+void ExpectClose(const std::vector<float>& got, const std::vector<float>& want, const char* what) {
+  ASSERT_EQ(got.size(), want.size());
+  int reported = 0;
+  for (size_t i = 0; i < got.size() && reported < 5; ++i) {
+    if (std::fabs(got[i] - want[i]) > 1e-6f * std::fabs(want[i]) + 1e-12f) {
+      ADD_FAILURE() << what << "[" << i << "]: " << got[i] << " on the GPU, " << want[i] << " on the CPU";
+      ++reported;
+    }
+  }
+}
+
+// Over 65535 blocks of 256, so the grid-stride loop runs more than once.
+constexpr size_t kN = 65535 * 256 + 1001;
+
+TEST(Kernels, GeluForwardAndBackwardMatchTheCpu) {
+  REQUIRE_GPU();
+  std::vector<float> in = Random(kN, -6, 6, 1), dout = Random(kN, -1, 1, 2), din = Random(kN, -1, 1, 3);
+  std::vector<float> out(kN), want_din = din;
+  Device<float> d_in(in), d_out(out), d_dout(dout), d_din(din);
+  ASSERT_EQ(GeluForward(d_out.get(), d_in.get(), kN, nullptr), cudaSuccess);
+  ASSERT_EQ(GeluBackward(d_din.get(), d_in.get(), d_dout.get(), kN, nullptr), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  cpu::GeluForward(out.data(), in.data(), kN);
+  cpu::GeluBackward(want_din.data(), in.data(), dout.data(), kN);  // adds into the nonzero din
+  ExpectClose(d_out.Host(), out, "out");
+  ExpectClose(d_din.Host(), want_din, "din");
+}
+
+TEST(Kernels, AdamWMatchesTheCpuOptimizer) {
+  REQUIRE_GPU();
+  constexpr size_t n = 100003;
+  optim::OptimizerConfig c;
+  c.lr = 1e-2, c.weight_decay = 0.1, c.warmup = 1, c.total_steps = 4, c.clip_norm = 1.0;
+  std::vector<float> params = Random(n, -1, 1, 4);
+  std::vector<bool> decay(n);
+  std::vector<uint8_t> decay_bytes(n);
+  for (size_t i = 0; i < n; ++i) {
+    decay[i] = i % 3 != 0;
+    decay_bytes[i] = decay[i] ? 1 : 0;
+  }
+  optim::AdamW cpu_adam(c, static_cast<int64_t>(n));
+  std::vector<float> zeros(n, 0.0f);
+  Device<float> d_params(params), d_m(zeros), d_v(zeros);
+  Device<uint8_t> d_decay(decay_bytes);
+  for (int64_t step = 0; step < 3; ++step) {
+    std::vector<float> grads = Random(n, -0.1f, 0.1f, 10 + static_cast<uint32_t>(step));
+    double norm = optim::GlobalNorm(grads.data(), static_cast<int64_t>(n));  // about 18: clipped
+    Device<float> d_grads(grads);
+    ASSERT_EQ(AdamWUpdate(d_params.get(), d_grads.get(), d_m.get(), d_v.get(), d_decay.get(), n, c, step, norm,
+                          nullptr),
+              cudaSuccess);
+    cpu_adam.Step(params.data(), grads.data(), decay, norm);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    ExpectClose(d_params.Host(), params, "params");
+    ExpectClose(d_m.Host(), cpu_adam.moments().first, "m");
+    ExpectClose(d_v.Host(), cpu_adam.moments().second, "v");
+  }
+}
+
+// Refused before CUDA is called: runs with or without a device.
+TEST(Kernels, SizesAreChecked) {
+  optim::OptimizerConfig c;
+  EXPECT_EQ(GeluForward(nullptr, nullptr, -1, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(AdamWUpdate(nullptr, nullptr, nullptr, nullptr, nullptr, -5, c, 0, 1.0, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(GeluBackward(nullptr, nullptr, nullptr, 0, nullptr), cudaSuccess);  // nothing to do
+}
+
+TEST(Kernels, WithoutADeviceALaunchFailsWithCudasReason) {
+  if (NoDevice().empty()) GTEST_SKIP() << "a CUDA device is visible";
+  cudaError_t e = GeluForward(nullptr, nullptr, 16, nullptr);
+  EXPECT_NE(e, cudaSuccess);
+  std::fprintf(stderr, "[expected failure] %s: %s\n", cudaGetErrorName(e), cudaGetErrorString(e));
+}
+
+}  // namespace
+}  // namespace avf::kernels
