@@ -9,7 +9,10 @@ one `error:` line per problem) when
     or is missing from that table;
   - an interface folder includes an implementation folder;
   - the compiler includes anything from the runtime but runtime/plan_format/,
-    or the runtime anything from the compiler.
+    or the runtime anything from the compiler;
+  - a runtime library links a library of a folder that its folder does not
+    include (CMakeLists.txt): the link graph stays inside the include graph,
+    so it has no cycle either.
 Usage: check_layering.py [ROOT] [--graph]   (ROOT: the repository, default: this
 script's parent folder; --graph prints the folder edges too)
 """
@@ -98,6 +101,36 @@ def edges(root):
     return found
 
 
+CMAKE_CALL = re.compile(r"\b(avf_runtime_library|add_library|add_executable|target_link_libraries)\s*\(([^)]*)\)")
+
+
+def link_edges(root):
+    """{(from, to): 'CMakeLists.txt:line'} for every avf library a runtime folder links from another folder."""
+    owner, links = {}, []
+    for folder in folders(root):
+        path = os.path.join(root, folder, "CMakeLists.txt")
+        if tree_of(folder) != "runtime" or not os.path.isfile(path):
+            continue
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        for m in CMAKE_CALL.finditer(text):
+            words = re.sub(r"#[^\n]*", "", m.group(2)).split()
+            if not words:
+                continue
+            if m.group(1) != "target_link_libraries":
+                owner[words[0]] = folder
+            deps = words[words.index("DEPS") + 1:] if "DEPS" in words else []
+            if m.group(1) == "target_link_libraries":
+                deps = words[1:]
+            line = text.count("\n", 0, m.start()) + 1
+            links += [(folder, d, f"{folder}/CMakeLists.txt:{line}") for d in deps if d.startswith("avf_")]
+    found = {}
+    for folder, dep, where in links:
+        if dep in owner and owner[dep] != folder:
+            found.setdefault((folder, owner[dep]), f"{where} ({dep})")
+    return found
+
+
 def cycles(graph):
     """One cycle per strongly connected component of more than one folder (Tarjan)."""
     index, low, stack, on_stack, components = {}, {}, [], set(), []
@@ -172,6 +205,10 @@ def problems(root):
             if RUNTIME_LAYERS[b] >= RUNTIME_LAYERS[a]:
                 errors.append(f"{where}: {a} (layer {RUNTIME_LAYERS[a]}) includes {b} (layer {RUNTIME_LAYERS[b]}); "
                               "a folder includes only folders of a lower layer")
+    for (a, b), where in sorted(link_edges(root).items()):
+        if (a, b) not in found:
+            errors.append(f"{where}: {a} links a library of {b} but includes nothing from it; "
+                          "link only what the sources include")
     return found, errors
 
 
