@@ -335,7 +335,9 @@ auto main(int argc, char** argv) -> int {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
+    if (e.get_exit_code() == 0) return app.exit(e);
+    llvm::errs() << "avf-run: error: " << e.what() << "\nRun `avf-run --help` for usage.\n";
+    return 2;
   }
   if (tokenize->parsed()) return Tokenize(tok);
   if (run.plan.empty()) {
