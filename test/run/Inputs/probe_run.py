@@ -10,6 +10,8 @@ usage: probe_run.py ACTION RUN_DIR -- AVIFLOWC_COMMAND...
   kill-rank N      SIGKILL to rank N
   stop-rank N      SIGSTOP to rank N
   term-rank N      SIGTERM to rank N
+  env              prints the thread variables of every avf-run of the run
+                   (launcher or rank), then SIGTERM to aviflowc
   lock N           a second run on the same folders while the first trains
                    (refused), then SIGKILL to every process of the first,
                    then a third run with `--max-steps N` runs
@@ -43,6 +45,25 @@ def run_processes(run_dir):
 
 def ranks(run_dir, rank):
     return [p for p, args in run_processes(run_dir).items() if f"--local-rank={rank}" in args]
+
+
+def describe_threads(run_dir):
+    """One line per avf-run process: its role, its thread variables, and
+    whether its thread count is its cores divided by its node's ranks."""
+    procs = {p: a for p, a in run_processes(run_dir).items() if a[0].endswith("avf-run")}
+    lines = []
+    for pid in procs:
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                env = dict(v.decode().split("=", 1) for v in f.read().split(b"\0") if b"=" in v)
+            parents = {int(open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[1]) for p in procs}
+        except OSError:
+            continue
+        role = "launcher" if pid in parents else "rank"
+        values = " ".join(f"{n}={env.get(n, '-')}" for n in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_WAIT_POLICY"))
+        share = max(1, len(os.sched_getaffinity(pid)) // int(env.get("PET_NPROC_PER_NODE", "1")))
+        lines.append(f"{role}: {values} share={env.get('OMP_NUM_THREADS') == str(share)}")
+    return sorted(lines)
 
 
 def wait_until(condition, seconds):
@@ -85,6 +106,10 @@ def main():
         print("training did not start")
     started = time.time()
     if action == "term":
+        first.send_signal(signal.SIGTERM)
+    elif action == "env":
+        for line in describe_threads(run_dir):
+            print(line)
         first.send_signal(signal.SIGTERM)
     elif action == "kill-run":
         first.kill()
