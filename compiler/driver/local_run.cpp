@@ -204,7 +204,11 @@ auto WaitForNodes(int nodes) -> int {
 // starts and supervises that node's ranks), passes SIGTERM and SIGINT on to
 // them, and returns their status.
 auto LaunchNodes(const std::vector<std::string>& args, NodeShape shape, diag::DiagnosticEngine& diags) -> int {
-  if (shape.nodes > kMaxNodes) shape.nodes = kMaxNodes;  // refused by avf-run's identity checks
+  if (shape.nodes > kMaxNodes) {
+    diags.Report(diag::DiagId::CannotRunRuntime, {}, args[0],
+                 fmt::format("the plan has {} nodes; a local run starts at most {}", shape.nodes, kMaxNodes));
+    return -1;
+  }
   int port = FreePort();
   std::string token = RandomToken();
   cpu_set_t all;

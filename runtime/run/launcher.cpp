@@ -218,7 +218,11 @@ void FollowSupervisor() {
   prctl(PR_SET_PDEATHSIG, SIGTERM);
   // The supervisor died before the request took effect: this process was
   // handed to another parent, and nobody would stop it.
-  if (getppid() != static_cast<pid_t>(supervisor)) raise(SIGTERM);
+  if (getppid() != static_cast<pid_t>(supervisor)) {
+    llvm::errs() << fmt::format("avf-run: its supervisor (process {}, {}) is gone; stopping\n", supervisor,
+                                kSupervisorVariable);
+    std::exit(128 + SIGTERM);
+  }
 }
 
 auto LocalRankGiven(const runtime::IdentityFlags& flags, const runtime::Environment& env) -> bool {
