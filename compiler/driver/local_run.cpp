@@ -1,7 +1,6 @@
 #include "driver/local_run.h"
 
 #include <netinet/in.h>
-#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
@@ -113,23 +112,6 @@ auto NodeEnvironment(int64_t n, NodeShape shape, int port, const std::string& to
   return env;
 }
 
-// Node `n`'s share of this process's cores (round robin when there are
-// fewer cores than nodes), so that each launcher divides its own among its ranks.
-auto CoreShare(int64_t n, int64_t nodes, const cpu_set_t& all) -> cpu_set_t {
-  std::vector<int> cores;
-  for (int c = 0; c < CPU_SETSIZE; ++c) {
-    if (CPU_ISSET(c, &all)) cores.push_back(c);
-  }
-  cpu_set_t share;
-  CPU_ZERO(&share);
-  auto count = static_cast<int64_t>(cores.size());
-  if (count == 0) return all;
-  for (int64_t i = 0; i < count; ++i) {
-    if (count < nodes ? i == n % count : i * nodes / count == n) CPU_SET(cores[static_cast<size_t>(i)], &share);
-  }
-  return share;
-}
-
 // The node launchers, for the signal handler (async-signal-safe: kill() only).
 constexpr int kMaxNodes = 4096;
 pid_t nodes_started[kMaxNodes];
@@ -145,15 +127,12 @@ void ForwardSignal(int sig) {
 
 // One node's avf-run in a process group of its own, so that a Ctrl-C at the
 // terminal reaches this process only, which passes it on once.
-auto SpawnNode(const std::vector<std::string>& args, std::vector<std::string> env, const cpu_set_t& cores,
-               std::string& error) -> pid_t {
+auto SpawnNode(const std::vector<std::string>& args, std::vector<std::string> env, std::string& error) -> pid_t {
   std::vector<std::string> argv = args;
   std::vector<char*> argp, envp;
   for (std::string& a : argv) argp.push_back(a.data());
   for (std::string& e : env) envp.push_back(e.data());
   argp.push_back(nullptr), envp.push_back(nullptr);
-  cpu_set_t mine;
-  bool pinned = sched_getaffinity(0, sizeof mine, &mine) == 0 && sched_setaffinity(0, sizeof cores, &cores) == 0;
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
@@ -161,7 +140,6 @@ auto SpawnNode(const std::vector<std::string>& args, std::vector<std::string> en
   pid_t pid = 0;
   int rc = posix_spawn(&pid, argp[0], nullptr, &attr, argp.data(), envp.data());
   posix_spawnattr_destroy(&attr);
-  if (pinned) sched_setaffinity(0, sizeof mine, &mine);
   if (rc != 0) error = std::strerror(rc);
   return rc == 0 ? pid : -1;
 }
@@ -211,8 +189,6 @@ auto LaunchNodes(const std::vector<std::string>& args, NodeShape shape, diag::Di
   }
   int port = FreePort();
   std::string token = RandomToken();
-  cpu_set_t all;
-  if (sched_getaffinity(0, sizeof all, &all) != 0) CPU_ZERO(&all);
   struct sigaction sa {};
   sa.sa_handler = ForwardSignal;
   sigemptyset(&sa.sa_mask);
@@ -220,7 +196,7 @@ auto LaunchNodes(const std::vector<std::string>& args, NodeShape shape, diag::Di
   sigaction(SIGINT, &sa, nullptr);
   for (int64_t n = 0; n < shape.nodes; ++n) {
     std::string error;
-    pid_t pid = SpawnNode(args, NodeEnvironment(n, shape, port, token), CoreShare(n, shape.nodes, all), error);
+    pid_t pid = SpawnNode(args, NodeEnvironment(n, shape, port, token), error);
     nodes_started[n] = pid;
     node_count = static_cast<int>(n + 1);
     if (pid < 0) {

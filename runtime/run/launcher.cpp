@@ -54,8 +54,8 @@ void InstallForwarding() {
   sigaction(SIGINT, &sa, nullptr);
 }
 
-// The cores this process may run on (a container's cpuset, or the share
-// `aviflowc run --local` gave this node).
+// The cores this process may run on (its CPU affinity, so a container's
+// cpuset), not every core of the machine.
 auto Cores() -> int64_t {
   cpu_set_t set;
   CPU_ZERO(&set);
