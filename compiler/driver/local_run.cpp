@@ -2,18 +2,21 @@
 
 #include <netinet/in.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/Path.h>
-#include <llvm/Support/Program.h>
 #include <llvm/Support/raw_ostream.h>
 
 #include <fmt/format.h>
@@ -71,72 +74,140 @@ auto RandomToken() -> std::string {
   return token;
 }
 
-// This process's environment without any rank variables of its own, and
-// with each rank's share of the cores for the BLAS and OpenMP (unless the
-// user chose).
-auto BaseEnvironment(int64_t world) -> std::vector<std::string> {
+// How the plan places its ranks: nodes, and ranks on each (rank r sits on node
+// r / ranks-per-node).
+struct NodeShape {
+  int64_t nodes = 1, ranks_per_node = 1;
+};
+
+auto ShapeOf(const plan::Plan& plan) -> NodeShape {
+  NodeShape shape;
+  int64_t on_first = 0;
+  for (const plan::Rank& r : plan.ranks) {
+    shape.nodes = std::max<int64_t>(shape.nodes, r.node + 1);
+    on_first += r.node == 0 ? 1 : 0;
+  }
+  shape.ranks_per_node = std::max<int64_t>(on_first, 1);
+  return shape;
+}
+
+// This process's environment without any rank variables of its own, plus
+// node `n`'s: the PET_* variables avf-run's node launcher reads, the store's
+// address, the job token, and this process as the launcher's supervisor.
+auto NodeEnvironment(int64_t n, NodeShape shape, int port, const std::string& token) -> std::vector<std::string> {
   std::vector<std::string> env;
   for (char** e = environ; e && *e; ++e) {
     llvm::StringRef var(*e);
     if (var.startswith("PET_") || var.startswith("RANK=") || var.startswith("WORLD_SIZE=") ||
-        var.startswith("LOCAL_RANK=") || var.startswith("MASTER_") || var.startswith("AVF_JOB_TOKEN")) {
+        var.startswith("LOCAL_RANK=") || var.startswith("GROUP_RANK=") || var.startswith("LOCAL_WORLD_SIZE=") ||
+        var.startswith("MASTER_") || var.startswith("AVF_JOB_TOKEN") || var.startswith("AVF_SUPERVISOR_PID=")) {
       continue;
     }
     env.push_back(var.str());
   }
-  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  for (const char* name : {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"}) {
-    if (!std::getenv(name)) env.push_back(fmt::format("{}={}", name, std::max<int64_t>(1, cores / world)));
+  env.insert(env.end(), {fmt::format("PET_NODE_RANK={}", n), fmt::format("PET_NNODES={}", shape.nodes),
+                         fmt::format("PET_NPROC_PER_NODE={}", shape.ranks_per_node), "MASTER_ADDR=127.0.0.1",
+                         fmt::format("MASTER_PORT={}", port), "AVF_JOB_TOKEN=" + token,
+                         fmt::format("AVF_SUPERVISOR_PID={}", getpid())});
+  return env;
+}
+
+// The node launchers, for the signal handler (async-signal-safe: kill() only).
+constexpr int kMaxNodes = 4096;
+pid_t nodes_started[kMaxNodes];
+std::atomic<int> node_count{0};
+std::atomic<int> forwarded_signal{0};
+
+void ForwardSignal(int sig) {
+  forwarded_signal = sig;
+  for (int i = 0, n = node_count.load(); i < n; ++i) {
+    if (nodes_started[i] > 0) kill(nodes_started[i], sig);
   }
-  // OpenMP's threads otherwise spin after each parallel loop and take the
-  // cores from the BLAS's threads that run next (3x slower steps seen).
-  if (!std::getenv("OMP_WAIT_POLICY")) env.push_back("OMP_WAIT_POLICY=PASSIVE");
-  return env;
 }
 
-// BaseEnvironment plus the rank variables of `rank`.
-auto RankEnvironment(int64_t rank, int64_t world, int port, const std::string& token) -> std::vector<std::string> {
-  std::vector<std::string> env = BaseEnvironment(world);
-  env.insert(env.end(), {fmt::format("RANK={}", rank), fmt::format("WORLD_SIZE={}", world),
-                         fmt::format("LOCAL_RANK={}", rank), "MASTER_ADDR=127.0.0.1",
-                         fmt::format("MASTER_PORT={}", port), "AVF_JOB_TOKEN=" + token});
-  return env;
+// One node's avf-run in a process group of its own, so that a Ctrl-C at the
+// terminal reaches this process only, which passes it on once.
+auto SpawnNode(const std::vector<std::string>& args, std::vector<std::string> env, std::string& error) -> pid_t {
+  std::vector<std::string> argv = args;
+  std::vector<char*> argp, envp;
+  for (std::string& a : argv) argp.push_back(a.data());
+  for (std::string& e : env) envp.push_back(e.data());
+  argp.push_back(nullptr), envp.push_back(nullptr);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
+  pid_t pid = 0;
+  int rc = posix_spawn(&pid, argp[0], nullptr, &attr, argp.data(), envp.data());
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) error = std::strerror(rc);
+  return rc == 0 ? pid : -1;
 }
 
-// Starts one avf-run per rank and waits for all; when one fails the others
-// are stopped (they would fail at their next collective anyway).
-auto LaunchRanks(const std::vector<std::string>& args, int64_t world, diag::DiagnosticEngine& diags) -> int {
+auto ExitCode(int status) -> int { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status); }
+
+// Waits for every node launcher. When one fails the others are asked to stop
+// (their ranks would fail at their next collective anyway); each launcher
+// stops, escalates on and reports its own ranks. The status is the first
+// failure's, but a node whose rank was killed by a signal (128 + signal,
+// not the one passed on) is the cause of the others' failures and wins.
+auto WaitForNodes(int nodes) -> int {
+  int status_out = 0, running = nodes;
+  bool killed = false;
+  while (running > 0) {
+    int status = 0;
+    pid_t pid = waitpid(-1, &status, 0);
+    if (pid < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    int n = 0;
+    while (n < nodes && nodes_started[n] != pid) ++n;
+    if (n == nodes) continue;
+    nodes_started[n] = -1;
+    --running;
+    if (WIFSIGNALED(status) && WTERMSIG(status) != forwarded_signal) {
+      llvm::errs() << fmt::format("aviflowc: the avf-run of node {} was killed by signal {} ({})\n", n,
+                                  WTERMSIG(status), strsignal(WTERMSIG(status)));
+    }
+    int code = ExitCode(status);
+    bool cause = code > 128 && code != 128 + forwarded_signal && code != 128 + SIGTERM && code != 128 + SIGINT;
+    if (code != 0 && (status_out == 0 || (cause && !killed))) status_out = code, killed = cause;
+    if (code != 0 && running > 0) ForwardSignal(SIGTERM);
+  }
+  return status_out;
+}
+
+// Starts one avf-run per node of the plan (each the node's launcher, which
+// starts and supervises that node's ranks), passes SIGTERM and SIGINT on to
+// them, and returns their status.
+auto LaunchNodes(const std::vector<std::string>& args, NodeShape shape, diag::DiagnosticEngine& diags) -> int {
+  if (shape.nodes > kMaxNodes) {
+    diags.Report(diag::DiagId::CannotRunRuntime, {}, args[0],
+                 fmt::format("the plan has {} nodes; a local run starts at most {}", shape.nodes, kMaxNodes));
+    return -1;
+  }
   int port = FreePort();
   std::string token = RandomToken();
-  std::vector<llvm::StringRef> refs(args.begin(), args.end());
-  std::vector<llvm::sys::ProcessInfo> procs;
-  std::vector<std::vector<std::string>> envs(static_cast<size_t>(world));
-  for (int64_t r = 0; r < world; ++r) {
-    envs[static_cast<size_t>(r)] = RankEnvironment(r, world, port, token);
-    std::vector<llvm::StringRef> env(envs[static_cast<size_t>(r)].begin(), envs[static_cast<size_t>(r)].end());
+  struct sigaction sa {};
+  sa.sa_handler = ForwardSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+  for (int64_t n = 0; n < shape.nodes; ++n) {
     std::string error;
-    bool failed = false;
-    procs.push_back(llvm::sys::ExecuteNoWait(args[0], refs, llvm::ArrayRef<llvm::StringRef>(env), {}, 0, &error, &failed));
-    if (failed) {
-      for (const llvm::sys::ProcessInfo& p : procs) {
-        if (p.Pid > 0) kill(p.Pid, SIGTERM);
-      }
+    pid_t pid = SpawnNode(args, NodeEnvironment(n, shape, port, token), error);
+    nodes_started[n] = pid;
+    node_count = static_cast<int>(n + 1);
+    if (pid < 0) {
+      ForwardSignal(SIGTERM);
+      WaitForNodes(static_cast<int>(n));
       diags.Report(diag::DiagId::CannotRunRuntime, {}, args[0], error.empty() ? "it did not start" : error);
       return -1;
     }
+    if (forwarded_signal) kill(pid, forwarded_signal);
   }
-  // Ctrl-C reaches the ranks directly (one process group): they stop after
-  // the step in flight with a checkpoint, and this process reports their status.
-  signal(SIGINT, SIG_IGN);
-  int status = 0;
-  for (size_t i = 0; i < procs.size(); ++i) {
-    llvm::sys::ProcessInfo done = llvm::sys::Wait(procs[i], 0, /*WaitUntilTerminates=*/true);
-    if (done.ReturnCode != 0 && status == 0) {
-      status = done.ReturnCode < 0 ? 1 : done.ReturnCode;
-      for (size_t j = i + 1; j < procs.size(); ++j) kill(procs[j].Pid, SIGTERM);
-    }
-  }
-  return status;
+  return WaitForNodes(static_cast<int>(shape.nodes));
 }
 
 }  // namespace
@@ -168,18 +239,9 @@ auto RunLocal(const Options& o, const plan::Plan& plan, diag::DiagnosticEngine& 
     args.insert(args.end(), {"--checkpoint-dir", TierPath(o, *job.checkpoint.dir)});
   }
   if (o.max_steps > 0) args.insert(args.end(), {"--max-steps", std::to_string(o.max_steps)});
+  for (const auto& [flag, value] : o.forwarded) args.insert(args.end(), {flag, value});
   llvm::outs().flush();
-  if (ranks > 1) return LaunchRanks(args, ranks, diags);
-  std::vector<llvm::StringRef> refs(args.begin(), args.end());
-  std::vector<std::string> base = BaseEnvironment(1);
-  std::vector<llvm::StringRef> env(base.begin(), base.end());
-  std::string error;
-  int status = llvm::sys::ExecuteAndWait(args[0], refs, llvm::ArrayRef<llvm::StringRef>(env), {}, 0, 0, &error);
-  if (status < 0) {
-    diags.Report(diag::DiagId::CannotRunRuntime, {}, args[0], error.empty() ? "it did not start" : error);
-    return -1;
-  }
-  return status;
+  return LaunchNodes(args, ShapeOf(plan), diags);
 }
 
 }  // namespace avf::driver

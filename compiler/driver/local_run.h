@@ -1,7 +1,9 @@
 // `aviflowc run FILE.avf --local`: writes the job's plan.json to the run
 // folder and executes it here with avf-run (the CPU backend), reading the
-// shards of a `local` tier and checkpointing to one. The exit status is
-// avf-run's.
+// shards of a `local` tier and checkpointing to one. It starts one avf-run per
+// node of the plan, each the node's launcher (which starts, supervises and
+// stops that node's ranks and sets their thread variables), passes SIGTERM
+// and SIGINT on to them, and returns their status.
 #pragma once
 
 #include "diag/diagnostic.h"

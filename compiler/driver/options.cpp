@@ -1,8 +1,13 @@
 #include "driver/options.h"
 
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
 #include <map>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 namespace avf::driver {
 
@@ -46,6 +51,45 @@ void AddCommonOptions(CLI::App& app, Options& o, Spellings& s) {
   app.add_option("--error-limit", o.error_limit, "Stop after N errors (default 50; 0: no limit)")->type_name("N");
   app.add_option("--job", o.job, "Only the job named NAME (plan, emit, compile)")->type_name("NAME");
   app.add_flag("--template", o.template_workflow, "Write an Argo WorkflowTemplate instead of a Workflow");
+}
+
+// A number of seconds from lo to hi (CLI::Range lets `nan` through).
+auto Seconds(double lo, double hi) -> CLI::Validator {
+  return CLI::Validator(
+      [lo, hi](std::string& text) -> std::string {
+        char* end = nullptr;
+        double v = std::strtod(text.c_str(), &end);
+        if (text.empty() || *end != '\0' || !std::isfinite(v) || v < lo || v > hi) {
+          return fmt::format("`{}` is not a number of seconds from {} to {}", text, lo, hi);
+        }
+        return "";
+      },
+      "SECONDS");
+}
+
+// A seed: digits only, at most 2^64 - 1 (CLI11 would turn `-5` into 2^64 - 5).
+auto Seed() -> CLI::Validator {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        uint64_t v = 0;
+        const char* end = text.data() + text.size();
+        auto [at, ec] = std::from_chars(text.data(), end, v);
+        if (text.empty() || ec != std::errc() || at != end) {
+          return "`" + text + "` is not a seed: a whole number from 0 to 18446744073709551615";
+        }
+        return "";
+      },
+      "N");
+}
+
+// The avf-run options of `run --local`, each passed on when given.
+void AddForwardedRunOptions(CLI::App& run, std::map<std::string, std::string>& given) {
+  run.add_option("--seed", given["--seed"], "Seed of the parameter initialisation (default 1234)")->check(Seed());
+  run.add_option("--peer-timeout", given["--peer-timeout"],
+                 "Seconds a collective waits for a silent rank (default 60)")
+      ->check(Seconds(0.1, 86400));
+  run.add_option("--join-timeout", given["--join-timeout"], "Seconds to wait for every rank to join (default 300)")
+      ->check(Seconds(0.1, 86400));
 }
 
 auto AddFileCommand(CLI::App& app, const char* name, const char* help) -> CLI::App* {
@@ -116,6 +160,8 @@ auto ParseCommandLine(int argc, const char* const* argv) -> ParsedCommandLine {
   run->add_option("--max-steps", o.max_steps, "Stop after N steps (default: the job's length)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
       ->type_name("N");
+  std::map<std::string, std::string> forwarded;
+  AddForwardedRunOptions(*run, forwarded);
   app.require_subcommand(0, 1);
 
   ParsedCommandLine result;
@@ -133,6 +179,9 @@ auto ParseCommandLine(int argc, const char* const* argv) -> ParsedCommandLine {
     return result;
   }
   ApplySpellings(spellings, o);
+  for (const auto& [flag, value] : forwarded) {
+    if (!value.empty()) o.forwarded.emplace_back(flag, value);
+  }
   if (run->parsed() && !local) {
     return UsageError("`aviflowc run` executes a job on this machine and needs `--local`; for a cluster, "
                       "apply the manifests of `aviflowc FILE.avf -o DIR` (docs/deploy.md)");

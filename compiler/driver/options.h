@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "diag/diagnostic.h"
@@ -36,6 +37,9 @@ struct Options {
   std::string run_dir;
   int64_t ranks = 0;      // 0: the plan's
   int64_t max_steps = 0;  // 0: the plan's
+  // `run --local` options passed on to avf-run as given, once checked:
+  // {"--seed", "7"}, {"--peer-timeout", "30"}, {"--join-timeout", "60"}.
+  std::vector<std::pair<std::string, std::string>> forwarded;
 };
 
 // Either options to run with, or text to print and the exit status.

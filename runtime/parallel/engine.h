@@ -62,12 +62,15 @@ class Engine {
   struct StepResult {
     double loss = 0;       // the step's mean loss over every data rank's micro-batches
     double grad_norm = 0;  // of the whole model, before clipping
-    bool stop = false;     // some rank asked to stop (every rank gets the same answer)
+    int stop_signal = 0;   // 0, or the largest stop code a rank asked for (every rank gets the same)
     CommSeconds comm;
   };
   // `micro_batches` are this data rank's (micro_batches_per_step of them,
   // each micro_batch x seq_len); every rank of the data rank passes the same.
-  auto Step(const std::vector<data::Batch>& micro_batches, bool stop_requested) -> llvm::Expected<StepResult>;
+  // `stop_signal` is 0, or a code from 1 to kStopCodes - 1 (the signal
+  // number this rank was asked to stop on).
+  static constexpr int kStopCodes = 32;
+  auto Step(const std::vector<data::Batch>& micro_batches, int stop_signal) -> llvm::Expected<StepResult>;
 
   // Bytes this rank holds, in the planner's categories (plan.json
   // predicted.memory_breakdown_bytes): weights and gradients (whole shard or
@@ -98,7 +101,7 @@ class Engine {
   auto Receive(int64_t from_stage, float* into) -> llvm::Error;
   void OnBlockGradients(int64_t block);
   auto ReduceTheRest() -> llvm::Error;
-  auto Agree(double loss, bool stop) -> llvm::Expected<StepResult>;
+  auto Agree(double loss, int stop_signal) -> llvm::Expected<StepResult>;
   auto zero2() const -> bool { return zero_ >= 2; }
   auto zero3() const -> bool { return zero_ >= 3; }
   void UseWindows(uint64_t seed);

@@ -1,6 +1,7 @@
 // Engine::Step: the schedule's ops, then the reductions and the update.
 #include <algorithm>
 #include <chrono>
+#include <iterator>
 #include <utility>
 
 #include <fmt/format.h>
@@ -174,26 +175,33 @@ auto Engine::ReduceTheRest() -> llvm::Error {
 }
 
 // One world all-reduce: the squared norm's parts, the loss (from the last
-// stage's tensor rank 0 of each data rank) and the stop requests.
-auto Engine::Agree(double loss, bool stop) -> llvm::Expected<StepResult> {
+// stage's tensor rank 0 of each data rank), the seconds waited, and the stop
+// requests as a count per code, so every rank learns the same code.
+auto Engine::Agree(double loss, int stop_signal) -> llvm::Expected<StepResult> {
   const float* g = model_->gradients().data();
   bool reports_loss = model_->shard().output && tensor_rank_ == 0;
   waited_.tensor += model_->TakeTensorCommSeconds();
-  float shared[6] = {static_cast<float>(zero2() ? SquaredNormOfSlice() : SquaredNorm(g, counted_)),
-                     reports_loss ? static_cast<float>(loss / static_cast<double>(plan_->layout.data)) : 0.0f,
-                     stop ? 1.0f : 0.0f,
-                     static_cast<float>(waited_.tensor),
-                     static_cast<float>(waited_.pipeline),
-                     static_cast<float>(waited_.data)};
+  constexpr int kStops = 5;
+  float shared[kStops + kStopCodes] = {
+      static_cast<float>(zero2() ? SquaredNormOfSlice() : SquaredNorm(g, counted_)),
+      reports_loss ? static_cast<float>(loss / static_cast<double>(plan_->layout.data)) : 0.0f,
+      static_cast<float>(waited_.tensor),
+      static_cast<float>(waited_.pipeline),
+      static_cast<float>(waited_.data)};
+  if (stop_signal > 0) shared[kStops + std::min(stop_signal, kStopCodes - 1)] = 1.0f;
   int ranks = world_ ? world_->size() : 1;
   if (ranks > 1) {
-    if (llvm::Error e = world_->AllReduce(shared, 6, comm::ReduceOp::kSum)) return e;
+    if (llvm::Error e = world_->AllReduce(shared, std::size(shared), comm::ReduceOp::kSum)) return e;
   }
-  CommSeconds mean{shared[3] / ranks, shared[4] / ranks, shared[5] / ranks};
-  return StepResult{shared[1], std::sqrt(static_cast<double>(shared[0])), shared[2] > 0, mean};
+  int agreed = 0;
+  for (int code = 1; code < kStopCodes; ++code) {
+    if (shared[kStops + code] > 0) agreed = code;
+  }
+  CommSeconds mean{shared[2] / ranks, shared[3] / ranks, shared[4] / ranks};
+  return StepResult{shared[1], std::sqrt(static_cast<double>(shared[0])), agreed, mean};
 }
 
-auto Engine::Step(const std::vector<data::Batch>& micro_batches, bool stop_requested) -> llvm::Expected<StepResult> {
+auto Engine::Step(const std::vector<data::Batch>& micro_batches, int stop_signal) -> llvm::Expected<StepResult> {
   auto m = static_cast<size_t>(shape_.micro_batches);
   if (micro_batches.size() != m) return Fail(fmt::format("{} micro-batches for a step of {}", micro_batches.size(), m));
   model_->ZeroGradients();
@@ -222,7 +230,7 @@ auto Engine::Step(const std::vector<data::Batch>& micro_batches, bool stop_reque
     float scale = 1.0f / static_cast<float>(m);
     for (float& x : model_->gradients()) x *= scale;
   }
-  auto result = Agree(step_loss_ / static_cast<double>(m), stop_requested);
+  auto result = Agree(step_loss_ / static_cast<double>(m), stop_signal);
   if (!result) return result.takeError();
   if (llvm::Error e = Update(result->grad_norm)) return e;
   return *result;

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <charconv>
+#include <cmath>
 #include <chrono>
 #include <csignal>
 #include <cstring>
@@ -27,6 +29,7 @@
 #include "rendezvous/token.h"
 #include "run/launcher.h"
 #include "run/memory_report.h"
+#include "run/run_lock.h"
 #include "train/trainer.h"
 
 namespace {
@@ -145,19 +148,18 @@ auto Connect(const avf::runtime::RankIdentity& id, const RunFlags& f) -> llvm::E
   return w;
 }
 
-// SIGTERM (a pod being deleted, preemption) or SIGINT asks the trainer to
-// stop after the step in flight, with a checkpoint; a second one kills.
-std::atomic<bool> stop_requested{false};
+// SIGTERM (a pod being deleted, preemption, the launcher passing one on) or
+// SIGINT asks the trainer to stop after the step in flight, with a
+// checkpoint; a second one kills.
 std::atomic<int> stop_signal{0};
 
 void RequestStop(int sig) {
-  if (stop_requested.load()) {
+  if (stop_signal.load() != 0) {
     signal(sig, SIG_DFL);
     raise(sig);
     return;
   }
   stop_signal = sig;
-  stop_requested = true;
 }
 
 void InstallStopHandlers() {
@@ -171,11 +173,12 @@ void InstallStopHandlers() {
 
 // What rank 0 prints at the end, and the exit status.
 auto Finish(const avf::runtime::RunPlan& plan, const avf::train::TrainResult& r, int64_t rank) -> int {
-  int status = r.stopped ? 128 + stop_signal.load() : 0;
+  // Every rank stops on the signal the ranks agreed on, whichever got it.
+  int status = r.stopped ? 128 + r.stop_signal : 0;
   if (rank != 0) return status;
   if (r.stopped) {
-    llvm::outs() << fmt::format("stopped on signal {} ({}) after step {}{}\n", stop_signal.load(),
-                                strsignal(stop_signal.load()), r.last_step,
+    llvm::outs() << fmt::format("stopped on signal {} ({}) after step {}{}\n", r.stop_signal, strsignal(r.stop_signal),
+                                r.last_step,
                                 r.checkpointed ? "; its checkpoint is committed, `--resume latest` continues from it"
                                                : " without a checkpoint (no checkpoint directory)");
     return status;
@@ -198,6 +201,21 @@ auto PrintSchedule(const std::string& path) -> int {
   return 0;
 }
 
+auto CreateFolder(const std::string& dir) -> llvm::Error {
+  if (std::error_code ec = llvm::sys::fs::create_directories(dir)) {
+    return llvm::createStringError(ec, "%s: %s", dir.c_str(), ec.message().c_str());
+  }
+  return llvm::Error::success();
+}
+
+// The run folder and the checkpoint folder, locked for this job (rank 0's
+// process or node 0's launcher, whose ranks inherit the locks).
+auto LockFolders(const RunFlags& f) -> llvm::Error {
+  if (llvm::Error e = avf::run::LockDirectory(f.run_dir, "--run-dir")) return e;
+  return f.checkpoint_dir.empty() ? llvm::Error::success()
+                                  : avf::run::LockDirectory(f.checkpoint_dir, "--checkpoint-dir");
+}
+
 auto Run(const RunFlags& f, const std::vector<std::string>& args) -> int {
   auto plan = avf::runtime::ReadPlanFile(f.plan);
   if (!plan) return Report(plan.takeError());
@@ -205,8 +223,13 @@ auto Run(const RunFlags& f, const std::vector<std::string>& args) -> int {
   if (!avf::run::LocalRankGiven(f.identity, env)) {
     auto node = avf::runtime::ResolveNode(f.identity, env, *plan);
     if (!node) return Report(node.takeError());
-    if (node->nproc_per_node > 1) return avf::run::LaunchNode(args, *node);
+    if (node->nproc_per_node > 1) {
+      // Node 0's launcher locks the job's folders for its ranks (rank 0 among them).
+      if (llvm::Error e = node->node_rank == 0 ? LockFolders(f) : llvm::Error::success()) return Report(std::move(e));
+      return avf::run::LaunchNode(args, *node);
+    }
   }
+  avf::run::ApplyThreadDefaults(args);
   auto identity = avf::runtime::ResolveIdentity(f.identity, env, *plan);
   if (!identity) return Report(identity.takeError());
   if (f.data_dir.empty()) {
@@ -214,8 +237,8 @@ auto Run(const RunFlags& f, const std::vector<std::string>& args) -> int {
                                           "--data-dir is required: the folder that holds dataset `%s`'s shard files",
                                           plan->data.name.c_str()));
   }
-  if (std::error_code ec = llvm::sys::fs::create_directories(f.run_dir)) {
-    return Report(llvm::createStringError(ec, "%s: %s", f.run_dir.c_str(), ec.message().c_str()));
+  if (llvm::Error e = identity->rank == 0 ? LockFolders(f) : CreateFolder(f.run_dir)) {
+    return Report(std::move(e));
   }
   avf::train::TrainOptions o;
   o.data_dir = f.data_dir;
@@ -237,13 +260,42 @@ auto Run(const RunFlags& f, const std::vector<std::string>& args) -> int {
     world = std::move(*connected);
     o.world = world.comm.get();
   }
-  o.stop_requested = &stop_requested;
+  o.stop_signal = &stop_signal;
   InstallStopHandlers();
   auto result = avf::train::Train(*plan, o, llvm::outs());
   if (!result) return Report(result.takeError());
   if (llvm::Error e = avf::run::WriteMemoryReport(f.run_dir, identity->rank, *plan, *result)) return Report(std::move(e));
   if (identity->rank == 0 && result->last_step > result->first_step) avf::run::PrintMemory(llvm::outs(), 0, *plan, *result);
   return Finish(*plan, *result, identity->rank);
+}
+
+// A number of seconds from lo to hi (CLI::Range lets `nan` through).
+auto Seconds(double lo, double hi) -> CLI::Validator {
+  return CLI::Validator(
+      [lo, hi](std::string& text) -> std::string {
+        char* end = nullptr;
+        double v = std::strtod(text.c_str(), &end);
+        if (text.empty() || *end != '\0' || !std::isfinite(v) || v < lo || v > hi) {
+          return fmt::format("`{}` is not a number of seconds from {} to {}", text, lo, hi);
+        }
+        return "";
+      },
+      "SECONDS");
+}
+
+// A seed: digits only (CLI11 would turn `-5` into 2^64 - 5).
+auto Seed() -> CLI::Validator {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        uint64_t v = 0;
+        const char* end = text.data() + text.size();
+        auto [at, ec] = std::from_chars(text.data(), end, v);
+        if (text.empty() || ec != std::errc() || at != end) {
+          return fmt::format("`{}` is not a seed: a whole number from 0 to {}", text, UINT64_MAX);
+        }
+        return "";
+      },
+      "N");
 }
 
 void AddIdentityFlags(CLI::App& app, avf::runtime::IdentityFlags& id) {
@@ -259,6 +311,7 @@ void AddIdentityFlags(CLI::App& app, avf::runtime::IdentityFlags& id) {
 }  // namespace
 
 auto main(int argc, char** argv) -> int {
+  avf::run::FollowSupervisor();
   CLI::App app("avf-run executes one rank of an aviflow plan (plan.json) on this machine.", "avf-run");
   RunFlags run;
   TokenizeFlags tok;
@@ -270,11 +323,11 @@ auto main(int argc, char** argv) -> int {
   app.add_option("--run-dir", run.run_dir, "Folder for metrics.jsonl (default: .)")->type_name("DIR");
   app.add_option("--metrics", run.metrics, "The metrics file (default: RUN_DIR/metrics.jsonl)")->type_name("FILE");
   app.add_option("--max-steps", run.max_steps, "Stop after N steps (default: the plan's)")->check(CLI::NonNegativeNumber);
-  app.add_option("--seed", run.seed, "Seed of the parameter initialisation (default 1234)");
+  app.add_option("--seed", run.seed, "Seed of the parameter initialisation (default 1234)")->check(Seed());
   app.add_option("--join-timeout", run.join_timeout_s, "Seconds to wait for every rank to join (default 300)")
-      ->check(CLI::Range(0.1, 86400.0));
+      ->check(Seconds(0.1, 86400.0));
   app.add_option("--peer-timeout", run.peer_timeout_s, "Seconds a collective waits for a silent peer (default 60)")
-      ->check(CLI::Range(0.1, 86400.0));
+      ->check(Seconds(0.1, 86400.0));
   AddIdentityFlags(app, run.identity);
   app.add_flag("--print-schedule", run.print_schedule, "Print every pipeline stage's schedule of the plan and exit");
   CLI::App* tokenize = app.add_subcommand("tokenize", "Make token shards from text files (a BPE trained on them)");
@@ -286,7 +339,9 @@ auto main(int argc, char** argv) -> int {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
+    if (e.get_exit_code() == 0) return app.exit(e);
+    llvm::errs() << "avf-run: error: " << e.what() << "\nRun `avf-run --help` for usage.\n";
+    return 2;
   }
   if (tokenize->parsed()) return Tokenize(tok);
   if (run.plan.empty()) {

@@ -1,7 +1,9 @@
 #include "run/launcher.h"
 
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,6 +13,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <thread>
@@ -23,9 +26,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Seconds the surviving ranks get to notice a failed peer and exit on their
-// own (with a message naming it), then again between SIGTERM and SIGKILL.
+// Seconds the other ranks get, once one has exited, to exit on their own (a
+// failed peer is noticed at the next collective, a stop is agreed on within
+// a step), before SIGTERM; then the seconds before SIGKILL.
 constexpr auto kGrace = std::chrono::seconds(10);
+constexpr auto kKillAfter = std::chrono::seconds(5);
 
 // The children, for the signal handler (async-signal-safe: kill() only).
 constexpr int kMaxChildren = 1024;
@@ -49,18 +54,25 @@ void InstallForwarding() {
   sigaction(SIGINT, &sa, nullptr);
 }
 
-// The environment of the children: ours, plus thread counts when unset.
+// The cores this process may run on (its CPU affinity, so a container's
+// cpuset), not every core of the machine.
+auto Cores() -> int64_t {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+// The environment of the children: ours with this launcher as their
+// supervisor, plus the thread defaults.
 auto ChildEnvironment(int64_t nproc) -> std::vector<std::string> {
   std::vector<std::string> env;
-  for (char** e = environ; *e; ++e) env.emplace_back(*e);
-  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  int64_t threads = std::max<int64_t>(1, static_cast<int64_t>(cores) / nproc);
-  for (const char* name : {"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"}) {
-    if (!std::getenv(name)) env.push_back(fmt::format("{}={}", name, threads));
+  std::string supervisor = std::string(kSupervisorVariable) + "=";
+  for (char** e = environ; *e; ++e) {
+    if (std::strncmp(*e, supervisor.c_str(), supervisor.size()) != 0) env.emplace_back(*e);
   }
-  // OpenMP's threads otherwise spin after each parallel loop and take the
-  // cores from the BLAS's threads that run next.
-  if (!std::getenv("OMP_WAIT_POLICY")) env.push_back("OMP_WAIT_POLICY=PASSIVE");
+  env.push_back(supervisor + std::to_string(getpid()));
+  for (std::string& var : ThreadDefaults(nproc)) env.push_back(std::move(var));
   return env;
 }
 
@@ -78,11 +90,18 @@ auto SelfPath(const std::string& fallback) -> std::string {
   return n > 0 ? std::string(buf, static_cast<size_t>(n)) : fallback;
 }
 
+// One rank in a process group of its own: a Ctrl-C at the terminal reaches
+// the launcher only, which passes it on once (a second signal kills a rank).
 auto Spawn(std::vector<std::string> argv, std::vector<std::string>& env, int64_t local_rank) -> std::optional<pid_t> {
   argv.push_back(fmt::format("--local-rank={}", local_rank));
   std::vector<char*> args = Pointers(argv), envp = Pointers(env);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
   pid_t pid = 0;
-  int rc = posix_spawn(&pid, args[0], nullptr, nullptr, args.data(), envp.data());
+  int rc = posix_spawn(&pid, args[0], nullptr, &attr, args.data(), envp.data());
+  posix_spawnattr_destroy(&attr);
   if (rc == 0) return pid;
   llvm::errs() << fmt::format("avf-run: error: cannot start local rank {} ({}): {}\n", local_rank, argv[0],
                               std::strerror(rc));
@@ -96,10 +115,16 @@ auto StatusText(int status) -> std::string {
 
 auto ExitCode(int status) -> int { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status); }
 
-// Waits for every child; after the first failure, escalates on the survivors.
+// How much a child's end says about the node's, lowest first: success, a
+// stop on a signal (forwarded, or sent to a rank and agreed on by all), a
+// failure (often a rank that only lost a peer), a rank killed by a signal
+// that the launcher did not send (the cause of the others' failures).
+enum class Outcome { kSuccess, kStopped, kFailed, kKilled };
+
+// Waits for every child; once one has exited, escalates on the others.
 class Supervisor {
  public:
-  Supervisor(const runtime::NodeIdentity& node) : node_(node) {}
+  explicit Supervisor(const runtime::NodeIdentity& node) : node_(node) {}
 
   auto Wait() -> int {
     int running = child_count.load();
@@ -107,8 +132,7 @@ class Supervisor {
       int status = 0;
       pid_t pid = waitpid(-1, &status, WNOHANG);
       if (pid > 0) {
-        --running;
-        Reaped(pid, status);
+        if (Reaped(pid, status)) --running;
         continue;
       }
       if (pid < 0 && errno != EINTR) break;
@@ -123,60 +147,112 @@ class Supervisor {
   }
 
  private:
-  // Every failure is reported (the first one may be a rank that only saw
-  // the real failure of another); the exit status is the first one's.
-  void Reaped(pid_t pid, int status) {
-    int n = child_count.load();
-    for (int i = 0; i < n; ++i) {
-      if (children[i] != pid) continue;
-      children[i] = -1;
-      if (status == 0) return;
-      if (Forwarded(status)) {
-        if (exit_code_ == 0) exit_code_ = ExitCode(status);
-        return;
-      }
-      bool first = exit_code_ == 0;
-      if (first) exit_code_ = ExitCode(status), failed_at_ = Clock::now();
-      llvm::errs() << fmt::format("avf-run: local rank {} (global rank {}) {}{}\n", i,
-                                  node_.node_rank * node_.nproc_per_node + i, StatusText(status),
-                                  first ? "; stopping the node's other ranks" : "");
-    }
+  auto RankName(int i) const -> std::string {
+    return fmt::format("rank {} (local rank {} of node {})", node_.node_rank * node_.nproc_per_node + i, i,
+                       node_.node_rank);
   }
 
-  // A child that died of the signal the launcher passed on, or stopped cleanly
-  // on it (exit 128 + signal), is not a failure to report: the node was asked
-  // to stop.
-  static auto Forwarded(int status) -> bool {
-    int sig = forwarded_signal;
-    if (sig == 0) return false;
-    return (WIFSIGNALED(status) && WTERMSIG(status) == sig) || (WIFEXITED(status) && WEXITSTATUS(status) == 128 + sig);
+  auto Classify(int status) const -> Outcome {
+    if (status == 0) return Outcome::kSuccess;
+    if (WIFEXITED(status)) {
+      int code = WEXITSTATUS(status);
+      return code == 128 + SIGTERM || code == 128 + SIGINT ? Outcome::kStopped : Outcome::kFailed;
+    }
+    int sig = WTERMSIG(status);
+    if (sig == forwarded_signal) return Outcome::kStopped;
+    bool escalated = sent_ != 0 && (sig == SIGTERM || sig == SIGKILL);
+    return escalated ? Outcome::kFailed : Outcome::kKilled;
+  }
+
+  // Every failure is reported (the first one may be a rank that only saw
+  // the real failure of another); the status is the most telling one's.
+  auto Reaped(pid_t pid, int status) -> bool {
+    int n = child_count.load();
+    int i = 0;
+    while (i < n && children[i] != pid) ++i;
+    if (i == n) return false;
+    children[i] = -1;
+    if (!first_exit_) first_exit_ = Clock::now(), first_rank_ = i;
+    Outcome outcome = Classify(status);
+    bool first_failure = outcome >= Outcome::kFailed && worst_ < Outcome::kFailed;
+    if (outcome > worst_) worst_ = outcome, exit_code_ = ExitCode(status);
+    if (outcome >= Outcome::kFailed) {
+      llvm::errs() << fmt::format("avf-run: {} {}{}\n", RankName(i), StatusText(status),
+                                  first_failure ? "; stopping the node's other ranks" : "");
+    }
+    return true;
   }
 
   void Escalate() {
-    if (!failed_at_) return;
-    auto waited = Clock::now() - *failed_at_;
-    int sig = waited > 2 * kGrace ? SIGKILL : waited > kGrace ? SIGTERM : 0;
+    if (!first_exit_) return;
+    auto waited = Clock::now() - *first_exit_;
+    int sig = waited > kGrace + kKillAfter ? SIGKILL : waited > kGrace ? SIGTERM : 0;
     if (sig == 0 || sig == sent_) return;
     sent_ = sig;
     int n = child_count.load();
     for (int i = 0; i < n; ++i) {
-      if (children[i] > 0) kill(children[i], sig);
+      if (children[i] <= 0) continue;
+      llvm::errs() << fmt::format("avf-run: {} is still running {} s after local rank {} exited; sending {}\n",
+                                  RankName(i), std::chrono::duration_cast<std::chrono::seconds>(waited).count(),
+                                  first_rank_, sig == SIGKILL ? "SIGKILL" : "SIGTERM");
+      kill(children[i], sig);
     }
   }
 
   const runtime::NodeIdentity& node_;
   int exit_code_ = 0;
+  Outcome worst_ = Outcome::kSuccess;
   int sent_ = 0;
-  std::optional<Clock::time_point> failed_at_;
+  int first_rank_ = 0;
+  std::optional<Clock::time_point> first_exit_;
 };
 
 }  // namespace
+
+void FollowSupervisor() {
+  const char* value = std::getenv(kSupervisorVariable);
+  if (!value || !*value) return;
+  char* end = nullptr;
+  long supervisor = std::strtol(value, &end, 10);
+  if (*end != '\0' || supervisor <= 1) return;
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  // The supervisor died before the request took effect: this process was
+  // handed to another parent, and nobody would stop it.
+  if (getppid() != static_cast<pid_t>(supervisor)) {
+    llvm::errs() << fmt::format("avf-run: its supervisor (process {}, {}) is gone; stopping\n", supervisor,
+                                kSupervisorVariable);
+    std::exit(128 + SIGTERM);
+  }
+}
 
 auto LocalRankGiven(const runtime::IdentityFlags& flags, const runtime::Environment& env) -> bool {
   bool pet = env.lower_bound("PET_") != env.end() && env.lower_bound("PET_")->first.rfind("PET_", 0) == 0;
   // Under torchrun RANK is this process's rank; under the PET_* convention it is the pod's.
   bool torchrun_rank = !pet && env.count("RANK") > 0;
   return flags.local_rank || flags.rank || env.count("LOCAL_RANK") > 0 || torchrun_rank;
+}
+
+auto ThreadDefaults(int64_t ranks) -> std::vector<std::string> {
+  std::vector<std::string> vars;
+  int64_t threads = std::max<int64_t>(1, Cores() / std::max<int64_t>(1, ranks));
+  for (const char* name : {"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"}) {
+    if (!std::getenv(name)) vars.push_back(fmt::format("{}={}", name, threads));
+  }
+  if (!std::getenv("OMP_WAIT_POLICY")) vars.emplace_back("OMP_WAIT_POLICY=PASSIVE");
+  return vars;
+}
+
+void ApplyThreadDefaults(const std::vector<std::string>& args) {
+  std::vector<std::string> vars = ThreadDefaults(1);
+  if (vars.empty()) return;
+  for (const std::string& var : vars) {
+    size_t eq = var.find('=');
+    setenv(var.substr(0, eq).c_str(), var.substr(eq + 1).c_str(), 1);
+  }
+  std::vector<std::string> argv = args;
+  std::vector<char*> pointers = Pointers(argv);
+  llvm::outs().flush();
+  execv(SelfPath(args[0]).c_str(), pointers.data());
 }
 
 auto LaunchNode(const std::vector<std::string>& args, const runtime::NodeIdentity& node) -> int {

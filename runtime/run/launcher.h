@@ -3,6 +3,7 @@
 // one avf-run: that process resolves the node (plan/identity.h), then starts
 // one avf-run per local rank — its own binary and arguments plus
 // --local-rank=i — and supervises them, like torchrun does for PyTorch.
+// `aviflowc run --local` starts one such launcher per node of the plan.
 #pragma once
 
 #include <string>
@@ -12,17 +13,41 @@
 
 namespace avf::run {
 
+// The variable that names a process's supervisor (aviflowc for a node
+// launcher, the launcher for a rank): when the supervisor dies, the process
+// gets SIGTERM and stops like on a stop signal.
+constexpr const char* kSupervisorVariable = "AVF_SUPERVISOR_PID";
+
+// Asks for SIGTERM at the death of the parent when kSupervisorVariable names
+// it; when the parent is already gone, stops with SIGTERM at once.
+void FollowSupervisor();
+
 // True when this process is one rank: --rank or --local-rank, LOCAL_RANK, or
 // torchrun's RANK name it. Otherwise a node with several ranks needs LaunchNode.
 auto LocalRankGiven(const runtime::IdentityFlags& flags, const runtime::Environment& env) -> bool;
 
-// Starts node.nproc_per_node children and waits for them. When one fails the
-// others get a grace period to report the failed peer themselves (their
-// communicators notice within a second), then SIGTERM, then SIGKILL. SIGTERM
-// and SIGINT sent to the launcher (a pod being deleted) go to every child.
-// Sets OMP_NUM_THREADS and OPENBLAS_NUM_THREADS to the node's cores divided
-// by the ranks, and OMP_WAIT_POLICY=PASSIVE, when they are not set. Returns the exit status for main: 0
-// when every child succeeded, else the first failure's status.
+// The thread defaults of one of `ranks` processes sharing this process's
+// cores (its CPU affinity), as NAME=value, for the variables that are not
+// set: OMP_NUM_THREADS and OPENBLAS_NUM_THREADS = cores / ranks (at least 1),
+// OMP_WAIT_POLICY=PASSIVE (OpenMP threads that spin after a loop take the
+// cores from the BLAS's threads).
+auto ThreadDefaults(int64_t ranks) -> std::vector<std::string>;
+
+// A rank without a launcher: when ThreadDefaults(1) is not empty, sets them
+// and executes this avf-run again with `args` (OpenMP and the BLAS read the
+// variables when they load, before main). Returns when nothing was missing,
+// or when the new image could not start (the run goes on without them).
+void ApplyThreadDefaults(const std::vector<std::string>& args);
+
+// Starts node.nproc_per_node children, each in its own process group with the
+// ThreadDefaults(nproc_per_node), and waits for them. Once any child has
+// exited, the others get a grace period to exit on their own (a failed peer is
+// noticed within a second; ranks that end or stop together exit together),
+// then SIGTERM, then SIGKILL, always. SIGTERM and SIGINT sent to the launcher
+// (a pod being deleted) go to every child. A failure is reported with its rank
+// and cause. Returns the exit status for main: 0 when every child succeeded,
+// else that of the first rank killed by a signal, else of the first failure,
+// else of the ranks' stop (128 + signal).
 auto LaunchNode(const std::vector<std::string>& args, const runtime::NodeIdentity& node) -> int;
 
 }  // namespace avf::run

@@ -66,22 +66,22 @@ struct Loop {
 
   parallel::Engine::CommSeconds comm{};
 
-  auto OneStep(double& loss, double& norm, bool& stop) -> llvm::Error;
+  auto OneStep(double& loss, double& norm, int& stop) -> llvm::Error;
   auto Checkpoint() -> llvm::Error;
   auto Resume() -> llvm::Error;
   void Report(const StepMetrics& m);
   auto adam() -> AdamW& { return engine->optimizer().adam(); }
 };
 
-auto Loop::OneStep(double& loss, double& norm, bool& stop) -> llvm::Error {
+auto Loop::OneStep(double& loss, double& norm, int& stop) -> llvm::Error {
   int64_t micro = plan.layout.micro_batch, seq = plan.model.seq_len;
   std::vector<data::Batch> batches(static_cast<size_t>(std::max<int64_t>(1, plan.training.micro_batches_per_step)));
   for (data::Batch& b : batches) {
     if (llvm::Error e = loader->Next(micro, seq, b)) return e;
   }
-  auto result = engine->Step(batches, options.stop_requested && options.stop_requested->load());
+  auto result = engine->Step(batches, options.stop_signal ? options.stop_signal->load() : 0);
   if (!result) return result.takeError();
-  loss = result->loss, norm = result->grad_norm, stop = result->stop, comm = result->comm;
+  loss = result->loss, norm = result->grad_norm, stop = result->stop_signal, comm = result->comm;
   if (!std::isfinite(loss) || !std::isfinite(norm)) {
     return Fail(fmt::format("step {}: the loss or the gradient is not finite (loss {}, gradient norm {}); lower the "
                             "learning rate", step + 1, loss, norm));
@@ -156,7 +156,7 @@ auto Run(Loop& loop, TrainResult& result) -> llvm::Error {
   while (loop.step < total) {
     Clock::time_point start = Clock::now();
     double loss = 0, norm = 0;
-    bool stop = false;
+    int stop = 0;
     if (llvm::Error e = loop.OneStep(loss, norm, stop)) return e;
     ++loop.step;
     double seconds = std::chrono::duration<double>(Clock::now() - start).count();
@@ -169,14 +169,15 @@ auto Run(Loop& loop, TrainResult& result) -> llvm::Error {
     if (loop.options.rank == 0) loop.Report(m);
     if (result.first_loss == 0) result.first_loss = loss;
     result.last_loss = loss;
-    bool last = loop.step == total || stop;
+    bool last = loop.step == total || stop != 0;
     result.checkpointed = false;
     if (!loop.options.checkpoint_dir.empty() && (Due(p, loop.step, loop.last_checkpoint) || last)) {
       if (llvm::Error e = loop.Checkpoint()) return e;
       result.checkpointed = true;
     }
-    if (stop && loop.step < total) {
+    if (stop != 0 && loop.step < total) {
       result.stopped = true;
+      result.stop_signal = stop;
       break;
     }
   }

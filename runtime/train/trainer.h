@@ -28,16 +28,18 @@ struct TrainOptions {
   int rank = 0;                // this process's rank in the plan
   // The ranks of the plan, all data-parallel; null for a single-rank plan.
   comm::Communicator* world = nullptr;
-  // Set (by a signal handler) to ask for a clean stop: the ranks agree on it
-  // at the end of a step, write a checkpoint, and return with `stopped`.
-  const std::atomic<bool>* stop_requested = nullptr;
+  // Set (by a signal handler) to the signal number to ask for a clean stop:
+  // the ranks agree on it at the end of a step, write a checkpoint, and
+  // return with `stopped` and the same `stop_signal` everywhere.
+  const std::atomic<int>* stop_signal = nullptr;
 };
 
 struct TrainResult {
   int64_t first_step = 0;  // 0, or the step resumed from
   int64_t last_step = 0;
   double first_loss = 0, last_loss = 0;
-  bool stopped = false;     // stop_requested ended the run before its last step
+  bool stopped = false;     // a stop signal ended the run before its last step
+  int stop_signal = 0;      // the signal some rank was asked to stop on (the largest)
   bool checkpointed = false;  // the last step's checkpoint is committed
   int64_t stage = 0;          // this rank's pipeline stage
   parallel::Engine::MemoryUse memory;  // what this rank held
