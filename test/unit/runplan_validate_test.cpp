@@ -120,6 +120,22 @@ TEST(RunPlanValidate, HardwareNodes) {
   EXPECT_EQ(ValidateFailure(p), "plan.json: hardware.nodes: 4 nodes used, but the cluster has 2");
 }
 
+// The compiler decides the ranks per node; the reader checks, never recomputes.
+TEST(RunPlanValidate, RanksPerNode) {
+  RunPlan p = Hgx();
+  EXPECT_EQ(p.hardware.ranks_per_node, 8);
+  p.hardware.ranks_per_node = 4;
+  EXPECT_EQ(ValidateFailure(p), "plan.json: hardware.ranks_per_node: 4, but 32 ranks on nodes of 8 GPUs run 8 per node");
+  // A job smaller than its node runs all its ranks there.
+  RunPlan small = testing::MakePlan({.tensor = 2, .gpus_per_node = 8});
+  EXPECT_EQ(small.hardware.ranks_per_node, 2);
+  small.hardware.ranks_per_node = 8;
+  EXPECT_THAT(ValidateFailure(small), HasSubstr("hardware.ranks_per_node: 8, but 2 ranks on nodes of 8 GPUs run 2"));
+  EXPECT_THAT(testing::ParseFailure(testing::RemoveAt(testing::Fixture("hgx_h100_platform.json"),
+                                                     "hardware.ranks_per_node")),
+              HasSubstr("hardware.ranks_per_node: missing"));
+}
+
 TEST(RunPlanValidate, EveryRankInExactlyOneGroupPerKind) {
   RunPlan p = Hgx();
   p.groups.tensor[1].pop_back();  // rank 7
