@@ -22,7 +22,8 @@ using plan_format::ValueType;
 
 auto ChildKey(Key parent, llvm::StringRef spelling) -> std::optional<Key> {
   for (const plan_format::KeyInfo& k : plan_format::kKeys) {
-    if (k.parent == parent && k.id != Key::Root && k.id != Key::Shared && llvm::StringRef(k.spelling.data(), k.spelling.size()) == spelling) return k.id;
+    bool is_key = k.id != Key::Root && k.id != Key::Shared;
+    if (is_key && k.parent == parent && llvm::StringRef(k.spelling.data(), k.spelling.size()) == spelling) return k.id;
   }
   return std::nullopt;
 }

@@ -47,7 +47,9 @@ namespace {
 
 auto Range(plan_format::Key key) -> plan_format::TypeInfo { return plan_format::Describe(plan_format::Info(key).type); }
 
-auto IntMax(const plan_format::TypeInfo& t) -> int64_t { return t.max < 1e18 ? static_cast<int64_t>(t.max) : INT64_MAX; }
+auto IntMax(const plan_format::TypeInfo& t) -> int64_t {
+  return t.max < 1e18 ? static_cast<int64_t>(t.max) : INT64_MAX;
+}
 
 }  // namespace
 

@@ -1,6 +1,7 @@
 // The predicted totals against their parts (plan-format.md, predicted): run
 // by `avf-run check-plan`, not by a run, since they only inform people. The
 // writer prints doubles exactly, so only the order of additions may differ.
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -13,7 +14,9 @@ namespace avf::runtime {
 
 namespace {
 
-auto Close(double a, double b) -> bool { return std::fabs(a - b) <= std::max(1e-9 * std::max(std::fabs(a), std::fabs(b)), 1e-12); }
+auto Close(double a, double b) -> bool {
+  return std::fabs(a - b) <= std::max(1e-9 * std::max(std::fabs(a), std::fabs(b)), 1e-12);
+}
 
 void Expect(Problems& p, const char* path, double value, double from_parts) {
   if (!Close(value, from_parts)) p.Addf(path, "{}, but its parts give {}", value, from_parts);

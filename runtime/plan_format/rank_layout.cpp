@@ -45,7 +45,9 @@ auto MaskedOrthogonalGroups(const std::vector<int64_t>& sizes, const std::vector
   for (int64_t g = 0; g < groups; ++g) {
     int64_t base = InnerProduct(Decompose(g, unmasked_shape), unmasked_stride);
     out[g].reserve(static_cast<size_t>(group_size));
-    for (int64_t m = 0; m < group_size; ++m) out[g].push_back(base + InnerProduct(Decompose(m, masked_shape), masked_stride));
+    for (int64_t m = 0; m < group_size; ++m) {
+      out[g].push_back(base + InnerProduct(Decompose(m, masked_shape), masked_stride));
+    }
   }
   return out;
 }
