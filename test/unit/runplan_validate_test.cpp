@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "plan/check_plan.h"
 #include "plan/plan.h"
 #include "runplan_test_util.h"
 
@@ -134,6 +135,24 @@ TEST(RunPlanValidate, RanksPerNode) {
   EXPECT_THAT(testing::ParseFailure(testing::RemoveAt(testing::Fixture("hgx_h100_platform.json"),
                                                      "hardware.ranks_per_node")),
               HasSubstr("hardware.ranks_per_node: missing"));
+}
+
+// The predicted totals: only `avf-run check-plan` checks them (check_plan.h).
+TEST(RunPlanValidate, PredictedTotalsAgainstTheirParts) {
+  RunPlan p = Hgx();
+  EXPECT_FALSE(static_cast<bool>(CheckPredicted(p)));
+  p.hardware.gpu_hour_price = 2.0;
+  EXPECT_EQ(llvm::toString(CheckPredicted(p)),
+            "plan.json: predicted.cost: null exactly when hardware.gpu_hour_price is null");
+  p.predicted.cost = p.predicted.gpu_hours * 3.0;
+  EXPECT_THAT(llvm::toString(CheckPredicted(p)), HasSubstr("plan.json: predicted.cost: "));
+  p.predicted.cost = p.predicted.gpu_hours * 2.0;
+  EXPECT_FALSE(static_cast<bool>(CheckPredicted(p)));
+  p.predicted.fits = false;
+  p.predicted.memory_breakdown_bytes.buffers += 100;
+  std::string message = llvm::toString(CheckPredicted(p));
+  EXPECT_THAT(message, HasSubstr("predicted.memory_per_gpu_bytes: "));
+  EXPECT_THAT(message, HasSubstr("predicted.fits: false, but "));
 }
 
 TEST(RunPlanValidate, EveryRankInExactlyOneGroupPerKind) {
