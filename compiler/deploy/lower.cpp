@@ -86,7 +86,7 @@ void LowerIdentity(LowerContext& c, std::optional<Target> target) {
   o.max_restarts = j.deploy.max_restarts;
   o.nodes = c.plan.nodes_used;
   o.backoff_limit = o.max_restarts * o.nodes;
-  o.procs_per_node = std::min(j.workload.gpus, std::max<int64_t>(j.hardware.gpus_per_node, 1));
+  o.procs_per_node = c.plan.ranks_per_node;
   if (o.nodes > 1 && j.workload.gpus % o.procs_per_node != 0) {
     int64_t per = o.procs_per_node, lower = j.workload.gpus / per * per;
     c.diags.Report(DiagId::PartialNode, j.at.gpus, j.name, o.nodes, j.workload.gpus, j.node_name, per)

@@ -2,34 +2,76 @@
 
 #include <cmath>
 
+#include "plan_format/plan_format.h"
+
 namespace avf::emit {
+
+namespace pf = plan_format;
+using K = pf::Key;
+
+using pf::Spell;
+
+auto FormatName(cost::Arch v) -> std::string_view {
+  return pf::Spelling(v == cost::Arch::Llama ? pf::Arch::Llama : pf::Arch::Gpt2);
+}
+
+auto FormatName(cost::Precision v) -> std::string_view {
+  switch (v) {
+    case cost::Precision::Bf16: return pf::Spelling(pf::Precision::Bf16);
+    case cost::Precision::Fp16: return pf::Spelling(pf::Precision::Fp16);
+    case cost::Precision::Fp32: return pf::Spelling(pf::Precision::Fp32);
+  }
+  return "?";
+}
+
+auto FormatName(cost::Schedule v) -> std::string_view {
+  switch (v) {
+    case cost::Schedule::OneFOneB: return pf::Spelling(pf::PipelineSchedule::OneFOneB);
+    case cost::Schedule::Interleaved: return pf::Spelling(pf::PipelineSchedule::Interleaved);
+    case cost::Schedule::GPipe: return pf::Spelling(pf::PipelineSchedule::Gpipe);
+  }
+  return "?";
+}
+
+auto FormatName(cost::Recompute v) -> std::string_view {
+  switch (v) {
+    case cost::Recompute::None: return pf::Spelling(pf::Recompute::None);
+    case cost::Recompute::Selective: return pf::Spelling(pf::Recompute::Selective);
+    case cost::Recompute::Full: return pf::Spelling(pf::Recompute::Full);
+  }
+  return "?";
+}
+
+auto FormatName(cost::OptimizerKind v) -> std::string_view {
+  return pf::Spelling(v == cost::OptimizerKind::Sgd ? pf::OptimizerKind::Sgd : pf::OptimizerKind::AdamW);
+}
 
 auto WholeBytes(double bytes) -> int64_t { return static_cast<int64_t>(std::llround(bytes)); }
 
 void LayoutField(JsonWriter& j, const cost::Layout& l, const std::function<void()>& extra) {
-  j.ObjectField("layout", [&] {
-    j.Field("data", l.data);
-    j.Field("tensor", l.tensor);
-    j.Field("pipeline", l.pipeline);
-    j.Field("virtual_stages", l.virtual_stages);
-    j.Field("schedule", cost::Name(l.schedule));
-    j.Field("zero", l.zero);
-    j.Field("micro_batch", l.micro_batch);
-    j.Field("recompute", cost::Name(l.recompute));
-    j.Field("sequence_parallel", l.sequence_parallel);
+  j.ObjectField(Spell(K::Layout), [&] {
+    j.Field(Spell(K::LayoutData), l.data);
+    j.Field(Spell(K::LayoutTensor), l.tensor);
+    j.Field(Spell(K::LayoutPipeline), l.pipeline);
+    j.Field(Spell(K::LayoutVirtualStages), l.virtual_stages);
+    j.Field(Spell(K::LayoutSchedule), FormatName(l.schedule));
+    j.Field(Spell(K::LayoutZero), l.zero);
+    j.Field(Spell(K::LayoutMicroBatch), l.micro_batch);
+    j.Field(Spell(K::LayoutRecompute), FormatName(l.recompute));
+    j.Field(Spell(K::LayoutSequenceParallel), l.sequence_parallel);
     if (extra) extra();
   });
 }
 
 void MemoryFields(JsonWriter& j, const cost::Prediction& p) {
   const cost::MemoryBreakdown& m = p.memory;
-  j.Field("memory_per_gpu_bytes", WholeBytes(p.memory_per_gpu));
-  j.ObjectField("memory_breakdown_bytes", [&] {
-    j.Field("weights", WholeBytes(m.weights));
-    j.Field("gradients", WholeBytes(m.gradients));
-    j.Field("optimizer", WholeBytes(m.optimizer));
-    j.Field("activations", WholeBytes(m.activations));
-    j.Field("buffers", WholeBytes(m.buffers));
+  j.Field(Spell(K::PredictedMemoryPerGpuBytes), WholeBytes(p.memory_per_gpu));
+  j.ObjectField(Spell(K::PredictedMemoryBreakdown), [&] {
+    j.Field(Spell(K::MemoryWeights), WholeBytes(m.weights));
+    j.Field(Spell(K::MemoryGradients), WholeBytes(m.gradients));
+    j.Field(Spell(K::MemoryOptimizer), WholeBytes(m.optimizer));
+    j.Field(Spell(K::MemoryActivations), WholeBytes(m.activations));
+    j.Field(Spell(K::MemoryBuffers), WholeBytes(m.buffers));
   });
 }
 

@@ -7,6 +7,13 @@
 
 namespace avf::emit {
 
+// The plan.json spelling of each compiler enum (plan_format/enums.def).
+auto FormatName(cost::Arch v) -> std::string_view;
+auto FormatName(cost::Precision v) -> std::string_view;
+auto FormatName(cost::Schedule v) -> std::string_view;
+auto FormatName(cost::Recompute v) -> std::string_view;
+auto FormatName(cost::OptimizerKind v) -> std::string_view;
+
 // Bytes as a JSON integer.
 auto WholeBytes(double bytes) -> int64_t;
 

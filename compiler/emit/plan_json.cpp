@@ -10,17 +10,14 @@
 
 #include "emit/json_writer.h"
 #include "emit/plan_fields.h"
+#include "plan_format/plan_format.h"
 
 namespace avf::emit {
 
 namespace {
 
-// Bumped only by a change a version-1 reader could misread: a key removed or
-// renamed, a type, unit or meaning changed. New keys keep the version.
-constexpr int64_t kPlanFormatVersion = 1;
-
-// The Megatron order the rank coordinates follow, fastest axis first.
-constexpr std::string_view kRankOrder = "tensor,data,pipeline";
+using K = plan_format::Key;
+using plan_format::Spell;
 
 // Byte counts are whole numbers; the cost model works in doubles.
 
@@ -52,102 +49,103 @@ void LocationValue(JsonWriter& j, std::string_view key, const std::optional<chec
     return;
   }
   j.Object([&] {
-    j.Field("storage", loc->storage);
-    j.Field("kind", Name(loc->storage_kind));
-    j.Field("path", loc->path);
+    j.Field(Spell(K::LocationStorage), loc->storage);
+    j.Field(Spell(K::LocationKind), Name(loc->storage_kind));
+    j.Field(Spell(K::LocationPath), loc->path);
   });
 }
 
 void JobSection(JsonWriter& j, const plan::Plan& plan) {
   const check::JobSpec& s = plan.job;
-  j.ObjectField("job", [&] {
-    j.Field("name", s.name);
-    TextOrNull(j, "source_sha256", plan.source_sha256);
-    TextOrNull(j, "target", s.target ? std::string(Name(*s.target)) : "");
-    TextOrNull(j, "image", s.deploy.image.value);
-    TextOrNull(j, "namespace", s.deploy.k8s_namespace.value);
-    TextOrNull(j, "queue", s.deploy.queue.value);
-    TextOrNull(j, "priority", s.deploy.priority.value);
+  j.ObjectField(Spell(K::Job), [&] {
+    j.Field(Spell(K::JobName), s.name);
+    TextOrNull(j, Spell(K::JobSourceSha256), plan.source_sha256);
+    TextOrNull(j, Spell(K::JobTarget), s.target ? std::string(Name(*s.target)) : "");
+    TextOrNull(j, Spell(K::JobImage), s.deploy.image.value);
+    TextOrNull(j, Spell(K::JobNamespace), s.deploy.k8s_namespace.value);
+    TextOrNull(j, Spell(K::JobQueue), s.deploy.queue.value);
+    TextOrNull(j, Spell(K::JobPriority), s.deploy.priority.value);
   });
 }
 
 void ModelSection(JsonWriter& j, const plan::Plan& plan) {
   const cost::ModelShape& m = plan.job.workload.model;
-  j.ObjectField("model", [&] {
-    j.Field("name", plan.job.model_name);
-    j.Field("arch", cost::Name(m.arch));
-    j.Field("layers", m.layers);
-    j.Field("hidden", m.hidden);
-    j.Field("heads", m.heads);
-    j.Field("kv_heads", m.kv_heads);
-    j.Field("ffn", m.ffn);
-    j.Field("vocab", m.vocab);
-    j.Field("seq_len", m.seq_len);
-    j.Field("tied_embeddings", m.tied_embeddings);
-    j.Field("parameters", plan.figures.parameters);
-    j.NumberField("flops_per_token", plan.figures.flops_per_token);
+  j.ObjectField(Spell(K::Model), [&] {
+    j.Field(Spell(K::ModelName), plan.job.model_name);
+    j.Field(Spell(K::ModelArch), FormatName(m.arch));
+    j.Field(Spell(K::ModelLayers), m.layers);
+    j.Field(Spell(K::ModelHidden), m.hidden);
+    j.Field(Spell(K::ModelHeads), m.heads);
+    j.Field(Spell(K::ModelKvHeads), m.kv_heads);
+    j.Field(Spell(K::ModelFfn), m.ffn);
+    j.Field(Spell(K::ModelVocab), m.vocab);
+    j.Field(Spell(K::ModelSeqLen), m.seq_len);
+    j.Field(Spell(K::ModelTiedEmbeddings), m.tied_embeddings);
+    j.Field(Spell(K::ModelParameters), plan.figures.parameters);
+    j.NumberField(Spell(K::ModelFlopsPerToken), plan.figures.flops_per_token);
   });
 }
 
 void HardwareSection(JsonWriter& j, const plan::Plan& plan) {
   const check::JobSpec& s = plan.job;
   const cost::Hardware& hw = s.hardware;
-  j.ObjectField("hardware", [&] {
-    j.Field("cluster", s.cluster_name);
-    j.Field("node", s.node_name);
-    j.Field("gpu", s.gpu_name);
-    TextOrNull(j, "network", s.network_name);
-    j.Field("gpu_memory_bytes", WholeBytes(hw.gpu_memory));
-    j.NumberField("peak_flops", hw.peak_flops);
-    j.Field("cluster_nodes", hw.nodes);
-    j.Field("nodes", plan.nodes_used);
-    j.Field("gpus_per_node", hw.gpus_per_node);
-    j.Field("leaves", plan.leaves_used);
-    j.Field("nodes_per_leaf", hw.nodes_per_leaf);
-    j.NumberField("oversubscription", hw.oversubscription);
-    NumberOrNull(j, "gpu_hour_price", s.price_per_gpu_hour);
+  j.ObjectField(Spell(K::Hardware), [&] {
+    j.Field(Spell(K::HardwareCluster), s.cluster_name);
+    j.Field(Spell(K::HardwareNode), s.node_name);
+    j.Field(Spell(K::HardwareGpu), s.gpu_name);
+    TextOrNull(j, Spell(K::HardwareNetwork), s.network_name);
+    j.Field(Spell(K::HardwareGpuMemoryBytes), WholeBytes(hw.gpu_memory));
+    j.NumberField(Spell(K::HardwarePeakFlops), hw.peak_flops);
+    j.Field(Spell(K::HardwareClusterNodes), hw.nodes);
+    j.Field(Spell(K::HardwareNodes), plan.nodes_used);
+    j.Field(Spell(K::HardwareGpusPerNode), hw.gpus_per_node);
+    j.Field(Spell(K::HardwareRanksPerNode), plan.ranks_per_node);
+    j.Field(Spell(K::HardwareLeaves), plan.leaves_used);
+    j.Field(Spell(K::HardwareNodesPerLeaf), hw.nodes_per_leaf);
+    j.NumberField(Spell(K::HardwareOversubscription), hw.oversubscription);
+    NumberOrNull(j, Spell(K::HardwareGpuHourPrice), s.price_per_gpu_hour);
   });
 }
 
 void TrainingSection(JsonWriter& j, const plan::Plan& plan) {
   const check::JobSpec& s = plan.job;
   const cost::Workload& w = s.workload;
-  j.ObjectField("training", [&] {
-    j.Field("precision", cost::Name(w.precision));
-    j.Field("gpus", w.gpus);
-    j.Field("global_batch", w.global_batch);
-    j.Field("micro_batch", plan.chosen.layout.micro_batch);
-    j.Field("micro_batches_per_step", plan.figures.micro_batches_per_step);
-    j.Field("tokens_per_step", plan.figures.tokens_per_step);
-    j.Field("steps", plan.totals.steps);
-    j.NumberField("tokens", plan.totals.tokens);
-    TextOrNull(j, "length_field", s.length_field ? std::string(Name(*s.length_field)) : "");
+  j.ObjectField(Spell(K::Training), [&] {
+    j.Field(Spell(K::TrainingPrecision), FormatName(w.precision));
+    j.Field(Spell(K::TrainingGpus), w.gpus);
+    j.Field(Spell(K::TrainingGlobalBatch), w.global_batch);
+    j.Field(Spell(K::TrainingMicroBatch), plan.chosen.layout.micro_batch);
+    j.Field(Spell(K::TrainingMicroBatchesPerStep), plan.figures.micro_batches_per_step);
+    j.Field(Spell(K::TrainingTokensPerStep), plan.figures.tokens_per_step);
+    j.Field(Spell(K::TrainingSteps), plan.totals.steps);
+    j.NumberField(Spell(K::TrainingTokens), plan.totals.tokens);
+    TextOrNull(j, Spell(K::TrainingLengthField), s.length_field ? std::string(Name(*s.length_field)) : "");
   });
 }
 
 void LayoutSection(JsonWriter& j, const plan::Plan& plan) {
-  LayoutField(j, plan.chosen.layout, [&] { j.Field("rank_order", kRankOrder); });
+  LayoutField(j, plan.chosen.layout, [&] { j.Field(Spell(K::LayoutRankOrder), plan_format::kRankOrder); });
 }
 
 void RanksSection(JsonWriter& j, const plan::Plan& plan) {
-  j.ArrayField("ranks", [&] {
+  j.ArrayField(Spell(K::Ranks), [&] {
     for (const plan::Rank& r : plan.ranks) {
       j.Object([&] {
-        j.Field("rank", r.rank);
-        j.Field("node", r.node);
-        j.Field("gpu", r.gpu);
-        j.Field("leaf", r.leaf);
-        j.Field("tensor", r.tensor);
-        j.Field("data", r.data);
-        j.Field("pipeline", r.pipeline);
+        j.Field(Spell(K::RankRank), r.rank);
+        j.Field(Spell(K::RankNode), r.node);
+        j.Field(Spell(K::RankGpu), r.gpu);
+        j.Field(Spell(K::RankLeaf), r.leaf);
+        j.Field(Spell(K::RankTensor), r.tensor);
+        j.Field(Spell(K::Data), r.data);
+        j.Field(Spell(K::RankPipeline), r.pipeline);
       });
     }
   });
 }
 
 // The groups of one kind, by index, each a list of ranks in ring order.
-void GroupList(JsonWriter& j, const plan::Plan& plan, plan::GroupKind kind) {
-  j.ArrayField(plan::Name(kind), [&] {
+void GroupList(JsonWriter& j, const plan::Plan& plan, plan::GroupKind kind, K key) {
+  j.ArrayField(Spell(key), [&] {
     for (const plan::Group& g : plan.groups) {
       if (g.kind != kind) continue;
       j.Array([&] {
@@ -160,43 +158,43 @@ void GroupList(JsonWriter& j, const plan::Plan& plan, plan::GroupKind kind) {
 void GroupsSection(JsonWriter& j, const plan::Plan& plan) {
   bool embedding = false;
   for (const plan::Group& g : plan.groups) embedding = embedding || g.kind == plan::GroupKind::Embedding;
-  j.ObjectField("groups", [&] {
-    GroupList(j, plan, plan::GroupKind::Tensor);
-    GroupList(j, plan, plan::GroupKind::Data);
-    GroupList(j, plan, plan::GroupKind::Pipeline);
+  j.ObjectField(Spell(K::Groups), [&] {
+    GroupList(j, plan, plan::GroupKind::Tensor, K::GroupsTensor);
+    GroupList(j, plan, plan::GroupKind::Data, K::GroupsData);
+    GroupList(j, plan, plan::GroupKind::Pipeline, K::GroupsPipeline);
     // Only tied embeddings split over several stages need this group.
-    if (embedding) GroupList(j, plan, plan::GroupKind::Embedding);
+    if (embedding) GroupList(j, plan, plan::GroupKind::Embedding, K::GroupsEmbedding);
   });
 }
 
 void StagesSection(JsonWriter& j, const plan::Plan& plan) {
-  j.ArrayField("stages", [&] {
+  j.ArrayField(Spell(K::Stages), [&] {
     for (const plan::StageChunk& c : plan.stages) {
       j.Object([&] {
-        j.Field("stage", c.stage);
-        j.Field("chunk", c.chunk);
-        j.Field("first_layer", c.first_layer);
-        j.Field("layers", c.layers);
-        j.Field("embedding", c.embedding);
-        j.Field("output", c.output);
+        j.Field(Spell(K::StageStage), c.stage);
+        j.Field(Spell(K::StageChunk), c.chunk);
+        j.Field(Spell(K::StageFirstLayer), c.first_layer);
+        j.Field(Spell(K::StageLayers), c.layers);
+        j.Field(Spell(K::StageEmbedding), c.embedding);
+        j.Field(Spell(K::StageOutput), c.output);
       });
     }
   });
-  j.ArrayField("stage_parameters", [&] {
+  j.ArrayField(Spell(K::StageParameters), [&] {
     for (int64_t params : plan.stage_params) j.Int(params);
   });
 }
 
 void DataSlices(JsonWriter& j, const plan::Plan& plan) {
-  j.ArrayField("slices", [&] {
+  j.ArrayField(Spell(K::DataSlices), [&] {
     for (const plan::DataSlice& d : plan.data) {
       j.Object([&] {
-        j.Field("data_rank", d.data_rank);
-        j.Field("first_token", d.first_token);
-        j.Field("tokens", d.tokens);
-        j.Field("first_shard", d.first_shard);
-        j.Field("last_shard", d.last_shard);
-        j.Field("sequences_per_step", d.sequences_per_step);
+        j.Field(Spell(K::DataSliceDataRank), d.data_rank);
+        j.Field(Spell(K::DataSliceFirstToken), d.first_token);
+        j.Field(Spell(K::DataTokens), d.tokens);
+        j.Field(Spell(K::DataSliceFirstShard), d.first_shard);
+        j.Field(Spell(K::DataSliceLastShard), d.last_shard);
+        j.Field(Spell(K::DataSliceSequencesPerStep), d.sequences_per_step);
       });
     }
   });
@@ -204,28 +202,28 @@ void DataSlices(JsonWriter& j, const plan::Plan& plan) {
 
 void DataSection(JsonWriter& j, const plan::Plan& plan) {
   const check::DatasetSpec& ds = plan.job.dataset;
-  j.ObjectField("data", [&] {
-    j.Field("name", ds.name);
-    LocationValue(j, "source", ds.source);
-    LocationValue(j, "staged_to", ds.stage_to);
-    j.Field("tokens", ds.tokens);
-    j.Field("shards", ds.shards);
-    j.Field("format", Name(ds.format));
-    j.Field("token_bytes", ds.token_bytes);
+  j.ObjectField(Spell(K::Data), [&] {
+    j.Field(Spell(K::DataName), ds.name);
+    LocationValue(j, Spell(K::DataSource), ds.source);
+    LocationValue(j, Spell(K::DataStagedTo), ds.stage_to);
+    j.Field(Spell(K::DataTokens), ds.tokens);
+    j.Field(Spell(K::DataShards), ds.shards);
+    j.Field(Spell(K::Format), Name(ds.format));
+    j.Field(Spell(K::DataTokenBytes), ds.token_bytes);
     DataSlices(j, plan);
   });
 }
 
 void ZeroSection(JsonWriter& j, const plan::Plan& plan) {
-  j.ObjectField("zero", [&] {
-    j.Field("stage", plan.chosen.layout.zero);
-    j.ArrayField("slices", [&] {
+  j.ObjectField(Spell(K::Zero), [&] {
+    j.Field(Spell(K::ZeroStage), plan.chosen.layout.zero);
+    j.ArrayField(Spell(K::ZeroSlices), [&] {
       for (const plan::ZeroSlice& z : plan.zero) {
         j.Object([&] {
-          j.Field("stage", z.stage);
-          j.Field("data_rank", z.data_rank);
-          j.Field("first", z.first);
-          j.Field("count", z.count);
+          j.Field(Spell(K::ZeroSliceStage), z.stage);
+          j.Field(Spell(K::ZeroSliceDataRank), z.data_rank);
+          j.Field(Spell(K::ZeroSliceFirst), z.first);
+          j.Field(Spell(K::ZeroSliceCount), z.count);
         });
       }
     });
@@ -234,10 +232,10 @@ void ZeroSection(JsonWriter& j, const plan::Plan& plan) {
 
 void OptimizerSection(JsonWriter& j, const plan::Plan& plan) {
   const check::OptimizerSpec& o = plan.job.optimizer;
-  j.ObjectField("optimizer", [&] {
-    j.Field("kind", cost::Name(o.kind));
-    NumberOrNull(j, "lr", o.lr);
-    j.Key("betas");
+  j.ObjectField(Spell(K::Optimizer), [&] {
+    j.Field(Spell(K::OptimizerKind), FormatName(o.kind));
+    NumberOrNull(j, Spell(K::OptimizerLr), o.lr);
+    j.Key(Spell(K::OptimizerBetas));
     if (o.betas) {
       j.Array([&] {
         j.Number(o.betas->first);
@@ -246,59 +244,59 @@ void OptimizerSection(JsonWriter& j, const plan::Plan& plan) {
     } else {
       j.Null();
     }
-    NumberOrNull(j, "weight_decay", o.weight_decay);
-    j.Field("warmup", o.warmup);
-    j.Field("schedule", Name(o.schedule));
+    NumberOrNull(j, Spell(K::OptimizerWeightDecay), o.weight_decay);
+    j.Field(Spell(K::OptimizerWarmup), o.warmup);
+    j.Field(Spell(K::OptimizerSchedule), Name(o.schedule));
   });
 }
 
 void CheckpointSection(JsonWriter& j, const plan::Plan& plan) {
   const check::CheckpointSpec& c = plan.job.checkpoint;
-  j.Key("checkpoint");
+  j.Key(Spell(K::Checkpoint));
   if (!c.enabled) {
     j.Null();
     return;
   }
   j.Object([&] {
-    IntOrNull(j, "every_steps", c.every_steps);
-    NumberOrNull(j, "every_seconds", c.every_seconds);
-    LocationValue(j, "dir", c.dir);
-    LocationValue(j, "export", c.export_to);
-    IntOrNull(j, "keep", c.keep);
-    j.Field("async", c.async);
+    IntOrNull(j, Spell(K::CheckpointEverySteps), c.every_steps);
+    NumberOrNull(j, Spell(K::CheckpointEverySeconds), c.every_seconds);
+    LocationValue(j, Spell(K::CheckpointDir), c.dir);
+    LocationValue(j, Spell(K::CheckpointExport), c.export_to);
+    IntOrNull(j, Spell(K::CheckpointKeep), c.keep);
+    j.Field(Spell(K::CheckpointAsync), c.async);
   });
 }
 
 void PredictedBreakdowns(JsonWriter& j, const cost::Prediction& p) {
   MemoryFields(j, p);
-  j.NumberField("step_time_s", p.step_time);
-  j.ObjectField("time_breakdown_s", [&] {
-    j.NumberField("compute", p.time.compute);
-    j.NumberField("tensor_comm", p.time.tensor_comm);
-    j.NumberField("pipeline_comm", p.time.pipeline_comm);
-    j.NumberField("bubble", p.time.bubble);
-    j.NumberField("data_comm", p.time.data_comm);
-    j.NumberField("optimizer", p.time.optimizer);
+  j.NumberField(Spell(K::PredictedStepTime), p.step_time);
+  j.ObjectField(Spell(K::PredictedTimeBreakdown), [&] {
+    j.NumberField(Spell(K::TimeCompute), p.time.compute);
+    j.NumberField(Spell(K::TimeTensorComm), p.time.tensor_comm);
+    j.NumberField(Spell(K::TimePipelineComm), p.time.pipeline_comm);
+    j.NumberField(Spell(K::TimeBubble), p.time.bubble);
+    j.NumberField(Spell(K::TimeDataComm), p.time.data_comm);
+    j.NumberField(Spell(K::TimeOptimizer), p.time.optimizer);
   });
 }
 
 void PredictedSection(JsonWriter& j, const plan::Plan& plan) {
   const cost::Prediction& p = plan.chosen.prediction;
   const plan::Totals& t = plan.totals;
-  j.ObjectField("predicted", [&] {
+  j.ObjectField(Spell(K::Predicted), [&] {
     PredictedBreakdowns(j, p);
-    j.NumberField("tokens_per_s", p.tokens_per_s);
-    j.NumberField("tflops_per_gpu", p.tflops_per_gpu);
-    j.NumberField("mfu", p.mfu);
-    j.Field("fits", p.fits);
-    j.Field("binding", plan.chosen.binding);
-    j.ObjectField("data_group_span", [&] {
-      j.Field("nodes", p.data_span.nodes);
-      j.Field("leaves", p.data_span.leaves);
+    j.NumberField(Spell(K::PredictedTokensPerS), p.tokens_per_s);
+    j.NumberField(Spell(K::PredictedTflopsPerGpu), p.tflops_per_gpu);
+    j.NumberField(Spell(K::PredictedMfu), p.mfu);
+    j.Field(Spell(K::PredictedFits), p.fits);
+    j.Field(Spell(K::PredictedBinding), plan.chosen.binding);
+    j.ObjectField(Spell(K::PredictedDataGroupSpan), [&] {
+      j.Field(Spell(K::SpanNodes), p.data_span.nodes);
+      j.Field(Spell(K::SpanLeaves), p.data_span.leaves);
     });
-    j.NumberField("time_to_train_s", t.seconds);
-    j.NumberField("gpu_hours", t.gpu_hours);
-    NumberOrNull(j, "cost", t.cost);
+    j.NumberField(Spell(K::PredictedTimeToTrain), t.seconds);
+    j.NumberField(Spell(K::PredictedGpuHours), t.gpu_hours);
+    NumberOrNull(j, Spell(K::PredictedCost), t.cost);
   });
 }
 
@@ -308,8 +306,8 @@ void WritePlanJson(const plan::Plan& plan, llvm::raw_ostream& out) {
   {
     JsonWriter j(out, 2);
     j.Object([&] {
-      j.Field("format", "aviflow-plan");
-      j.Field("version", kPlanFormatVersion);
+      j.Field(Spell(K::Format), plan_format::kFormatName);
+      j.Field(Spell(K::Version), plan_format::kFormatVersion);
       JobSection(j, plan);
       ModelSection(j, plan);
       HardwareSection(j, plan);

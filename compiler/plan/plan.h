@@ -96,6 +96,7 @@ struct Plan {
   std::vector<Candidate> alternatives;  // best of the whole space, chosen excluded
   int64_t candidates_evaluated = 0;
   int64_t nodes_used = 0;
+  int64_t ranks_per_node = 0;  // every node runs this many ranks (plan_format::RanksPerNode)
   int64_t leaves_used = 0;
   std::vector<Rank> ranks;
   std::vector<Group> groups;

@@ -10,6 +10,7 @@
 #include "cost/counts.h"
 #include "plan/search.h"
 #include "plan/tables.h"
+#include "plan_format/rank_layout.h"
 
 namespace avf::plan {
 
@@ -208,7 +209,8 @@ auto PlanJob(const check::JobSpec& job, const PlanOptions& options, diag::Diagno
   }
   CheckPlacement(job, plan.chosen, diags);
   int64_t per_node = std::max<int64_t>(job.hardware.gpus_per_node, 1);
-  plan.nodes_used = (job.workload.gpus + per_node - 1) / per_node;
+  plan.nodes_used = plan_format::NodesFor(job.workload.gpus, per_node);
+  plan.ranks_per_node = plan_format::RanksPerNode(job.workload.gpus, per_node);
   int64_t per_leaf = job.hardware.nodes_per_leaf;
   plan.leaves_used = per_leaf > 0 ? (plan.nodes_used + per_leaf - 1) / per_leaf : 1;
   if (options.tables) BuildTables(plan);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "cost/counts.h"
+#include "plan_format/rank_layout.h"
 
 namespace avf::plan {
 
@@ -10,62 +11,39 @@ namespace {
 
 auto I32(int64_t v) -> int32_t { return static_cast<int32_t>(v); }
 
+auto AxesOf(const cost::Layout& l) -> plan_format::Axes { return {l.tensor, l.data, l.pipeline}; }
+
 void BuildRanks(Plan& plan) {
-  const cost::Layout& l = plan.chosen.layout;
   const cost::Hardware& hw = plan.job.hardware;
+  plan_format::Axes axes = AxesOf(plan.chosen.layout);
   int64_t per_node = std::max<int64_t>(hw.gpus_per_node, 1);
-  int64_t world = l.world();
-  plan.ranks.reserve(world);
-  for (int64_t r = 0; r < world; ++r) {
-    Rank rank;
-    rank.rank = I32(r);
-    rank.node = I32(r / per_node);
-    rank.gpu = I32(r % per_node);
-    rank.leaf = hw.nodes_per_leaf > 0 ? I32(r / per_node / hw.nodes_per_leaf) : 0;
-    rank.tensor = I32(r % l.tensor);
-    rank.data = I32(r / l.tensor % l.data);
-    rank.pipeline = I32(r / (l.tensor * l.data));
-    plan.ranks.push_back(rank);
+  plan.ranks.reserve(axes.world());
+  for (int64_t r = 0; r < axes.world(); ++r) {
+    plan_format::Coord c = plan_format::CoordOf(axes, r);
+    plan_format::Place at = plan_format::PlaceOf(r, per_node, hw.nodes_per_leaf);
+    plan.ranks.push_back(Rank{I32(r), I32(at.node), I32(at.gpu), I32(at.leaf), I32(c.tensor), I32(c.data),
+                              I32(c.pipeline)});
   }
 }
 
-auto RankOf(const cost::Layout& l, int64_t t, int64_t d, int64_t p) -> int32_t {
-  return I32(t + l.tensor * (d + l.data * p));
+void AddGroups(Plan& plan, GroupKind kind, const std::vector<plan_format::Group>& groups) {
+  int32_t index = 0;
+  for (const plan_format::Group& g : groups) {
+    Group& group = plan.groups.emplace_back(Group{kind, index++, {}});
+    for (int64_t rank : g) group.ranks.push_back(I32(rank));
+  }
 }
 
 void BuildGroups(Plan& plan) {
-  const cost::Layout& l = plan.chosen.layout;
-  auto add = [&](GroupKind kind, int32_t index) -> Group& {
-    plan.groups.push_back(Group{kind, index, {}});
-    return plan.groups.back();
-  };
-  int32_t index = 0;
-  for (int64_t p = 0; p < l.pipeline; ++p)
-    for (int64_t d = 0; d < l.data; ++d) {
-      Group& g = add(GroupKind::Tensor, index++);
-      for (int64_t t = 0; t < l.tensor; ++t) g.ranks.push_back(RankOf(l, t, d, p));
-    }
-  index = 0;
-  for (int64_t p = 0; p < l.pipeline; ++p)
-    for (int64_t t = 0; t < l.tensor; ++t) {
-      Group& g = add(GroupKind::Data, index++);
-      for (int64_t d = 0; d < l.data; ++d) g.ranks.push_back(RankOf(l, t, d, p));
-    }
-  index = 0;
-  for (int64_t d = 0; d < l.data; ++d)
-    for (int64_t t = 0; t < l.tensor; ++t) {
-      Group& g = add(GroupKind::Pipeline, index++);
-      for (int64_t p = 0; p < l.pipeline; ++p) g.ranks.push_back(RankOf(l, t, d, p));
-    }
+  plan_format::Axes axes = AxesOf(plan.chosen.layout);
+  AddGroups(plan, GroupKind::Tensor, plan_format::AxisGroups(axes, plan_format::Axis::Tensor));
+  AddGroups(plan, GroupKind::Data, plan_format::AxisGroups(axes, plan_format::Axis::Data));
+  AddGroups(plan, GroupKind::Pipeline, plan_format::AxisGroups(axes, plan_format::Axis::Pipeline));
   // Tied embeddings live on the first and the last stage; their gradients
   // are summed across the two.
-  if (!plan.job.workload.model.tied_embeddings || l.pipeline == 1) return;
-  index = 0;
-  for (int64_t d = 0; d < l.data; ++d)
-    for (int64_t t = 0; t < l.tensor; ++t) {
-      Group& g = add(GroupKind::Embedding, index++);
-      g.ranks = {RankOf(l, t, d, 0), RankOf(l, t, d, l.pipeline - 1)};
-    }
+  if (plan.job.workload.model.tied_embeddings) {
+    AddGroups(plan, GroupKind::Embedding, plan_format::EmbeddingGroups(axes));
+  }
 }
 
 // Megatron's interleaved assignment: chunk c of stage s holds the

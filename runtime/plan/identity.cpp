@@ -135,7 +135,7 @@ void Resolver::Gather() {
 // rank 0. Node and local rank follow from a given global rank.
 void Resolver::DefaultsAndDerivations() {
   auto plan_ranks = static_cast<int64_t>(plan_.ranks.size());
-  if (!nproc_) nproc_ = Sourced{RanksPerNode(plan_), "plan.json (its ranks per node)", true};
+  if (!nproc_) nproc_ = Sourced{plan_.hardware.ranks_per_node, "plan.json (its ranks per node)", true};
   if (single_ && plan_ranks != 1) {
     Fail("no rank identity: neither flags (--rank, --node-rank, ...) nor the environment (PET_NODE_RANK, "
          "PET_NPROC_PER_NODE, PET_NNODES as the manifests set them, or torchrun's RANK, WORLD_SIZE, LOCAL_RANK) "
@@ -164,7 +164,7 @@ void Resolver::DefaultsAndDerivations() {
 
 void Resolver::CheckAgainstPlan() {
   auto plan_ranks = static_cast<int64_t>(plan_.ranks.size());
-  int64_t plan_nproc = RanksPerNode(plan_), plan_nodes = plan_.hardware.nodes;
+  int64_t plan_nproc = plan_.hardware.ranks_per_node, plan_nodes = plan_.hardware.nodes;
   // A derived world size is checked through the values it came from.
   if (!world_->derived && world_->value != plan_ranks) {
     Fail("{} but plan.json has {} ranks", world_->origin, plan_ranks);

@@ -43,6 +43,39 @@ auto Node::operator[](size_t index) const -> Node {
   return Node(&(*array)[index], this, "", index, quiet_);
 }
 
+namespace {
+
+auto Range(plan_format::Key key) -> plan_format::TypeInfo { return plan_format::Describe(plan_format::Info(key).type); }
+
+auto IntMax(const plan_format::TypeInfo& t) -> int64_t {
+  return t.max < 1e18 ? static_cast<int64_t>(t.max) : INT64_MAX;
+}
+
+}  // namespace
+
+auto Node::Int(plan_format::Key key) const -> int64_t {
+  plan_format::TypeInfo t = Range(key);
+  return (*this)[key].Int(static_cast<int64_t>(t.min), IntMax(t));
+}
+
+auto Node::NullableInt(plan_format::Key key) const -> std::optional<int64_t> {
+  return (*this)[key].NullableInt(static_cast<int64_t>(Range(key).min));
+}
+
+auto Node::Number(plan_format::Key key) const -> double {
+  plan_format::TypeInfo t = Range(key);
+  return (*this)[key].Number(t.min, t.exclusive_min, t.max);
+}
+
+auto Node::NullableNumber(plan_format::Key key) const -> std::optional<double> {
+  plan_format::TypeInfo t = Range(key);
+  return (*this)[key].NullableNumber(t.min, t.exclusive_min);
+}
+
+auto Node::String(plan_format::Key key) const -> std::string {
+  return (*this)[key].String(static_cast<size_t>(Range(key).min));
+}
+
 auto Node::Path() const -> std::string {
   std::vector<const Node*> chain;
   for (const Node* n = this; n->parent_; n = n->parent_) chain.push_back(n);

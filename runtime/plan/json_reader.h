@@ -30,6 +30,26 @@ class Node {
   // child is "quiet": it reads as absent and reports nothing more.
   auto operator[](llvm::StringRef key) const -> Node;
   auto operator[](size_t index) const -> Node;
+  auto operator[](plan_format::Key key) const -> Node { return (*this)[Ref(plan_format::Spell(key))]; }
+
+  // The field `key`, read with the type and range keys.def gives it.
+  auto Int(plan_format::Key key) const -> int64_t;
+  auto NullableInt(plan_format::Key key) const -> std::optional<int64_t>;
+  auto Number(plan_format::Key key) const -> double;
+  auto NullableNumber(plan_format::Key key) const -> std::optional<double>;
+  auto Bool(plan_format::Key key) const -> bool { return (*this)[key].Bool(); }
+  auto String(plan_format::Key key) const -> std::string;
+  auto NullableString(plan_format::Key key) const -> std::optional<std::string> {
+    return (*this)[key].NullableString();
+  }
+  template <typename E>
+  auto Enum(plan_format::Key key) const -> E {
+    return (*this)[key].Enum<E>();
+  }
+  template <typename E>
+  auto NullableEnum(plan_format::Key key) const -> std::optional<E> {
+    return (*this)[key].NullableEnum<E>();
+  }
 
   auto Path() const -> std::string;
   auto present() const -> bool { return value_ != nullptr; }
@@ -64,6 +84,8 @@ class Node {
     if (is_null()) return std::nullopt;
     return ParseEnumText<E>();
   }
+
+  static auto Ref(std::string_view s) -> llvm::StringRef { return {s.data(), s.size()}; }
 
   void Report(llvm::StringRef message) const;
   // "a string (\"abc\")", "an array", ...: what was found instead.

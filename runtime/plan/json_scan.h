@@ -1,8 +1,8 @@
 // A pass over the raw text before llvm::json::parse, for what that parser
 // does not guard against: it recurses once per nesting level (a file of a
 // million `[` overflows the stack) and keeps the last of duplicate keys
-// silently (tools/validate_plan.py rejects them: two `rank` keys in one
-// object are a broken writer, not a choice).
+// silently (a plan refuses them: two `rank` keys in one object are a broken
+// writer, not a choice).
 #pragma once
 
 #include <optional>

@@ -15,12 +15,13 @@
 #include <llvm/ADT/StringRef.h>
 #include <llvm/Support/Error.h>
 
+#include "plan_format/plan_format.h"
+
 namespace avf::runtime {
 
-// The plan format this reader understands; a newer file is refused rather
-// than misread (plan-format.md, Versioning).
-inline constexpr int64_t kPlanFormatVersion = 1;
-inline constexpr const char* kPlanFormatName = "aviflow-plan";
+// The plan format this reader understands (plan_format/plan_format.h); a
+// newer file is refused rather than misread (plan-format.md, Versioning).
+inline constexpr int64_t kPlanFormatVersion = plan_format::kFormatVersion;
 
 // A plan of 16k ranks is a few MB; anything past this is not a plan, and
 // reading it whole would only exhaust memory.
@@ -30,30 +31,25 @@ inline constexpr uint64_t kMaxPlanBytes = uint64_t{256} << 20;
 // recursive llvm::json parser nor its destructor can exhaust the stack.
 inline constexpr unsigned kMaxJsonDepth = 64;
 
-// Closed enumerations: a value outside them is an error in version 1 (only
-// fields documented as open, like `predicted.binding`, stay strings).
-enum class Target { Kubeflow, Jobset, Slurm };
-enum class Arch { Gpt2, Llama };
-enum class Precision { Bf16, Fp16, Fp32 };
-enum class LengthField { Steps, Tokens, Epochs };
-enum class PipelineSchedule { OneFOneB, Interleaved, Gpipe };
-enum class Recompute { None, Selective, Full };
-enum class TokenFormat { U16, U32 };
-enum class StorageKind { Ceph, S3, Minio, Beegfs, Lustre, Nfs, Pvc, Local };
-enum class OptimizerKind { AdamW, Sgd };
-enum class LrSchedule { Cosine, Linear, Constant };
+// Closed enumerations (plan_format/enums.def): a value outside them is an
+// error (only fields documented as open, like `predicted.binding`, stay strings).
+using plan_format::Arch;
+using plan_format::LengthField;
+using plan_format::LrSchedule;
+using plan_format::OptimizerKind;
+using plan_format::PipelineSchedule;
+using plan_format::Precision;
+using plan_format::Recompute;
+using plan_format::StorageKind;
+using plan_format::Target;
+using plan_format::TokenFormat;
 
 // The spelling plan.json uses for each value, for logs and messages.
-auto Name(Target v) -> llvm::StringRef;
-auto Name(Arch v) -> llvm::StringRef;
-auto Name(Precision v) -> llvm::StringRef;
-auto Name(LengthField v) -> llvm::StringRef;
-auto Name(PipelineSchedule v) -> llvm::StringRef;
-auto Name(Recompute v) -> llvm::StringRef;
-auto Name(TokenFormat v) -> llvm::StringRef;
-auto Name(StorageKind v) -> llvm::StringRef;
-auto Name(OptimizerKind v) -> llvm::StringRef;
-auto Name(LrSchedule v) -> llvm::StringRef;
+template <typename E, typename = decltype(plan_format::EnumTraits<E>::kNames)>
+auto Name(E v) -> llvm::StringRef {
+  std::string_view s = plan_format::Spelling(v);
+  return {s.data(), s.size()};
+}
 
 // A null in plan.json is an empty optional; every key is always present.
 struct PlanJob {
@@ -81,6 +77,9 @@ struct PlanHardware {
   int64_t gpu_memory_bytes = 0;
   double peak_flops = 0;
   int64_t cluster_nodes = 0, nodes = 0, gpus_per_node = 0, leaves = 0;
+  // Ranks every node runs: gpus_per_node, or the whole job when it is smaller
+  // than one node (the manifests' nprocPerNode, PET_NPROC_PER_NODE).
+  int64_t ranks_per_node = 0;
   int64_t nodes_per_leaf = 0;  // 0: one flat switch
   double oversubscription = 1;
   std::optional<double> gpu_hour_price;
@@ -202,10 +201,6 @@ struct RunPlan {
   PlanPredicted predicted;
 };
 
-// Ranks one node runs: every node is full except when the whole job is
-// smaller than one node (the manifests' nprocPerNode, PET_NPROC_PER_NODE).
-auto RanksPerNode(const RunPlan& plan) -> int64_t;
-
 // Every problem of a plan that is refused, each formatted as
 // `FILE: key.path: message` (or `FILE: message`), the first few of `total`.
 class PlanError : public llvm::ErrorInfo<PlanError> {
@@ -229,8 +224,9 @@ auto ReadPlanFile(llvm::StringRef path, uint64_t max_bytes = kMaxPlanBytes) -> l
 // Parses and validates plan.json text; `name` prefixes every message.
 auto ParsePlan(llvm::StringRef text, llvm::StringRef name = "plan.json") -> llvm::Expected<RunPlan>;
 
-// The consistency rules execution relies on (those of tools/validate_plan.py
-// minus the predicted totals, which only inform people). ParsePlan runs it.
+// The consistency rules of plan-format.md's Validation that execution relies
+// on (all but the predicted totals, which only inform people: check_plan.h).
+// ParsePlan runs it.
 auto ValidatePlan(const RunPlan& plan, llvm::StringRef name = "plan.json") -> llvm::Error;
 
 }  // namespace avf::runtime

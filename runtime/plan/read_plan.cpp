@@ -11,11 +11,14 @@
 
 #include "io/regular_file.h"
 #include "plan/json_scan.h"
+#include "plan/check_plan.h"
 #include "plan/read_sections.h"
 
 namespace avf::runtime {
 
 namespace {
+
+using K = plan_format::Key;
 
 auto SizeText(uint64_t bytes) -> std::string {
   if (bytes % (uint64_t{1} << 20) == 0) return fmt::format("{} bytes ({} MiB)", bytes, bytes >> 20);
@@ -55,16 +58,17 @@ auto ReadCapped(llvm::StringRef path, uint64_t max_bytes, Problems& problems) ->
 // format and version first: a file that is not a version-1 plan is refused
 // with one message, not with a list of the keys it lacks.
 auto CheckFormat(const Node& root) -> bool {
-  Node format = root["format"];
+  Node format = root[K::Format];
   if (!format.present()) {
-    format.Report("missing: not an aviflow plan (expected \"format\": \"aviflow-plan\")");
+    format.Report(fmt::format("missing: not an aviflow plan (expected \"format\": \"{}\")", plan_format::kFormatName));
     return false;
   }
-  if (format.text() != llvm::StringRef(kPlanFormatName)) {
-    format.Report(fmt::format("expected \"{}\", found {}: not an aviflow plan", kPlanFormatName, format.Describe()));
+  if (format.text() != Node::Ref(plan_format::kFormatName)) {
+    format.Report(
+        fmt::format("expected \"{}\", found {}: not an aviflow plan", plan_format::kFormatName, format.Describe()));
     return false;
   }
-  Node version = root["version"];
+  Node version = root[K::Version];
   std::optional<int64_t> v = version.TryInt(INT64_MIN);
   if (!v) return false;
   if (*v > kPlanFormatVersion) {
@@ -81,20 +85,20 @@ auto CheckFormat(const Node& root) -> bool {
 }
 
 void ReadSections(const Node& root, RunPlan& plan) {
-  ReadJob(root["job"], plan.job);
-  ReadModel(root["model"], plan.model);
-  ReadHardware(root["hardware"], plan.hardware);
-  ReadTraining(root["training"], plan.training);
-  ReadLayout(root["layout"], plan.layout);
-  ReadRanks(root["ranks"], plan.ranks);
-  ReadGroups(root["groups"], plan.groups);
-  ReadStages(root["stages"], plan.stages);
-  ReadStageParameters(root["stage_parameters"], plan.stage_parameters);
-  ReadData(root["data"], plan.data);
-  ReadZero(root["zero"], plan.zero);
-  ReadOptimizer(root["optimizer"], plan.optimizer);
-  ReadCheckpoint(root["checkpoint"], plan.checkpoint);
-  ReadPredicted(root["predicted"], plan.predicted);
+  ReadJob(root[K::Job], plan.job);
+  ReadModel(root[K::Model], plan.model);
+  ReadHardware(root[K::Hardware], plan.hardware);
+  ReadTraining(root[K::Training], plan.training);
+  ReadLayout(root[K::Layout], plan.layout);
+  ReadRanks(root[K::Ranks], plan.ranks);
+  ReadGroups(root[K::Groups], plan.groups);
+  ReadStages(root[K::Stages], plan.stages);
+  ReadStageParameters(root[K::StageParameters], plan.stage_parameters);
+  ReadData(root[K::Data], plan.data);
+  ReadZero(root[K::Zero], plan.zero);
+  ReadOptimizer(root[K::Optimizer], plan.optimizer);
+  ReadCheckpoint(root[K::Checkpoint], plan.checkpoint);
+  ReadPredicted(root[K::Predicted], plan.predicted);
 }
 
 auto IsBlank(llvm::StringRef text) -> bool { return text.find_first_not_of(" \t\r\n") == llvm::StringRef::npos; }
@@ -103,82 +107,83 @@ auto IsBlank(llvm::StringRef text) -> bool { return text.find_first_not_of(" \t\
 
 void ReadJob(const Node& n, PlanJob& out) {
   if (!n.IsObject()) return;
-  out.name = n["name"].String(1);
-  Node sha = n["source_sha256"];
+  out.name = n.String(K::JobName);
+  Node sha = n[K::JobSourceSha256];
   out.source_sha256 = sha.NullableString();
   if (out.source_sha256 && (out.source_sha256->size() != 64 ||
                             out.source_sha256->find_first_not_of("0123456789abcdef") != std::string::npos)) {
     sha.Report("expected 64 lowercase hexadecimal digits");
   }
-  out.target = n["target"].NullableEnum<Target>();
-  out.image = n["image"].NullableString();
-  out.k8s_namespace = n["namespace"].NullableString();
-  out.queue = n["queue"].NullableString();
-  out.priority = n["priority"].NullableString();
+  out.target = n.NullableEnum<Target>(K::JobTarget);
+  out.image = n.NullableString(K::JobImage);
+  out.k8s_namespace = n.NullableString(K::JobNamespace);
+  out.queue = n.NullableString(K::JobQueue);
+  out.priority = n.NullableString(K::JobPriority);
 }
 
 void ReadModel(const Node& n, PlanModel& out) {
   if (!n.IsObject()) return;
-  out.name = n["name"].String(1);
-  out.arch = n["arch"].Enum<Arch>();
-  out.layers = n["layers"].Int(1);
-  out.hidden = n["hidden"].Int(1);
-  out.heads = n["heads"].Int(1);
-  out.kv_heads = n["kv_heads"].Int(1);
-  out.ffn = n["ffn"].Int(1);
-  out.vocab = n["vocab"].Int(1);
-  out.seq_len = n["seq_len"].Int(1);
-  out.tied_embeddings = n["tied_embeddings"].Bool();
-  out.parameters = n["parameters"].Int(1);
-  out.flops_per_token = n["flops_per_token"].Number(0, /*exclusive_min=*/true);
+  out.name = n.String(K::ModelName);
+  out.arch = n.Enum<Arch>(K::ModelArch);
+  out.layers = n.Int(K::ModelLayers);
+  out.hidden = n.Int(K::ModelHidden);
+  out.heads = n.Int(K::ModelHeads);
+  out.kv_heads = n.Int(K::ModelKvHeads);
+  out.ffn = n.Int(K::ModelFfn);
+  out.vocab = n.Int(K::ModelVocab);
+  out.seq_len = n.Int(K::ModelSeqLen);
+  out.tied_embeddings = n.Bool(K::ModelTiedEmbeddings);
+  out.parameters = n.Int(K::ModelParameters);
+  out.flops_per_token = n.Number(K::ModelFlopsPerToken);
 }
 
 void ReadHardware(const Node& n, PlanHardware& out) {
   if (!n.IsObject()) return;
-  out.cluster = n["cluster"].String(1);
-  out.node = n["node"].String(1);
-  out.gpu = n["gpu"].String(1);
-  out.network = n["network"].NullableString();
-  out.gpu_memory_bytes = n["gpu_memory_bytes"].Int(1);
-  out.peak_flops = n["peak_flops"].Number(0, true);
-  out.cluster_nodes = n["cluster_nodes"].Int(1);
-  out.nodes = n["nodes"].Int(1);
-  out.gpus_per_node = n["gpus_per_node"].Int(1);
-  out.leaves = n["leaves"].Int(1);
-  out.nodes_per_leaf = n["nodes_per_leaf"].Int(0);
-  out.oversubscription = n["oversubscription"].Number(1, false);
-  out.gpu_hour_price = n["gpu_hour_price"].NullableNumber(0, false);
+  out.cluster = n.String(K::HardwareCluster);
+  out.node = n.String(K::HardwareNode);
+  out.gpu = n.String(K::HardwareGpu);
+  out.network = n.NullableString(K::HardwareNetwork);
+  out.gpu_memory_bytes = n.Int(K::HardwareGpuMemoryBytes);
+  out.peak_flops = n.Number(K::HardwarePeakFlops);
+  out.cluster_nodes = n.Int(K::HardwareClusterNodes);
+  out.nodes = n.Int(K::HardwareNodes);
+  out.gpus_per_node = n.Int(K::HardwareGpusPerNode);
+  out.ranks_per_node = n.Int(K::HardwareRanksPerNode);
+  out.leaves = n.Int(K::HardwareLeaves);
+  out.nodes_per_leaf = n.Int(K::HardwareNodesPerLeaf);
+  out.oversubscription = n.Number(K::HardwareOversubscription);
+  out.gpu_hour_price = n.NullableNumber(K::HardwareGpuHourPrice);
 }
 
 void ReadTraining(const Node& n, PlanTraining& out) {
   if (!n.IsObject()) return;
-  out.precision = n["precision"].Enum<Precision>();
-  out.gpus = n["gpus"].Int(1);
-  out.global_batch = n["global_batch"].Int(1);
-  out.micro_batch = n["micro_batch"].Int(1);
-  out.micro_batches_per_step = n["micro_batches_per_step"].Int(1);
-  out.tokens_per_step = n["tokens_per_step"].Int(1);
-  out.steps = n["steps"].Int(0);
-  out.tokens = n["tokens"].Number(0, false);
-  out.length_field = n["length_field"].NullableEnum<LengthField>();
+  out.precision = n.Enum<Precision>(K::TrainingPrecision);
+  out.gpus = n.Int(K::TrainingGpus);
+  out.global_batch = n.Int(K::TrainingGlobalBatch);
+  out.micro_batch = n.Int(K::TrainingMicroBatch);
+  out.micro_batches_per_step = n.Int(K::TrainingMicroBatchesPerStep);
+  out.tokens_per_step = n.Int(K::TrainingTokensPerStep);
+  out.steps = n.Int(K::TrainingSteps);
+  out.tokens = n.Number(K::TrainingTokens);
+  out.length_field = n.NullableEnum<LengthField>(K::TrainingLengthField);
 }
 
 void ReadLayout(const Node& n, PlanLayout& out) {
   if (!n.IsObject()) return;
-  out.data = n["data"].Int(1);
-  out.tensor = n["tensor"].Int(1);
-  out.pipeline = n["pipeline"].Int(1);
-  out.virtual_stages = n["virtual_stages"].Int(1);
-  out.schedule = n["schedule"].Enum<PipelineSchedule>();
-  out.zero = n["zero"].Int(0, 3);
-  out.micro_batch = n["micro_batch"].Int(1);
-  out.recompute = n["recompute"].Enum<Recompute>();
-  out.sequence_parallel = n["sequence_parallel"].Bool();
-  Node order = n["rank_order"];
+  out.data = n.Int(K::LayoutData);
+  out.tensor = n.Int(K::LayoutTensor);
+  out.pipeline = n.Int(K::LayoutPipeline);
+  out.virtual_stages = n.Int(K::LayoutVirtualStages);
+  out.schedule = n.Enum<PipelineSchedule>(K::LayoutSchedule);
+  out.zero = n.Int(K::LayoutZero);
+  out.micro_batch = n.Int(K::LayoutMicroBatch);
+  out.recompute = n.Enum<Recompute>(K::LayoutRecompute);
+  out.sequence_parallel = n.Bool(K::LayoutSequenceParallel);
+  Node order = n[K::LayoutRankOrder];
   out.rank_order = order.String(1);
-  if (order.text() && out.rank_order != "tensor,data,pipeline") {
-    order.Report(fmt::format("\"{}\" is not \"tensor,data,pipeline\", the only rank order of format version 1",
-                             Printable(out.rank_order)));
+  if (order.text() && out.rank_order != plan_format::kRankOrder) {
+    order.Report(fmt::format("\"{}\" is not \"{}\", the only rank order of format version {}",
+                             Printable(out.rank_order), plan_format::kRankOrder, kPlanFormatVersion));
   }
 }
 
@@ -212,6 +217,18 @@ auto ReadPlanFile(llvm::StringRef path, uint64_t max_bytes) -> llvm::Expected<Ru
   std::optional<std::string> text = ReadCapped(path, max_bytes, problems);
   if (!text) return problems.TakeError();
   return ParsePlan(*text, path);
+}
+
+}  // namespace avf::runtime
+
+namespace avf::runtime {
+
+auto CheckPlanFile(llvm::StringRef path) -> llvm::Expected<RunPlan> {
+  bool stdin_path = path == "-";
+  Problems problems(stdin_path ? "<stdin>" : path);
+  std::optional<std::string> text = ReadCapped(stdin_path ? "/dev/stdin" : path, kMaxPlanBytes, problems);
+  if (!text) return problems.TakeError();
+  return CheckPlanText(*text, problems.file());
 }
 
 }  // namespace avf::runtime

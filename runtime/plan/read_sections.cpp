@@ -10,12 +10,14 @@ namespace avf::runtime {
 
 namespace {
 
+using K = plan_format::Key;
+
 auto ReadLocation(const Node& n) -> Location {
   Location loc;
   if (!n.IsObject()) return loc;
-  loc.storage = n["storage"].String(1);
-  loc.kind = n["kind"].Enum<StorageKind>();
-  loc.path = n["path"].String(0);
+  loc.storage = n.String(K::LocationStorage);
+  loc.kind = n.Enum<StorageKind>(K::LocationKind);
+  loc.path = n.String(K::LocationPath);
   return loc;
 }
 
@@ -46,23 +48,23 @@ void ReadRanks(const Node& n, std::vector<PlanRank>& out) {
     Node r = n[i];
     if (!r.IsObject()) continue;
     PlanRank& rank = out[i];
-    rank.rank = r["rank"].Int(0);
-    rank.node = r["node"].Int(0);
-    rank.gpu = r["gpu"].Int(0);
-    rank.leaf = r["leaf"].Int(0);
-    rank.tensor = r["tensor"].Int(0);
-    rank.data = r["data"].Int(0);
-    rank.pipeline = r["pipeline"].Int(0);
+    rank.rank = r.Int(K::RankRank);
+    rank.node = r.Int(K::RankNode);
+    rank.gpu = r.Int(K::RankGpu);
+    rank.leaf = r.Int(K::RankLeaf);
+    rank.tensor = r.Int(K::RankTensor);
+    rank.data = r.Int(K::RankData);
+    rank.pipeline = r.Int(K::RankPipeline);
   }
 }
 
 void ReadGroups(const Node& n, PlanGroups& out) {
   if (!n.IsObject()) return;
-  ReadGroupList(n["tensor"], out.tensor);
-  ReadGroupList(n["data"], out.data);
-  ReadGroupList(n["pipeline"], out.pipeline);
+  ReadGroupList(n[K::GroupsTensor], out.tensor);
+  ReadGroupList(n[K::GroupsData], out.data);
+  ReadGroupList(n[K::GroupsPipeline], out.pipeline);
   // The one key that is present only when such groups exist.
-  if (Node embedding = n["embedding"]; embedding.present()) ReadGroupList(embedding, out.embedding);
+  if (Node embedding = n[K::GroupsEmbedding]; embedding.present()) ReadGroupList(embedding, out.embedding);
 }
 
 void ReadStages(const Node& n, std::vector<PlanStage>& out) {
@@ -72,12 +74,12 @@ void ReadStages(const Node& n, std::vector<PlanStage>& out) {
     Node s = n[i];
     if (!s.IsObject()) continue;
     PlanStage& stage = out[i];
-    stage.stage = s["stage"].Int(0);
-    stage.chunk = s["chunk"].Int(0);
-    stage.first_layer = s["first_layer"].Int(0);
-    stage.layers = s["layers"].Int(1);
-    stage.embedding = s["embedding"].Bool();
-    stage.output = s["output"].Bool();
+    stage.stage = s.Int(K::StageStage);
+    stage.chunk = s.Int(K::StageChunk);
+    stage.first_layer = s.Int(K::StageFirstLayer);
+    stage.layers = s.Int(K::StageLayers);
+    stage.embedding = s.Bool(K::StageEmbedding);
+    stage.output = s.Bool(K::StageOutput);
   }
 }
 
@@ -89,97 +91,97 @@ void ReadStageParameters(const Node& n, std::vector<int64_t>& out) {
 
 void ReadData(const Node& n, PlanData& out) {
   if (!n.IsObject()) return;
-  out.name = n["name"].String(1);
-  out.source = ReadLocation(n["source"]);
-  out.staged_to = ReadNullableLocation(n["staged_to"]);
-  out.tokens = n["tokens"].Int(1);
-  out.shards = n["shards"].Int(1);
-  out.format = n["format"].Enum<TokenFormat>();
-  Node token_bytes = n["token_bytes"];
+  out.name = n.String(K::DataName);
+  out.source = ReadLocation(n[K::DataSource]);
+  out.staged_to = ReadNullableLocation(n[K::DataStagedTo]);
+  out.tokens = n.Int(K::DataTokens);
+  out.shards = n.Int(K::DataShards);
+  out.format = n.Enum<TokenFormat>(K::DataFormat);
+  Node token_bytes = n[K::DataTokenBytes];
   out.token_bytes = token_bytes.Int(2, 4);
   if (out.token_bytes == 3) token_bytes.Report("3 is not a token size (2 or 4 bytes)");
-  Node slices = n["slices"];
+  Node slices = n[K::DataSlices];
   size_t count = slices.ArraySize(1);
   out.slices.resize(count);
   for (size_t i = 0; i < count; ++i) {
     Node s = slices[i];
     if (!s.IsObject()) continue;
     DataSlice& slice = out.slices[i];
-    slice.data_rank = s["data_rank"].Int(0);
-    slice.first_token = s["first_token"].Int(0);
-    slice.tokens = s["tokens"].Int(1);
-    slice.first_shard = s["first_shard"].Int(0);
-    slice.last_shard = s["last_shard"].Int(0);
-    slice.sequences_per_step = s["sequences_per_step"].Int(1);
+    slice.data_rank = s.Int(K::DataSliceDataRank);
+    slice.first_token = s.Int(K::DataSliceFirstToken);
+    slice.tokens = s.Int(K::DataSliceTokens);
+    slice.first_shard = s.Int(K::DataSliceFirstShard);
+    slice.last_shard = s.Int(K::DataSliceLastShard);
+    slice.sequences_per_step = s.Int(K::DataSliceSequencesPerStep);
   }
 }
 
 void ReadZero(const Node& n, PlanZero& out) {
   if (!n.IsObject()) return;
-  out.stage = n["stage"].Int(0, 3);
-  Node slices = n["slices"];
+  out.stage = n.Int(K::ZeroStage);
+  Node slices = n[K::ZeroSlices];
   size_t count = slices.ArraySize(0);
   out.slices.resize(count);
   for (size_t i = 0; i < count; ++i) {
     Node s = slices[i];
     if (!s.IsObject()) continue;
-    out.slices[i] = ZeroSlice{s["stage"].Int(0), s["data_rank"].Int(0), s["first"].Int(0), s["count"].Int(0)};
+    out.slices[i] = ZeroSlice{s.Int(K::ZeroSliceStage), s.Int(K::ZeroSliceDataRank), s.Int(K::ZeroSliceFirst),
+                              s.Int(K::ZeroSliceCount)};
   }
 }
 
 void ReadOptimizer(const Node& n, PlanOptimizer& out) {
   if (!n.IsObject()) return;
-  out.kind = n["kind"].Enum<OptimizerKind>();
-  out.lr = n["lr"].NullableNumber(0, /*exclusive_min=*/true);
-  Node betas = n["betas"];
+  out.kind = n.Enum<OptimizerKind>(K::OptimizerKind);
+  out.lr = n.NullableNumber(K::OptimizerLr);
+  Node betas = n[K::OptimizerBetas];
   if (!betas.is_null()) {
     size_t count = betas.ArraySize(2);
     if (count > 2) betas.Report(fmt::format("has {} entries, expected 2 (beta1, beta2)", count));
     if (count == 2) out.betas = {{betas[0].Number(0, false, 1), betas[1].Number(0, false, 1)}};
   }
-  out.weight_decay = n["weight_decay"].NullableNumber(0, false);
-  out.warmup = n["warmup"].Int(0);
-  out.schedule = n["schedule"].Enum<LrSchedule>();
+  out.weight_decay = n.NullableNumber(K::OptimizerWeightDecay);
+  out.warmup = n.Int(K::OptimizerWarmup);
+  out.schedule = n.Enum<LrSchedule>(K::OptimizerSchedule);
 }
 
 void ReadCheckpoint(const Node& n, std::optional<PlanCheckpoint>& out) {
   out.reset();
   if (n.is_null() || !n.IsObject()) return;
   PlanCheckpoint c;
-  c.every_steps = n["every_steps"].NullableInt(1);
-  c.every_seconds = n["every_seconds"].NullableNumber(0, true);
-  c.dir = ReadNullableLocation(n["dir"]);
-  c.export_to = ReadNullableLocation(n["export"]);
-  c.keep = n["keep"].NullableInt(1);
-  c.async = n["async"].Bool();
+  c.every_steps = n.NullableInt(K::CheckpointEverySteps);
+  c.every_seconds = n.NullableNumber(K::CheckpointEverySeconds);
+  c.dir = ReadNullableLocation(n[K::CheckpointDir]);
+  c.export_to = ReadNullableLocation(n[K::CheckpointExport]);
+  c.keep = n.NullableInt(K::CheckpointKeep);
+  c.async = n.Bool(K::CheckpointAsync);
   out = std::move(c);
 }
 
 void ReadPredicted(const Node& n, PlanPredicted& out) {
   if (!n.IsObject()) return;
-  out.memory_per_gpu_bytes = n["memory_per_gpu_bytes"].Int(0);
-  if (Node m = n["memory_breakdown_bytes"]; m.IsObject()) {
-    out.memory_breakdown_bytes = {m["weights"].Int(0), m["gradients"].Int(0), m["optimizer"].Int(0),
-                                  m["activations"].Int(0), m["buffers"].Int(0)};
+  out.memory_per_gpu_bytes = n.Int(K::PredictedMemoryPerGpuBytes);
+  if (Node m = n[K::PredictedMemoryBreakdown]; m.IsObject()) {
+    out.memory_breakdown_bytes = {m.Int(K::MemoryWeights), m.Int(K::MemoryGradients), m.Int(K::MemoryOptimizer),
+                                  m.Int(K::MemoryActivations), m.Int(K::MemoryBuffers)};
   }
-  out.step_time_s = n["step_time_s"].Number(0, true);
-  if (Node t = n["time_breakdown_s"]; t.IsObject()) {
-    out.time_breakdown_s = {t["compute"].Number(0, false),       t["tensor_comm"].Number(0, false),
-                            t["pipeline_comm"].Number(0, false), t["bubble"].Number(0, false),
-                            t["data_comm"].Number(0, false),     t["optimizer"].Number(0, false)};
+  out.step_time_s = n.Number(K::PredictedStepTime);
+  if (Node t = n[K::PredictedTimeBreakdown]; t.IsObject()) {
+    out.time_breakdown_s = {t.Number(K::TimeCompute),      t.Number(K::TimeTensorComm), t.Number(K::TimePipelineComm),
+                            t.Number(K::TimeBubble),       t.Number(K::TimeDataComm),   t.Number(K::TimeOptimizer)};
   }
-  out.tokens_per_s = n["tokens_per_s"].Number(0, true);
-  out.tflops_per_gpu = n["tflops_per_gpu"].Number(0, false);
-  out.mfu = n["mfu"].Number(0, false, 1);
-  out.fits = n["fits"].Bool();
-  out.binding = n["binding"].String(1);
-  if (Node span = n["data_group_span"]; span.IsObject()) {
-    out.data_group_span_nodes = span["nodes"].Int(1);
-    out.data_group_span_leaves = span["leaves"].Int(1);
+  out.tokens_per_s = n.Number(K::PredictedTokensPerS);
+  out.tflops_per_gpu = n.Number(K::PredictedTflopsPerGpu);
+  out.mfu = n.Number(K::PredictedMfu);
+  out.fits = n.Bool(K::PredictedFits);
+  out.binding = n.String(K::PredictedBinding);
+  if (Node span = n[K::PredictedDataGroupSpan]; span.IsObject()) {
+    out.data_group_span_nodes = span.Int(K::SpanNodes);
+    out.data_group_span_leaves = span.Int(K::SpanLeaves);
   }
-  out.time_to_train_s = n["time_to_train_s"].Number(0, false);
-  out.gpu_hours = n["gpu_hours"].Number(0, false);
-  out.cost = n["cost"].NullableNumber(0, false);
+  out.time_to_train_s = n.Number(K::PredictedTimeToTrain);
+  out.gpu_hours = n.Number(K::PredictedGpuHours);
+  out.cost = n.NullableNumber(K::PredictedCost);
 }
 
 }  // namespace avf::runtime

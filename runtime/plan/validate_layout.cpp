@@ -1,19 +1,19 @@
 // Rank table, hardware, process groups and batch arithmetic against the
-// layout (plan-format.md: ranks, groups, training; tools/validate_plan.py
-// check_ranks, check_groups, check_training).
+// layout (plan-format.md: ranks, groups, training), against the one rank
+// layout of plan_format/rank_layout.h.
 #include <fmt/format.h>
 
 #include "plan/sizes.h"
 #include "plan/validate.h"
+#include "plan_format/rank_layout.h"
 
 namespace avf::runtime {
 
 namespace {
 
-struct Axes {
-  int64_t T, D, P;
-  auto Rank(int64_t t, int64_t d, int64_t p) const -> int64_t { return t + T * (d + D * p); }
-};
+auto AxesOf(const RunPlan& plan) -> plan_format::Axes {
+  return {plan.layout.tensor, plan.layout.data, plan.layout.pipeline};
+}
 
 // What one kind of group holds and how its groups are ordered, for messages.
 struct GroupKind {
@@ -27,8 +27,7 @@ struct GroupKind {
 void CheckRankPlace(const RunPlan& plan, int64_t i, Problems& p) {
   const PlanRank& r = plan.ranks[i];
   const PlanHardware& hw = plan.hardware;
-  int64_t node = i / hw.gpus_per_node, gpu = i % hw.gpus_per_node;
-  int64_t leaf = hw.nodes_per_leaf > 0 ? node / hw.nodes_per_leaf : 0;
+  auto [node, gpu, leaf] = plan_format::PlaceOf(i, hw.gpus_per_node, hw.nodes_per_leaf);
   if (r.node != node) {
     p.Addf(fmt::format("ranks[{}].node", i), "{}, but rank {} is on node {} (rank / gpus_per_node {})", r.node, i,
            node, hw.gpus_per_node);
@@ -48,7 +47,7 @@ void CheckRankPlace(const RunPlan& plan, int64_t i, Problems& p) {
 }
 
 void CheckCoordinate(Problems& p, int64_t i, const char* key, int64_t value, int64_t want, int64_t extent,
-                     const Axes& a) {
+                     const plan_format::Axes& a) {
   if (value == want) return;
   std::string where = fmt::format("ranks[{}].{}", i, key);
   if (value < 0 || value >= extent) {
@@ -56,45 +55,27 @@ void CheckCoordinate(Problems& p, int64_t i, const char* key, int64_t value, int
     return;
   }
   p.Addf(where, "{}, but rank {} has {} coordinate {} (rank = tensor + T x (data + D x pipeline), T = {}, D = {})",
-         value, i, key, want, a.T, a.D);
+         value, i, key, want, a.tensor, a.data);
 }
 
-auto MakeKinds(const RunPlan& plan, const Axes& a, int64_t world) -> std::vector<GroupKind> {
+auto MakeKinds(const RunPlan& plan, const plan_format::Axes& a, int64_t world) -> std::vector<GroupKind> {
+  using plan_format::Axis;
   std::vector<GroupKind> kinds(3);
-  kinds[0] = {"tensor", &plan.groups.tensor, {}, std::vector<char>(world, 1),
+  kinds[0] = {"tensor", &plan.groups.tensor, plan_format::AxisGroups(a, Axis::Tensor), std::vector<char>(world, 1),
               "ranks t = 0..T-1 at fixed (d, p); groups p outer, d inner"};
-  kinds[1] = {"data", &plan.groups.data, {}, std::vector<char>(world, 1),
+  kinds[1] = {"data", &plan.groups.data, plan_format::AxisGroups(a, Axis::Data), std::vector<char>(world, 1),
               "ranks d = 0..D-1 at fixed (t, p); groups p outer, t inner"};
-  kinds[2] = {"pipeline", &plan.groups.pipeline, {}, std::vector<char>(world, 1),
-              "ranks p = 0..P-1 at fixed (t, d); groups d outer, t inner"};
-  for (int64_t p = 0; p < a.P; ++p) {
-    for (int64_t d = 0; d < a.D; ++d) {
-      RankGroup& g = kinds[0].expected.emplace_back();
-      for (int64_t t = 0; t < a.T; ++t) g.push_back(a.Rank(t, d, p));
-    }
-    for (int64_t t = 0; t < a.T; ++t) {
-      RankGroup& g = kinds[1].expected.emplace_back();
-      for (int64_t d = 0; d < a.D; ++d) g.push_back(a.Rank(t, d, p));
-    }
-  }
-  for (int64_t d = 0; d < a.D; ++d) {
-    for (int64_t t = 0; t < a.T; ++t) {
-      RankGroup& g = kinds[2].expected.emplace_back();
-      for (int64_t p = 0; p < a.P; ++p) g.push_back(a.Rank(t, d, p));
-    }
-  }
+  kinds[2] = {"pipeline", &plan.groups.pipeline, plan_format::AxisGroups(a, Axis::Pipeline),
+              std::vector<char>(world, 1), "ranks p = 0..P-1 at fixed (t, d); groups d outer, t inner"};
   return kinds;
 }
 
 // The first and last stage's ranks, paired; only with tied embeddings and P > 1.
-auto EmbeddingKind(const RunPlan& plan, const Axes& a, int64_t world) -> GroupKind {
-  GroupKind k{"embedding", &plan.groups.embedding, {}, std::vector<char>(world, 0),
+auto EmbeddingKind(const RunPlan& plan, const plan_format::Axes& a, int64_t world) -> GroupKind {
+  GroupKind k{"embedding", &plan.groups.embedding, plan_format::EmbeddingGroups(a), std::vector<char>(world, 0),
               "ranks (t, d, 0) and (t, d, P-1); groups d outer, t inner"};
-  for (int64_t d = 0; d < a.D; ++d) {
-    for (int64_t t = 0; t < a.T; ++t) {
-      k.expected.push_back({a.Rank(t, d, 0), a.Rank(t, d, a.P - 1)});
-      k.member[a.Rank(t, d, 0)] = k.member[a.Rank(t, d, a.P - 1)] = 1;
-    }
+  for (const RankGroup& g : k.expected) {
+    for (int64_t r : g) k.member[r] = 1;
   }
   return k;
 }
@@ -196,7 +177,11 @@ auto CheckWorld(const RunPlan& plan, Problems& p) -> std::optional<int64_t> {
 
 void CheckHardware(const RunPlan& plan, int64_t world, Problems& p) {
   const PlanHardware& hw = plan.hardware;
-  int64_t need = world / hw.gpus_per_node + (world % hw.gpus_per_node != 0);
+  int64_t need = plan_format::NodesFor(world, hw.gpus_per_node);
+  if (int64_t per = plan_format::RanksPerNode(world, hw.gpus_per_node); hw.ranks_per_node != per) {
+    p.Addf("hardware.ranks_per_node", "{}, but {} ranks on nodes of {} GPUs run {} per node", hw.ranks_per_node, world,
+           hw.gpus_per_node, per);
+  }
   if (hw.nodes != need) {
     p.Addf("hardware.nodes", "{} nodes, but {} ranks on {} GPUs per node need {}", hw.nodes, world,
            hw.gpus_per_node, need);
@@ -207,27 +192,28 @@ void CheckHardware(const RunPlan& plan, int64_t world, Problems& p) {
 }
 
 void CheckRanks(const RunPlan& plan, int64_t world, Problems& p) {
-  Axes a{plan.layout.tensor, plan.layout.data, plan.layout.pipeline};
+  plan_format::Axes a = AxesOf(plan);
   for (int64_t i = 0; i < world; ++i) {
     const PlanRank& r = plan.ranks[i];
     if (r.rank != i) {
       p.Addf(fmt::format("ranks[{}].rank", i), "rank {} at position {}; ranks are listed in rank order", r.rank, i);
       continue;
     }
-    CheckCoordinate(p, i, "tensor", r.tensor, i % a.T, a.T, a);
-    CheckCoordinate(p, i, "data", r.data, i / a.T % a.D, a.D, a);
-    CheckCoordinate(p, i, "pipeline", r.pipeline, i / (a.T * a.D), a.P, a);
+    plan_format::Coord want = plan_format::CoordOf(a, i);
+    CheckCoordinate(p, i, "tensor", r.tensor, want.tensor, a.tensor, a);
+    CheckCoordinate(p, i, "data", r.data, want.data, a.data, a);
+    CheckCoordinate(p, i, "pipeline", r.pipeline, want.pipeline, a.pipeline, a);
     CheckRankPlace(plan, i, p);
   }
 }
 
 void CheckGroups(const RunPlan& plan, int64_t world, Problems& p) {
-  Axes a{plan.layout.tensor, plan.layout.data, plan.layout.pipeline};
+  plan_format::Axes a = AxesOf(plan);
   for (const GroupKind& k : MakeKinds(plan, a, world)) CheckKind(k, world, p);
-  bool tied = plan.model.tied_embeddings && a.P > 1;
+  bool tied = plan.model.tied_embeddings && a.pipeline > 1;
   if (tied && plan.groups.embedding.empty()) {
     p.Addf("groups", "no `embedding` groups, but the model ties its embeddings and pipeline = {}: the first and "
-           "last stage must sum the shared embedding's gradient", a.P);
+           "last stage must sum the shared embedding's gradient", a.pipeline);
   } else if (!tied && !plan.groups.embedding.empty()) {
     p.Add("groups.embedding", "embedding groups exist only with tied embeddings and pipeline > 1");
   } else if (tied) {

@@ -1,8 +1,7 @@
 // Layer ranges of the stages, data slices and ZeRO slices: each must cover
 // its whole range exactly once, in the documented order (plan-format.md:
-// stages, data, zero; tools/validate_plan.py check_stages, check_data,
-// check_zero). Intervals are compared, never expanded: the counts come from
-// the file and may be huge.
+// stages, data, zero). Intervals are compared, never expanded: the counts come
+// from the file and may be huge.
 #include <algorithm>
 #include <tuple>
 

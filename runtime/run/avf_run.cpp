@@ -1,6 +1,6 @@
 // avf-run: executes one rank of a plan.json (docs/deploy.md, "avf-run"), and
 // `avf-run tokenize`, which makes token shards from text so that a local run
-// needs no download. Exit status: 0 success, 1 an error in the plan, the data
+// needs no download, and `avf-run check-plan FILE`, which checks a plan. Exit status: 0 success, 1 an error in the plan, the data
 // or a checkpoint, 2 a usage error.
 #include <unistd.h>
 
@@ -22,6 +22,7 @@
 #include "data/shard_writer.h"
 #include "data/tokenizer.h"
 #include "parallel/schedule.h"
+#include "plan/check_plan.h"
 #include "plan/identity.h"
 #include "plan/plan.h"
 #include "plan/sizes.h"
@@ -193,6 +194,17 @@ auto Finish(const avf::runtime::RunPlan& plan, const avf::train::TrainResult& r,
   return 0;
 }
 
+// check-plan FILE: the plan read and checked strictly (unknown keys and the
+// predicted totals too); exit 1 when it is refused.
+auto CheckPlan(const std::string& path) -> int {
+  auto plan = avf::runtime::CheckPlanFile(path);
+  if (!plan) return Report(plan.takeError());
+  size_t ranks = plan->ranks.size();
+  llvm::outs() << fmt::format("{}: valid aviflow plan version {}: job {}, {} rank{}\n", path == "-" ? "<stdin>" : path,
+                              plan->version, plan->job.name, ranks, ranks == 1 ? "" : "s");
+  return 0;
+}
+
 // --print-schedule: every pipeline stage's ops; joins no rendezvous, reads no data.
 auto PrintSchedule(const std::string& path) -> int {
   auto plan = avf::runtime::ReadPlanFile(path);
@@ -336,6 +348,10 @@ auto main(int argc, char** argv) -> int {
   tokenize->add_option("--shards", tok.shards, "Number of shard files (default 1)")->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
   tokenize->add_option("--vocab", tok.vocab, "Vocabulary size (default 512)")->check(CLI::Range(256u, 1u << 24));
   tokenize->add_option("--format", tok.format, "tokens_u16 (default) or tokens_u32")->check(CLI::IsMember({"tokens_u16", "tokens_u32"}));
+  std::string check_path;
+  CLI::App* check = app.add_subcommand("check-plan", "Check a plan.json strictly (every rule, no unknown key, the "
+                                       "predicted totals) and exit");
+  check->add_option("file", check_path, "The plan.json, or - for standard input")->required();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -344,6 +360,7 @@ auto main(int argc, char** argv) -> int {
     return 2;
   }
   if (tokenize->parsed()) return Tokenize(tok);
+  if (check->parsed()) return CheckPlan(check_path);
   if (run.plan.empty()) {
     llvm::errs() << "avf-run: error: --plan is required\nRun `avf-run --help` for usage.\n";
     return 2;

@@ -1,5 +1,6 @@
 // The ranks and process groups of a hand-made RunPlan, as
-// docs/plan-format.md says the compiler writes them: rank = t + T·(d + D·p),
+// docs/plan-format.md says the compiler writes them, from the one rank layout
+// of plan_format/rank_layout.h (rank = t + T·(d + D·p)),
 // ranks filling nodes of `gpus_per_node` in order; tensor and data groups p
 // outer, pipeline and embedding groups d outer; an embedding group (first
 // and last stage) per (t, d) when the model ties its embeddings and P > 1.

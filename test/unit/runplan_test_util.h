@@ -1,4 +1,5 @@
-// Helpers of the avf_runplan tests: the checked-in plans of Inputs/runplan/
+// Helpers of the avf_runplan tests: the plans the build generates from the
+// examples and Inputs/runplan/*.avf, the hand-written ones of Inputs/runplan/,
 // and edits to their JSON at a key path. The edits need llvm::json, so they
 // live in runplan_test_util.cpp (C++17 under clang); this header does not.
 #pragma once
@@ -10,7 +11,8 @@
 
 namespace avf::runtime::testing {
 
-// Inputs/runplan/NAME, read whole; fails the test when missing.
+// The generated plan NAME, else Inputs/runplan/NAME, read whole; fails the
+// test when missing.
 auto Fixture(std::string_view name) -> std::string;
 auto FixturePath(std::string_view name) -> std::string;
 

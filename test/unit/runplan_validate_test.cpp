@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "plan/check_plan.h"
 #include "plan/plan.h"
 #include "plan/sizes.h"
 #include "runplan_test_util.h"
@@ -119,6 +120,40 @@ TEST(RunPlanValidate, HardwareNodes) {
   p = Hgx();
   p.hardware.cluster_nodes = 2;
   EXPECT_EQ(ValidateFailure(p), "plan.json: hardware.nodes: 4 nodes used, but the cluster has 2");
+}
+
+// The compiler decides the ranks per node; the reader checks, never recomputes.
+TEST(RunPlanValidate, RanksPerNode) {
+  RunPlan p = Hgx();
+  EXPECT_EQ(p.hardware.ranks_per_node, 8);
+  p.hardware.ranks_per_node = 4;
+  EXPECT_EQ(ValidateFailure(p), "plan.json: hardware.ranks_per_node: 4, but 32 ranks on nodes of 8 GPUs run 8 per node");
+  // A job smaller than its node runs all its ranks there.
+  RunPlan small = testing::MakePlan({.tensor = 2, .gpus_per_node = 8});
+  EXPECT_EQ(small.hardware.ranks_per_node, 2);
+  small.hardware.ranks_per_node = 8;
+  EXPECT_THAT(ValidateFailure(small), HasSubstr("hardware.ranks_per_node: 8, but 2 ranks on nodes of 8 GPUs run 2"));
+  EXPECT_THAT(testing::ParseFailure(testing::RemoveAt(testing::Fixture("hgx_h100_platform.json"),
+                                                     "hardware.ranks_per_node")),
+              HasSubstr("hardware.ranks_per_node: missing"));
+}
+
+// The predicted totals: only `avf-run check-plan` checks them (check_plan.h).
+TEST(RunPlanValidate, PredictedTotalsAgainstTheirParts) {
+  RunPlan p = Hgx();
+  EXPECT_FALSE(static_cast<bool>(CheckPredicted(p)));
+  p.hardware.gpu_hour_price = 2.0;
+  EXPECT_EQ(llvm::toString(CheckPredicted(p)),
+            "plan.json: predicted.cost: null exactly when hardware.gpu_hour_price is null");
+  p.predicted.cost = p.predicted.gpu_hours * 3.0;
+  EXPECT_THAT(llvm::toString(CheckPredicted(p)), HasSubstr("plan.json: predicted.cost: "));
+  p.predicted.cost = p.predicted.gpu_hours * 2.0;
+  EXPECT_FALSE(static_cast<bool>(CheckPredicted(p)));
+  p.predicted.fits = false;
+  p.predicted.memory_breakdown_bytes.buffers += 100;
+  std::string message = llvm::toString(CheckPredicted(p));
+  EXPECT_THAT(message, HasSubstr("predicted.memory_per_gpu_bytes: "));
+  EXPECT_THAT(message, HasSubstr("predicted.fits: false, but "));
 }
 
 TEST(RunPlanValidate, EveryRankInExactlyOneGroupPerKind) {

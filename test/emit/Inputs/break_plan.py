@@ -1,6 +1,6 @@
 """Reads a valid plan.json on standard input and writes it broken in one way,
 for test/emit/validate_rejects.test: each mutation must make
-tools/validate_plan.py exit 1 with a message about that mutation.
+`avf-run check-plan` exit 1 with a message about that mutation.
 
     python3 break_plan.py MUTATION < plan.json > broken.json
 """
@@ -45,8 +45,12 @@ def bad_step_time(p):
     p["predicted"]["step_time_s"] *= 1.5
 
 
+def bad_span(p):
+    p["predicted"]["data_group_span"]["nodes"] = 3
+
+
 MUTATIONS = {f.__name__: f for f in [drop_last_rank, swap_tensor_members, wrong_node, overlap_layers, gap_in_data,
-                                     short_zero, extra_key, missing_key, bad_step_time]}
+                                     short_zero, extra_key, missing_key, bad_step_time, bad_span]}
 
 if __name__ == "__main__":
     plan = json.load(sys.stdin)

@@ -1,5 +1,10 @@
 """Fails unless every property name in the plan schema appears in backticks
-in docs/plan-format.md (test/emit/docs_cover_schema.test)."""
+in docs/plan-format.md, the schema is a valid draft 2020-12 schema, and every
+plan.json given after the two files matches it
+(test/emit/docs_cover_schema.test).
+
+    doc_keys.py SCHEMA DOC [PLAN...]
+"""
 import json
 import sys
 
@@ -25,4 +30,10 @@ if missing:
     sys.exit(f"{sys.argv[2]} does not document: {', '.join(missing)}")
 import jsonschema  # noqa: E402  (only after the plain check, so its message comes first)
 jsonschema.Draft202012Validator.check_schema(schema)
-print(f"{len(keys(schema, set()))} keys documented")
+for path in sys.argv[3:]:
+    errors = list(jsonschema.Draft202012Validator(schema).iter_errors(json.load(open(path))))
+    for e in errors[:10]:
+        print(f"{path}: {'.'.join(map(str, e.absolute_path))}: {e.message}", file=sys.stderr)
+    if errors:
+        sys.exit(f"{path}: {len(errors)} schema errors")
+print(f"{len(keys(schema, set()))} keys documented, {len(sys.argv) - 3} plans match the schema")
