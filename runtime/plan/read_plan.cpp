@@ -3,6 +3,7 @@
 // per section and ValidatePlan. Compiled as C++17 under clang (llvm::json).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -25,24 +26,14 @@ auto SizeText(uint64_t bytes) -> std::string {
   return fmt::format("{} bytes", bytes);
 }
 
-// Only a regular file is read (io::RegularFile: a FIFO cannot block the
-// open, a device is refused), and one over max_bytes is refused unread; the
-// read stops past max_bytes all the same, in case the file grew meanwhile.
-auto ReadCapped(llvm::StringRef path, uint64_t max_bytes, Problems& problems) -> std::optional<std::string> {
-  llvm::Expected<io::RegularFile> file = io::RegularFile::Open(path.str());
-  if (!file) {
-    problems.Addf("", "cannot open the plan: {}", llvm::toString(file.takeError()));
-    return std::nullopt;
-  }
-  if (file->size() > max_bytes) {
-    problems.Addf("", "the file is {}; a plan is at most {}", SizeText(file->size()), SizeText(max_bytes));
-    return std::nullopt;
-  }
+// Reads fd to its end, refusing more than max_bytes (a file that grew since
+// its size was checked, or a pipe that never ends).
+auto ReadAll(int fd, uint64_t size_hint, uint64_t max_bytes, Problems& problems) -> std::optional<std::string> {
   std::string text;
-  text.reserve(static_cast<size_t>(file->size()));
+  text.reserve(static_cast<size_t>(std::min(size_hint, max_bytes)));
   char chunk[1 << 16];
   while (text.size() <= max_bytes) {
-    ssize_t n = ::read(file->fd(), chunk, sizeof chunk);
+    ssize_t n = ::read(fd, chunk, sizeof chunk);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       problems.Addf("", "cannot read the plan: {}", std::strerror(errno));
@@ -53,6 +44,21 @@ auto ReadCapped(llvm::StringRef path, uint64_t max_bytes, Problems& problems) ->
   }
   problems.Addf("", "the file is longer than {}, the most a plan may be", SizeText(max_bytes));
   return std::nullopt;
+}
+
+// Only a regular file is read (io::RegularFile: a FIFO cannot block the
+// open, a device is refused), and one over max_bytes is refused unread.
+auto ReadCapped(llvm::StringRef path, uint64_t max_bytes, Problems& problems) -> std::optional<std::string> {
+  llvm::Expected<io::RegularFile> file = io::RegularFile::Open(path.str());
+  if (!file) {
+    problems.Addf("", "cannot open the plan: {}", llvm::toString(file.takeError()));
+    return std::nullopt;
+  }
+  if (file->size() > max_bytes) {
+    problems.Addf("", "the file is {}; a plan is at most {}", SizeText(file->size()), SizeText(max_bytes));
+    return std::nullopt;
+  }
+  return ReadAll(file->fd(), file->size(), max_bytes, problems);
 }
 
 // format and version first: a file that is not a version-1 plan is refused
@@ -219,14 +225,12 @@ auto ReadPlanFile(llvm::StringRef path, uint64_t max_bytes) -> llvm::Expected<Ru
   return ParsePlan(*text, path);
 }
 
-}  // namespace avf::runtime
-
-namespace avf::runtime {
-
 auto CheckPlanFile(llvm::StringRef path) -> llvm::Expected<RunPlan> {
   bool stdin_path = path == "-";
   Problems problems(stdin_path ? "<stdin>" : path);
-  std::optional<std::string> text = ReadCapped(stdin_path ? "/dev/stdin" : path, kMaxPlanBytes, problems);
+  // Standard input, asked for by name, may be a pipe: it is read to its end.
+  std::optional<std::string> text =
+      stdin_path ? ReadAll(STDIN_FILENO, 0, kMaxPlanBytes, problems) : ReadCapped(path, kMaxPlanBytes, problems);
   if (!text) return problems.TakeError();
   return CheckPlanText(*text, problems.file());
 }
