@@ -1,5 +1,5 @@
 // Phase 5: the checked program -> one JobSpec per job, after the checks of
-// spec §5 that need no layout search: capacity, divisibility of every fixed
+// docs/cli.md (check) that need no layout search: capacity, divisibility of every fixed
 // parallel field, data formats and tiers, storage reachability. Checks that
 // need the cost model (memory fit, placement) are the planner's.
 #pragma once

@@ -1,4 +1,4 @@
-// Data, storage and hardware checks of one job (spec §5).
+// Data, storage and hardware checks of one job (docs/cli.md, check).
 #include <cmath>
 
 #include <fmt/format.h>

@@ -21,7 +21,7 @@ enum class DiagId : uint16_t {
 #undef DIAG
 };
 
-// IoError renders like Error but makes the exit status 2 (spec §7).
+// IoError renders like Error but makes the exit status 2 (docs/cli.md, Exit status).
 enum class Kind : uint8_t { Error, Warning, IoError };
 enum class Severity : uint8_t { Error, Warning, Note };
 

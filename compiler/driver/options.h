@@ -1,4 +1,4 @@
-// The command line (spec §7), parsed with CLI11. Parsing never exits: the
+// The command line (docs/cli.md), parsed with CLI11. Parsing never exits: the
 // result says whether to run, or to stop with a message and status.
 #pragma once
 

@@ -1,4 +1,4 @@
-// The artifacts of one job (issue: emitters). Each function spells one file
+// The artifacts of one job. Each function spells one file
 // of `aviflowc FILE.avf -o DIR` from a deploy::Deployment; the output is
 // deterministic: fixed key order, no timestamps, no paths of this machine.
 #pragma once

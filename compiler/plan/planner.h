@@ -1,5 +1,5 @@
 // Phase 6: a checked job -> its Plan. Runs the `auto` search, reports the
-// memory and placement diagnostics of spec §5, and builds the plan tables.
+// memory and placement diagnostics of docs/cli.md (check), and builds the plan tables.
 #pragma once
 
 #include <optional>

@@ -1,5 +1,5 @@
 // Rules that relate several fields of one declaration. Checks against the
-// cluster and the planner's model (spec §5) belong to compiler/check.
+// cluster and the planner's model belong to compiler/check.
 #include <fmt/format.h>
 
 #include "sema/analyzer.h"

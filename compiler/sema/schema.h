@@ -1,4 +1,4 @@
-// What each declaration kind may contain (spec §3): field names, types,
+// What each declaration kind may contain (docs/language.md, Kinds and their fields): field names, types,
 // dimensions, ranges, enum values, defaults and which are required. Sema
 // checks every body against these tables; docs/language.md lists them.
 #pragma once

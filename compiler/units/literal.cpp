@@ -1,4 +1,4 @@
-// ParseLiteral: NUMBER tokens (spec §1) to quantities (spec §2).
+// ParseLiteral: NUMBER tokens to quantities (docs/language.md, Quantities and units).
 #include <algorithm>
 #include <cctype>
 #include <charconv>

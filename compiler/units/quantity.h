@@ -1,5 +1,5 @@
 // Quantities: a number with a physical dimension, checked by the compiler
-// (spec §2). Values stay exact 64-bit integers while they can (byte counts,
+// (docs/language.md, Quantities and units). Values stay exact 64-bit integers while they can (byte counts,
 // token counts, durations in nanoseconds) and become doubles only when a
 // result is not integral; integer fields reject non-integral results rather
 // than round.

@@ -1,4 +1,4 @@
-// Process groups of one rank (issue "Parallel execution"): every communicator
+// Process groups of one rank: every communicator
 // a rank of a parallel plan needs, split from its world communicator along the
 // plan's groups (docs/plan-format.md "ranks" and "groups"; ranks in Megatron's
 // order, tensor fastest, then data, then pipeline).

@@ -1,4 +1,4 @@
-// Pipeline schedules (issue "Parallel execution"): the ordered compute ops of
+// Pipeline schedules: the ordered compute ops of
 // every pipeline stage for one optimizer step, the stage each op receives its
 // input from and sends its output to, and a checker that simulates all stages
 // together. The executor runs StageSchedule(...) of its own stage op by op;
@@ -103,7 +103,7 @@ auto Phases(const PipelineShape& shape, int64_t stage) -> llvm::Expected<StagePh
 // The ordered compute ops of `stage` (0 … P − 1): 2·M·V ops.
 auto StageSchedule(const PipelineShape& shape, int64_t stage) -> llvm::Expected<std::vector<PipelineOp>>;
 
-// The same with the signature of the issue: (kind, P, p, M, V).
+// The same with the schedule's parameters as plain numbers: (kind, P, p, M, V).
 auto StageSchedule(PipelineSchedule kind, int64_t stages, int64_t stage, int64_t micro_batches, int64_t chunks)
     -> llvm::Expected<std::vector<PipelineOp>>;
 

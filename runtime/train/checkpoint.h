@@ -1,4 +1,4 @@
-// Checkpoints, one file per rank (the reshardable format is a later issue):
+// Checkpoints, one file per rank (not reshardable: a resume needs the same layout):
 // DIR/step_NNNNNNNN/rank_NNNNN.bin, committed by a COMMITTED file that rank
 // 0 writes after every rank has saved (docs/deploy.md: the export step copies
 // only committed checkpoints). Every file has a CRC32, so a torn or corrupted

@@ -1,5 +1,5 @@
 // Tests for compiler/units: literal reading, arithmetic, dimension names and
-// display (spec §1–2).
+// display (docs/language.md).
 #include <cmath>
 #include <cstdint>
 #include <limits>
