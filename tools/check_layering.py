@@ -24,20 +24,20 @@ import sys
 # The runtime's folders from the bottom up: a folder may include only folders
 # of a lower layer. kernels/ (top level) is a runtime folder too.
 RUNTIME_LAYERS = {
-    "runtime/io": 0,           # opening input files: regular files only, never blocking
-    "runtime/rendezvous": 0,   # the rank-0 key/value store
-    "runtime/plan_format": 0,  # the plan.json format, shared with the compiler
-    "runtime/backend": 0,      # the compute backend interface
-    "runtime/data": 1,         # token shards, the tokenizer
-    "runtime/optim": 0,        # AdamW, schedules, clipping
-    "runtime/comm": 1,         # collectives over the store's rendezvous
-    "runtime/plan": 1,         # plan.json -> the runtime's tables
-    "runtime/cpu": 1,          # CPU kernels and the CPU backend
-    "kernels": 1,              # CUDA kernels
-    "runtime/model": 2,        # the transformer on a backend
-    "runtime/parallel": 3,     # schedules, process groups, the engine
-    "runtime/train": 4,        # checkpoints, metrics, the training loop
-    "runtime/run": 5,          # avf-run and its launcher
+    "runtime/io": 1,           # opening input files: regular files only, never blocking
+    "runtime/rendezvous": 1,   # the rank-0 key/value store
+    "runtime/plan_format": 0,  # the plan.json and launch contract, shared with the compiler
+    "runtime/backend": 1,      # the compute backend interface
+    "runtime/data": 2,         # token shards, the tokenizer
+    "runtime/optim": 1,        # AdamW, schedules, clipping
+    "runtime/comm": 2,         # collectives over the store's rendezvous
+    "runtime/plan": 2,         # plan.json -> the runtime's tables
+    "runtime/cpu": 2,          # CPU kernels and the CPU backend
+    "kernels": 2,              # CUDA kernels
+    "runtime/model": 3,        # the transformer on a backend
+    "runtime/parallel": 4,     # schedules, process groups, the engine
+    "runtime/train": 5,        # checkpoints, metrics, the training loop
+    "runtime/run": 6,          # avf-run and its launcher
 }
 # An interface folder never includes one of its implementations.
 INTERFACES = {"runtime/backend": {"runtime/cpu", "kernels"}}

@@ -10,6 +10,7 @@
 #include "check/check.h"
 #include "deploy/k8s_names.h"
 #include "deploy/lower_context.h"
+#include "plan_format/launch.h"
 
 namespace avf::deploy {
 
@@ -246,13 +247,13 @@ void LowerToken(LowerContext& c) {
   Deployment& o = c.out;
   JobToken& t = o.token;
   if (o.target == Target::Slurm) {
-    t.env = "AVF_JOB_TOKEN";
+    t.env = plan_format::kEnvJobToken;
     return;
   }
   t.secret = o.name + kTokenSecretSuffix;
   t.key = "token";
   t.mount_dir = "/var/run/secrets/aviflow";
-  t.env = "AVF_JOB_TOKEN_FILE";
+  t.env = plan_format::kEnvJobTokenFile;
   constexpr int kMode = 0400;
   std::string why = fmt::format("{:04o} in octal: only the owner (root) reads the token, and the pod's fsGroup", kMode);
   o.volumes.push_back({.kind = VolumeKind::Secret, .name = "job-token", .source = t.secret, .mount_path = t.mount_dir,

@@ -23,8 +23,11 @@
 
 #include "driver/outputs.h"
 #include "emit/plan_json.h"
+#include "plan_format/launch.h"
 
 namespace avf::driver {
+
+namespace pf = plan_format;
 
 namespace {
 
@@ -100,15 +103,16 @@ auto NodeEnvironment(int64_t n, NodeShape shape, int port, const std::string& to
     llvm::StringRef var(*e);
     if (var.startswith("PET_") || var.startswith("RANK=") || var.startswith("WORLD_SIZE=") ||
         var.startswith("LOCAL_RANK=") || var.startswith("GROUP_RANK=") || var.startswith("LOCAL_WORLD_SIZE=") ||
-        var.startswith("MASTER_") || var.startswith("AVF_JOB_TOKEN") || var.startswith("AVF_SUPERVISOR_PID=")) {
+        var.startswith("MASTER_") || var.startswith(pf::kEnvJobToken) || var.startswith(pf::kEnvSupervisorPid)) {
       continue;
     }
     env.push_back(var.str());
   }
-  env.insert(env.end(), {fmt::format("PET_NODE_RANK={}", n), fmt::format("PET_NNODES={}", shape.nodes),
-                         fmt::format("PET_NPROC_PER_NODE={}", shape.ranks_per_node), "MASTER_ADDR=127.0.0.1",
-                         fmt::format("MASTER_PORT={}", port), "AVF_JOB_TOKEN=" + token,
-                         fmt::format("AVF_SUPERVISOR_PID={}", getpid())});
+  env.insert(env.end(), {fmt::format("{}={}", pf::kEnvNodeRank, n), fmt::format("{}={}", pf::kEnvNodes, shape.nodes),
+                         fmt::format("{}={}", pf::kEnvRanksPerNode, shape.ranks_per_node),
+                         fmt::format("{}=127.0.0.1", pf::kEnvMasterAddr), fmt::format("{}={}", pf::kEnvMasterPort, port),
+                         fmt::format("{}={}", pf::kEnvJobToken, token),
+                         fmt::format("{}={}", pf::kEnvSupervisorPid, getpid())});
   return env;
 }
 

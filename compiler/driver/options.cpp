@@ -9,6 +9,8 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "plan_format/launch.h"
+
 namespace avf::driver {
 
 namespace {
@@ -53,33 +55,14 @@ void AddCommonOptions(CLI::App& app, Options& o, Spellings& s) {
   app.add_flag("--template", o.template_workflow, "Write an Argo WorkflowTemplate instead of a Workflow");
 }
 
-// A number of seconds from lo to hi (CLI::Range lets `nan` through).
-auto Seconds(double lo, double hi) -> CLI::Validator {
-  return CLI::Validator(
-      [lo, hi](std::string& text) -> std::string {
-        char* end = nullptr;
-        double v = std::strtod(text.c_str(), &end);
-        if (text.empty() || *end != '\0' || !std::isfinite(v) || v < lo || v > hi) {
-          return fmt::format("`{}` is not a number of seconds from {} to {}", text, lo, hi);
-        }
-        return "";
-      },
-      "SECONDS");
+// Seconds and seeds are checked by the launch contract, the same in aviflowc
+// run and avf-run (CLI::Range lets `nan` through; CLI11 turns `-5` into 2^64 - 5).
+auto Seconds() -> CLI::Validator {
+  return CLI::Validator([](std::string& text) { return avf::plan_format::SecondsProblem(text); }, "SECONDS");
 }
 
-// A seed: digits only, at most 2^64 - 1 (CLI11 would turn `-5` into 2^64 - 5).
 auto Seed() -> CLI::Validator {
-  return CLI::Validator(
-      [](std::string& text) -> std::string {
-        uint64_t v = 0;
-        const char* end = text.data() + text.size();
-        auto [at, ec] = std::from_chars(text.data(), end, v);
-        if (text.empty() || ec != std::errc() || at != end) {
-          return "`" + text + "` is not a seed: a whole number from 0 to 18446744073709551615";
-        }
-        return "";
-      },
-      "N");
+  return CLI::Validator([](std::string& text) { return avf::plan_format::SeedProblem(text); }, "N");
 }
 
 // The avf-run options of `run --local`, each passed on when given.
@@ -87,9 +70,9 @@ void AddForwardedRunOptions(CLI::App& run, std::map<std::string, std::string>& g
   run.add_option("--seed", given["--seed"], "Seed of the parameter initialisation (default 1234)")->check(Seed());
   run.add_option("--peer-timeout", given["--peer-timeout"],
                  "Seconds a collective waits for a silent rank (default 60)")
-      ->check(Seconds(0.1, 86400));
+      ->check(Seconds());
   run.add_option("--join-timeout", given["--join-timeout"], "Seconds to wait for every rank to join (default 300)")
-      ->check(Seconds(0.1, 86400));
+      ->check(Seconds());
 }
 
 auto AddFileCommand(CLI::App& app, const char* name, const char* help) -> CLI::App* {

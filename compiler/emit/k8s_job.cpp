@@ -5,6 +5,7 @@
 
 #include "emit/k8s_pod.h"
 #include "emit/manifests.h"
+#include "plan_format/launch.h"
 
 namespace avf::emit {
 
@@ -66,11 +67,11 @@ void WritePyTorchJob(YamlWriter& y, const Deployment& d) {
 auto JobSetRankEnv(const Deployment& d) -> std::vector<EnvVar> {
   std::string master = fmt::format("{}-{}-0-0.{}", d.name, kReplicatedJob, d.name);
   return {
-      EnvVar::Literal("MASTER_ADDR", master),
-      EnvVar::Literal("MASTER_PORT", std::to_string(d.port)),
-      EnvVar::Literal("PET_NNODES", std::to_string(d.nodes)),
-      EnvVar::Literal("PET_NPROC_PER_NODE", std::to_string(d.procs_per_node)),
-      EnvVar::FromField("PET_NODE_RANK", "metadata.annotations['batch.kubernetes.io/job-completion-index']"),
+      EnvVar::Literal(plan_format::kEnvMasterAddr, master),
+      EnvVar::Literal(plan_format::kEnvMasterPort, std::to_string(d.port)),
+      EnvVar::Literal(plan_format::kEnvNodes, std::to_string(d.nodes)),
+      EnvVar::Literal(plan_format::kEnvRanksPerNode, std::to_string(d.procs_per_node)),
+      EnvVar::FromField(plan_format::kEnvNodeRank, "metadata.annotations['batch.kubernetes.io/job-completion-index']"),
   };
 }
 

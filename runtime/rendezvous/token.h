@@ -9,11 +9,13 @@
 
 #include <llvm/Support/Error.h>
 
+#include "plan_format/launch.h"
+
 namespace avf::rendezvous {
 
 // The variables TokenFromEnvironment reads by default.
-inline constexpr const char* kTokenFileEnv = "AVF_JOB_TOKEN_FILE";
-inline constexpr const char* kTokenEnv = "AVF_JOB_TOKEN";
+inline constexpr const char* kTokenFileEnv = plan_format::kEnvJobTokenFile;
+inline constexpr const char* kTokenEnv = plan_format::kEnvJobToken;
 // Shorter tokens are refused: a guessable token admits anyone on the network.
 inline constexpr size_t kMinTokenBytes = 16;
 

@@ -26,6 +26,7 @@
 #include "plan/identity.h"
 #include "plan/plan.h"
 #include "plan/sizes.h"
+#include "plan_format/launch.h"
 #include "rendezvous/store.h"
 #include "rendezvous/token.h"
 #include "run/launcher.h"
@@ -281,33 +282,14 @@ auto Run(const RunFlags& f, const std::vector<std::string>& args) -> int {
   return Finish(*plan, *result, identity->rank);
 }
 
-// A number of seconds from lo to hi (CLI::Range lets `nan` through).
-auto Seconds(double lo, double hi) -> CLI::Validator {
-  return CLI::Validator(
-      [lo, hi](std::string& text) -> std::string {
-        char* end = nullptr;
-        double v = std::strtod(text.c_str(), &end);
-        if (text.empty() || *end != '\0' || !std::isfinite(v) || v < lo || v > hi) {
-          return fmt::format("`{}` is not a number of seconds from {} to {}", text, lo, hi);
-        }
-        return "";
-      },
-      "SECONDS");
+// Seconds and seeds are checked by the launch contract, the same in aviflowc
+// run and avf-run (CLI::Range lets `nan` through; CLI11 turns `-5` into 2^64 - 5).
+auto Seconds() -> CLI::Validator {
+  return CLI::Validator([](std::string& text) { return avf::plan_format::SecondsProblem(text); }, "SECONDS");
 }
 
-// A seed: digits only (CLI11 would turn `-5` into 2^64 - 5).
 auto Seed() -> CLI::Validator {
-  return CLI::Validator(
-      [](std::string& text) -> std::string {
-        uint64_t v = 0;
-        const char* end = text.data() + text.size();
-        auto [at, ec] = std::from_chars(text.data(), end, v);
-        if (text.empty() || ec != std::errc() || at != end) {
-          return fmt::format("`{}` is not a seed: a whole number from 0 to {}", text, UINT64_MAX);
-        }
-        return "";
-      },
-      "N");
+  return CLI::Validator([](std::string& text) { return avf::plan_format::SeedProblem(text); }, "N");
 }
 
 void AddIdentityFlags(CLI::App& app, avf::runtime::IdentityFlags& id) {
@@ -337,9 +319,9 @@ auto main(int argc, char** argv) -> int {
   app.add_option("--max-steps", run.max_steps, "Stop after N steps (default: the plan's)")->check(CLI::NonNegativeNumber);
   app.add_option("--seed", run.seed, "Seed of the parameter initialisation (default 1234)")->check(Seed());
   app.add_option("--join-timeout", run.join_timeout_s, "Seconds to wait for every rank to join (default 300)")
-      ->check(Seconds(0.1, 86400.0));
+      ->check(Seconds());
   app.add_option("--peer-timeout", run.peer_timeout_s, "Seconds a collective waits for a silent peer (default 60)")
-      ->check(Seconds(0.1, 86400.0));
+      ->check(Seconds());
   AddIdentityFlags(app, run.identity);
   app.add_flag("--print-schedule", run.print_schedule, "Print every pipeline stage's schedule of the plan and exit");
   CLI::App* tokenize = app.add_subcommand("tokenize", "Make token shards from text files (a BPE trained on them)");

@@ -10,13 +10,14 @@
 #include <vector>
 
 #include "plan/identity.h"
+#include "plan_format/launch.h"
 
 namespace avf::run {
 
 // The variable that names a process's supervisor (aviflowc for a node
 // launcher, the launcher for a rank): when the supervisor dies, the process
 // gets SIGTERM and stops like on a stop signal.
-constexpr const char* kSupervisorVariable = "AVF_SUPERVISOR_PID";
+constexpr const char* kSupervisorVariable = plan_format::kEnvSupervisorPid;
 
 // Asks for SIGTERM at the death of the parent when kSupervisorVariable names
 // it; when the parent is already gone, stops with SIGTERM at once.

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "plan_format/launch.h"
 #include "plan_format/plan_format.h"
 #include "plan_format/rank_layout.h"
 
@@ -112,6 +113,26 @@ TEST(PlanFormat, KeyTableIsWellFormed) {
   EXPECT_TRUE(Nullable(Key::CheckpointKeep));
   EXPECT_FALSE(Nullable(Key::LayoutZero));
   EXPECT_TRUE(Optional(Key::GroupsEmbedding));
+}
+
+// The flags aviflowc run and avf-run both take, checked by one function each.
+TEST(LaunchFlags, SecondsAreFiniteAndInRange) {
+  EXPECT_EQ(SecondsProblem("60"), "");
+  EXPECT_EQ(SecondsProblem("0.1"), "");
+  EXPECT_EQ(SecondsProblem("86400"), "");
+  for (const char* bad : {"", "nan", "inf", "-1", "0", "86401", "5s", "1e9"}) {
+    EXPECT_NE(SecondsProblem(bad), "") << bad;
+  }
+  EXPECT_EQ(SecondsProblem("nan"), "`nan` is not a number of seconds from 0.1 to 86400");
+}
+
+TEST(LaunchFlags, SeedsAreUnsigned64BitNumbers) {
+  EXPECT_EQ(SeedProblem("0"), "");
+  EXPECT_EQ(SeedProblem("18446744073709551615"), "");
+  for (const char* bad : {"", "-5", "+5", "18446744073709551616", "1.5", "0x10", " 7"}) {
+    EXPECT_NE(SeedProblem(bad), "") << bad;
+  }
+  EXPECT_EQ(SeedProblem("-5"), "`-5` is not a seed: a whole number from 0 to 18446744073709551615");
 }
 
 }  // namespace
