@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages aviflowc needs to build and test. Idempotent: it
 # asks apt only for packages that are missing, so a second run does nothing.
+#   tools/install-deps.sh           install what is missing (as root; tools/setup.sh runs it)
+#   tools/install-deps.sh --check   install nothing; fail naming what is missing (tools/test.sh runs it)
 set -euo pipefail
 
 packages=(
@@ -17,6 +19,10 @@ for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
 
+if ((${#missing[@]})) && [ "${1:-}" = --check ]; then
+  echo "missing packages: ${missing[*]}; run tools/setup.sh (as root) to install them" >&2
+  exit 2
+fi
 if ((${#missing[@]})); then
   if [ "$(id -u)" -ne 0 ]; then
     echo "install-deps: missing packages: ${missing[*]}; run this script as root" >&2

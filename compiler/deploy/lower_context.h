@@ -23,9 +23,9 @@ struct LowerContext {
   // Reports a diagnostic, once: jobs that share a cluster, a storage tier or
   // a dataset hear about its problems once (the same code, place and
   // message), and a job whose error was already reported still fails.
-  template <typename... Args>
-  auto Report(diag::DiagId id, llvm::SMRange at, const Args&... args) -> diag::DiagnosticBuilder {
-    std::string message = fmt::format(fmt::runtime(diag::Info(id).format), args...);
+  template <diag::DiagIndex I, typename... Args>
+  auto Report(diag::DiagTag<I> id, llvm::SMRange at, const Args&... args) -> diag::DiagnosticBuilder {
+    std::string message = diag::FormatMessage(id, args...);
     for (const diag::Diagnostic& d : diags.diagnostics()) {
       if (d.id != id || d.loc != at.Start || d.message != message) continue;
       if (d.severity == diag::Severity::Error) repeated_error = true;

@@ -16,7 +16,7 @@ constexpr DiagInfo kInfos[] = {
 constexpr size_t kNoDiagnostic = std::numeric_limits<size_t>::max();
 }  // namespace
 
-auto Info(DiagId id) -> const DiagInfo& { return kInfos[static_cast<size_t>(id)]; }
+auto Info(DiagId id) -> const DiagInfo& { return kInfos[static_cast<size_t>(id.index())]; }
 
 auto AllDiagInfos() -> std::vector<DiagInfo> { return {std::begin(kInfos), std::end(kInfos)}; }
 

@@ -15,11 +15,51 @@
 
 namespace avf::diag {
 
-enum class DiagId : uint16_t {
+enum class DiagIndex : uint16_t {
 #define DIAG(Name, Code, Kind, Format) Name,
 #include "diag/diagnostic_kinds.def"
 #undef DIAG
 };
+
+inline constexpr std::string_view kDiagFormats[] = {
+#define DIAG(Name, Code, Kind, Format) Format,
+#include "diag/diagnostic_kinds.def"
+#undef DIAG
+};
+
+class DiagId;
+
+// The type of `DiagId::Name`: one type per diagnostic, so that Report() knows
+// the format at compile time and checks the arguments against it (a wrong
+// count or type is a build error, not a run-time exception).
+template <DiagIndex I>
+struct DiagTag {
+  static constexpr std::string_view kFormat = kDiagFormats[static_cast<size_t>(I)];
+  constexpr operator DiagId() const;
+};
+
+// A diagnostic's identity at run time (stored in Diagnostic, compared);
+// `DiagId::Name` converts to it.
+class DiagId {
+ public:
+  constexpr explicit DiagId(DiagIndex index) : index_(index) {}
+  constexpr auto index() const -> DiagIndex { return index_; }
+  // Spelled out, not defaulted: render_json.cpp includes this as C++17 under clang.
+  friend constexpr auto operator==(DiagId a, DiagId b) -> bool { return a.index_ == b.index_; }
+  friend constexpr auto operator!=(DiagId a, DiagId b) -> bool { return !(a == b); }
+
+#define DIAG(Name, Code, Kind, Format) static constexpr DiagTag<DiagIndex::Name> Name{};
+#include "diag/diagnostic_kinds.def"
+#undef DIAG
+
+ private:
+  DiagIndex index_;
+};
+
+template <DiagIndex I>
+constexpr DiagTag<I>::operator DiagId() const {
+  return DiagId(I);
+}
 
 // IoError renders like Error but makes the exit status 2 (docs/cli.md, Exit status).
 enum class Kind : uint8_t { Error, Warning, IoError };
@@ -71,6 +111,27 @@ auto ShortText(std::string_view text, size_t max = 40) -> std::string;
 // when none is close (at most max(2, a third of the word) edits).
 auto ClosestMatch(std::string_view word, const std::vector<std::string>& candidates) -> std::string;
 
+// Text arguments of a message longer than this are cut short (ShortText).
+inline constexpr size_t kMaxArgumentBytes = 160;
+
+template <typename T>
+auto ClipArgument(const T& arg) {
+  if constexpr (std::is_convertible_v<const T&, std::string_view>) {
+    return ShortText(std::string_view(arg), kMaxArgumentBytes);
+  } else {
+    return arg;
+  }
+}
+
+// The message of diagnostic `id` with `args` (text arguments clipped). The
+// format string is checked against the arguments' count and types when this
+// is compiled.
+template <DiagIndex I, typename... Args>
+auto FormatMessage(DiagTag<I>, const Args&... args) -> std::string {
+  using Checked = fmt::format_string<decltype(ClipArgument(args))...>;
+  return fmt::format(Checked(DiagTag<I>::kFormat), ClipArgument(args)...);
+}
+
 class DiagnosticEngine;
 
 // Attaches ranges, notes, help and fix-its to the diagnostic just reported.
@@ -97,12 +158,11 @@ class DiagnosticEngine {
  public:
   static constexpr size_t kDefaultErrorLimit = 50;
 
-  // Text arguments longer than kMaxArgumentBytes are cut short.
-  template <typename... Args>
-  auto Report(DiagId id, llvm::SMRange range, const Args&... args) -> DiagnosticBuilder {
-    const DiagInfo& info = Info(id);
-    std::string message = fmt::format(fmt::runtime(info.format), Clipped(args)...);
-    return Add(id, range, std::move(message));
+  // Text arguments longer than kMaxArgumentBytes are cut short. `id` is
+  // `DiagId::Name`: the arguments are checked against its format at compile time.
+  template <DiagIndex I, typename... Args>
+  auto Report(DiagTag<I> id, llvm::SMRange range, const Args&... args) -> DiagnosticBuilder {
+    return Add(id, range, FormatMessage(id, args...));
   }
 
   auto diagnostics() const -> const std::vector<Diagnostic>& { return diagnostics_; }
@@ -118,16 +178,6 @@ class DiagnosticEngine {
   auto suppressed_count() const -> size_t { return suppressed_; }
 
  private:
-  static constexpr size_t kMaxArgumentBytes = 160;
-  template <typename T>
-  static auto Clipped(const T& arg) {
-    if constexpr (std::is_convertible_v<const T&, std::string_view>) {
-      return ShortText(std::string_view(arg), kMaxArgumentBytes);
-    } else {
-      return arg;
-    }
-  }
-
   friend class DiagnosticBuilder;
   auto Add(DiagId id, llvm::SMRange range, std::string message) -> DiagnosticBuilder;
 

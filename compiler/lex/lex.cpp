@@ -370,8 +370,11 @@ class Lexer {
       Escape e = ReadEscape(body, i);
       if (e.error) {
         uint32_t begin = t.begin + 1 + static_cast<uint32_t>(i);
-        auto b = diags_.Report(*e.error, {out_.Loc(begin), out_.Loc(begin + e.length)}, e.detail);
-        if (*e.error == diag::DiagId::InvalidEscape) b.Help("the escapes are `\\\"` `\\\\` `\\n` `\\t` `\\u{...}`");
+        llvm::SMRange at(out_.Loc(begin), out_.Loc(begin + e.length));
+        bool plain = *e.error == diag::DiagId::InvalidEscape;
+        auto b = plain ? diags_.Report(diag::DiagId::InvalidEscape, at, e.detail)
+                       : diags_.Report(diag::DiagId::InvalidUnicodeEscape, at, e.detail);
+        if (plain) b.Help("the escapes are `\\\"` `\\\\` `\\n` `\\t` `\\u{...}`");
         Error(b);
       }
       i += e.code_point ? e.length - 1 : 1;

@@ -169,7 +169,8 @@ auto Evaluator::EvalMember(const ast::MemberExpr& e) -> Value {
       if (!fv) {
         std::string owner = fmt::format("the `{}` record", current.record->schema->name);
         bool known = current.record->schema->Find(member.text) != nullptr;
-        diags_.Report(known ? DiagId::MemberNotSet : DiagId::UnknownMember, member.range, owner, member.text);
+        if (known) diags_.Report(DiagId::MemberNotSet, member.range, owner, member.text);
+        else diags_.Report(DiagId::UnknownMember, member.range, owner, member.text);
         return Value::Error();
       }
       current = fv->value;

@@ -69,8 +69,8 @@ auto CheckPlanText(llvm::StringRef text, llvm::StringRef name) -> llvm::Expected
   llvm::Expected<llvm::json::Value> root = llvm::json::parse(text);  // ParsePlan accepted it
   if (!root) return root.takeError();
   CheckObject(*root, Key::Root, "", p);
-  if (llvm::Error e = p.TakeError()) return std::move(e);
-  if (llvm::Error e = CheckPredicted(*plan, name)) return std::move(e);
+  if (llvm::Error e = p.TakeError()) return e;
+  if (llvm::Error e = CheckPredicted(*plan, name)) return e;
   return plan;
 }
 

@@ -63,6 +63,12 @@ auto FileBytes(int64_t params, int64_t moments, uint64_t& bytes) -> bool {
          !__builtin_add_overflow(bytes, kHeaderBytes, &bytes);
 }
 
+// An empty vector's data() may be null, which memcpy must not get even for 0
+// bytes (a rank without moments).
+void CopyFloats(std::vector<float>& to, const uint8_t* from) {
+  if (!to.empty()) std::memcpy(to.data(), from, 4 * to.size());
+}
+
 auto StepOf(llvm::StringRef name) -> std::optional<int64_t> {
   if (!name.consume_front("step_") || name.empty()) return std::nullopt;
   int64_t step = 0;
@@ -132,16 +138,23 @@ auto LatestCommitted(const std::string& root) -> llvm::Expected<std::optional<in
 auto LoadRank(const std::string& root, int64_t step, int32_t rank, int32_t world, int64_t params, int64_t moments)
     -> llvm::Expected<RankState> {
   std::string path = RankFile(root, step, rank);
-  uint64_t expected = 0;
-  if (!FileBytes(params, moments, expected)) {
-    return Fail(fmt::format("{}: no checkpoint holds {} parameters and {} optimizer moments", path, params, moments));
-  }
   llvm::Expected<io::RegularFile> file = io::RegularFile::Open(path);
   if (!file) return Fail(fmt::format("{}: cannot read the checkpoint: {}", path, llvm::toString(file.takeError())));
   auto buffer = llvm::MemoryBuffer::getOpenFile(file->fd(), path, file->size(), /*RequiresNullTerminator=*/false);
   if (!buffer) return Fail(fmt::format("{}: cannot read the checkpoint: {}", path, buffer.getError().message()));
-  const auto* p = reinterpret_cast<const uint8_t*>((*buffer)->getBufferStart());
-  size_t size = (*buffer)->getBufferSize();
+  llvm::ArrayRef<uint8_t> bytes(reinterpret_cast<const uint8_t*>((*buffer)->getBufferStart()),
+                                (*buffer)->getBufferSize());
+  return ParseRank(bytes, path, rank, world, params, moments);
+}
+
+auto ParseRank(llvm::ArrayRef<uint8_t> bytes, const std::string& path, int32_t rank, int32_t world, int64_t params,
+               int64_t moments) -> llvm::Expected<RankState> {
+  uint64_t expected = 0;
+  if (!FileBytes(params, moments, expected)) {
+    return Fail(fmt::format("{}: no checkpoint holds {} parameters and {} optimizer moments", path, params, moments));
+  }
+  const uint8_t* p = bytes.data();
+  size_t size = bytes.size();
   if (size < kHeaderBytes || Get(p, 4) != kMagic) return Fail(path + ": not an aviflow checkpoint");
   uint64_t version = Get(p + 4, 4);
   if (version != 1 && version != kVersion) {
@@ -152,7 +165,11 @@ auto LoadRank(const std::string& root, int64_t step, int32_t rank, int32_t world
                             "the reshardable format", path, Get(p + 12, 4), Get(p + 8, 4), rank, world));
   }
   uint64_t count = Get(p + 40, 8), moment_count = version == 1 ? count : Get(p + 52, 8);
-  if (count != static_cast<uint64_t>(params) || moment_count != static_cast<uint64_t>(moments) || size != expected) {
+  // The counts are checked against the bytes present before any arithmetic on them.
+  uint64_t payload_bytes = size - kHeaderBytes;
+  bool fits = count <= payload_bytes / 4 && moment_count <= payload_bytes / 8;
+  if (!fits || count != static_cast<uint64_t>(params) || moment_count != static_cast<uint64_t>(moments) ||
+      size != expected) {
     return Fail(fmt::format("{}: holds {} parameters and {} optimizer moments in {} bytes; this rank has {} and {} "
                             "(expected {} bytes)",
                             path, count, moment_count, size, params, moments, expected));
@@ -164,9 +181,9 @@ auto LoadRank(const std::string& root, int64_t step, int32_t rank, int32_t world
   s.data_position = static_cast<int64_t>(Get(p + 24, 8));
   s.data_epoch = static_cast<int64_t>(Get(p + 32, 8));
   s.params.resize(count), s.m.resize(moment_count), s.v.resize(moment_count);
-  std::memcpy(s.params.data(), payload.data(), 4 * count);
-  std::memcpy(s.m.data(), payload.data() + 4 * count, 4 * moment_count);
-  std::memcpy(s.v.data(), payload.data() + 4 * (count + moment_count), 4 * moment_count);
+  CopyFloats(s.params, payload.data());
+  CopyFloats(s.m, payload.data() + 4 * count);
+  CopyFloats(s.v, payload.data() + 4 * (count + moment_count));
   return s;
 }
 

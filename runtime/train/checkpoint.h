@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include <llvm/ADT/ArrayRef.h>
 #include <llvm/Support/Error.h>
 
 namespace avf::train {
@@ -34,6 +35,10 @@ auto LatestCommitted(const std::string& root) -> llvm::Expected<std::optional<in
 // Reads and checks a rank's file: magic, version, world size, rank, sizes, CRC.
 auto LoadRank(const std::string& root, int64_t step, int32_t rank, int32_t world, int64_t params, int64_t moments)
     -> llvm::Expected<RankState>;
+// The checks and decoding of LoadRank on the file's bytes; `path` names the
+// file in messages.
+auto ParseRank(llvm::ArrayRef<uint8_t> bytes, const std::string& path, int32_t rank, int32_t world, int64_t params,
+               int64_t moments) -> llvm::Expected<RankState>;
 // Deletes all but the newest `keep` committed checkpoints (and uncommitted
 // ones older than the newest committed: a run that crashed mid-save).
 auto Prune(const std::string& root, int64_t keep) -> llvm::Error;

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Writes the fuzz targets' seed corpora with the project's own writers:
+#   test/fuzz/corpus/plan_reader/   plan.json that aviflowc writes for two jobs (`emit plan`)
+#   test/fuzz/corpus/{rendezvous,shard_header,checkpoint}/   avf_fuzz_write_seeds
+# Usage:
+#   tools/fuzz_seeds.sh BUILD_DIR           refresh test/fuzz/corpus/
+#   tools/fuzz_seeds.sh --check BUILD_DIR   fail when a committed seed is not what
+#                                           the writers write now (ctest fuzz/seeds)
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+check=0
+if [ "${1:-}" = --check ]; then check=1; shift; fi
+build="$(cd "${1:?usage: tools/fuzz_seeds.sh [--check] BUILD_DIR}" && pwd)"
+out="$(mktemp -d)"
+trap 'rm -rf "$out"' EXIT
+
+"$build/bin/avf_fuzz_write_seeds" "$out"
+mkdir -p "$out/plan_reader"
+for job in "$root/examples/gpt2_tiny_local.avf" "$root/test/unit/Inputs/runplan/gpt2_tiny_tied_pp.avf"; do
+  name="$(basename "$job" .avf)"
+  "$build/bin/aviflowc" emit plan "$job" > "$out/plan_reader/$name.json" 2>/dev/null
+done
+
+corpus="$root/test/fuzz/corpus"
+if [ "$check" = 1 ]; then
+  if ! diff -r "$out" "$corpus" >/dev/null; then
+    diff -rq "$out" "$corpus" >&2 || true
+    echo "fuzz_seeds: the committed seeds in test/fuzz/corpus differ from what the writers write now;" \
+         "run tools/fuzz_seeds.sh $build" >&2
+    exit 1
+  fi
+  echo "fuzz_seeds: test/fuzz/corpus matches the writers"
+else
+  rm -rf "$corpus"
+  cp -r "$out" "$corpus"
+  echo "fuzz_seeds: wrote $(find "$corpus" -type f | wc -l) seeds to test/fuzz/corpus"
+fi
