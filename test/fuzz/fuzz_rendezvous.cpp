@@ -11,6 +11,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -39,13 +42,32 @@ auto Server() -> avf::rendezvous::StoreServer& {
   return *server;
 }
 
+// libFuzzer's -timeout alarm interrupts system calls: each one below resumes
+// after EINTR.
+auto PollFor(int fd, short events, int timeout_ms) -> bool {
+  pollfd p{.fd = fd, .events = events, .revents = 0};
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    int r = ::poll(&p, 1, static_cast<int>(std::max<int64_t>(0, left.count())));
+    if (r == 1) return true;
+    if (r == 0 || errno != EINTR) return false;
+  }
+}
+
 auto Connect(uint16_t port) -> int {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(port);
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+  bool ok = fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  if (!ok && fd >= 0 && errno == EINTR && PollFor(fd, POLLOUT, kCloseWithinMs)) {
+    int err = 0;
+    socklen_t len = sizeof err;
+    ok = ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0;
+  }
+  if (!ok) {
     std::perror("fuzz_rendezvous: connect");
     std::abort();
   }
@@ -55,10 +77,9 @@ auto Connect(uint16_t port) -> int {
 // Reads and drops replies until the store closes the connection.
 auto DrainUntilClosed(int fd) -> bool {
   char buf[4096];
-  pollfd p{.fd = fd, .events = POLLIN, .revents = 0};
-  while (::poll(&p, 1, kCloseWithinMs) == 1) {
+  while (PollFor(fd, POLLIN, kCloseWithinMs)) {
     ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n <= 0) return true;
+    if (n == 0 || (n < 0 && errno != EINTR)) return true;
   }
   return false;
 }
@@ -70,6 +91,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // The store may close early (a bad hello); what it did not read is dropped.
   for (size_t sent = 0; sent < size;) {
     ssize_t n = ::send(fd, data + sent, size - sent, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     sent += static_cast<size_t>(n);
   }
