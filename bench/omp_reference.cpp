@@ -16,8 +16,8 @@ namespace avf::bench {
 
 namespace {
 
-constexpr int64_t kTile = 8;                        // llm.c's LOOP_UNROLL
-constexpr float kGeluScale = 0.7978845608028654f;   // sqrt(2 / pi)
+constexpr int64_t kTile = 8;                       // llm.c's LOOP_UNROLL
+constexpr float kGeluScale = 0.7978845608028654f;  // sqrt(2 / pi)
 
 // ---- encoder (serial, as in llm.c) ----
 
@@ -127,7 +127,8 @@ void MatmulForward(float* out, const float* in, const float* weight, const float
     for (int64_t o = 0; o < oc; ++o) {
       const float* w = weight + o * c;
       if (rows == kTile) DotTile(r, in + r0 * c, c, w);
-      else for (int64_t k = 0; k < rows; ++k) r[k] = Dot(in + (r0 + k) * c, w, c);
+      else
+        for (int64_t k = 0; k < rows; ++k) r[k] = Dot(in + (r0 + k) * c, w, c);
       float b = bias ? bias[o] : 0.0f;
       for (int64_t k = 0; k < rows; ++k) out[(r0 + k) * oc + o] = r[k] + b;
     }
@@ -176,8 +177,8 @@ void MatmulBackwardWeight(float* dweight, float* dbias, const float* dout, const
   }
 }
 
-void MatmulBackward(float* din, float* dweight, float* dbias, const float* dout, const float* in,
-                    const float* weight, int64_t n, int64_t c, int64_t oc) {
+void MatmulBackward(float* din, float* dweight, float* dbias, const float* dout, const float* in, const float* weight,
+                    int64_t n, int64_t c, int64_t oc) {
   MatmulBackwardInput(din, dout, weight, n, c, oc);
   MatmulBackwardWeight(dweight, dbias, dout, in, n, c, oc);
 }
@@ -352,16 +353,15 @@ void OmpGpt2::BlockForward(const float* params, int64_t l, const float* in, Bloc
   AttentionForward(a.atty.data(), a.att.data(), a.qkv.data(), Heads{batch_, seq_, C, config_.heads});
   MatmulForward(tmp.data(), a.atty.data(), params + p.proj_w, params + p.proj_b, n, C, C);
   ResidualForward(a.x2.data(), in, tmp.data(), n * C);
-  LayerNormForward(a.ln2.data(), a.mean2.data(), a.rstd2.data(), a.x2.data(), params + p.ln2_w, params + p.ln2_b,
-                   n, C);
+  LayerNormForward(a.ln2.data(), a.mean2.data(), a.rstd2.data(), a.x2.data(), params + p.ln2_w, params + p.ln2_b, n, C);
   MatmulForward(a.fch.data(), a.ln2.data(), params + p.fc_w, params + p.fc_b, n, C, F);
   GeluForward(a.fch_gelu.data(), a.fch.data(), n * F);
   MatmulForward(tmp.data(), a.fch_gelu.data(), params + p.fcproj_w, params + p.fcproj_b, n, F, C);
   ResidualForward(a.out.data(), a.x2.data(), tmp.data(), n * C);
 }
 
-auto OmpGpt2::Forward(const float* params, const uint32_t* tokens, const uint32_t* targets, int64_t batch,
-                      int64_t seq) -> double {
+auto OmpGpt2::Forward(const float* params, const uint32_t* tokens, const uint32_t* targets, int64_t batch, int64_t seq)
+    -> double {
   batch_ = batch;
   seq_ = seq;
   int64_t n = batch * seq, C = config_.hidden, V = config_.vocab;
@@ -376,8 +376,8 @@ auto OmpGpt2::Forward(const float* params, const uint32_t* tokens, const uint32_
     x = blocks_[static_cast<size_t>(l)].out.data();
   }
   Size(lnf_, n * C), Size(lnf_mean_, n), Size(lnf_rstd_, n), Size(probs_, n * V), Size(losses_, n);
-  LayerNormForward(lnf_.data(), lnf_mean_.data(), lnf_rstd_.data(), x, params + layout_.lnf_w,
-                   params + layout_.lnf_b, n, C);
+  LayerNormForward(lnf_.data(), lnf_mean_.data(), lnf_rstd_.data(), x, params + layout_.lnf_w, params + layout_.lnf_b,
+                   n, C);
   MatmulForward(probs_.data(), lnf_.data(), params + layout_.wte, nullptr, n, C, V);  // tied LM head
   SoftmaxForward(probs_.data(), n, V);
   CrossEntropyForward(losses_.data(), probs_.data(), targets, n, V);
@@ -386,8 +386,7 @@ auto OmpGpt2::Forward(const float* params, const uint32_t* tokens, const uint32_
   return sum / static_cast<double>(n);
 }
 
-void OmpGpt2::BlockBackward(const float* params, int64_t l, const float* in, Block& a, const float* dout,
-                            float* din) {
+void OmpGpt2::BlockBackward(const float* params, int64_t l, const float* in, Block& a, const float* dout, float* din) {
   const model::BlockParams& p = layout_.blocks[static_cast<size_t>(l)];
   int64_t n = batch_ * seq_, C = config_.hidden, F = config_.ffn;
   float* g = grads_.data();
@@ -399,15 +398,14 @@ void OmpGpt2::BlockBackward(const float* params, int64_t l, const float* in, Blo
                  params + p.fcproj_w, n, F, C);
   GeluBackward(dfch.data(), a.fch.data(), dfch_gelu.data(), n * F);
   MatmulBackward(dln2.data(), g + p.fc_w, g + p.fc_b, dfch.data(), a.ln2.data(), params + p.fc_w, n, C, F);
-  LayerNormBackward(dx2.data(), g + p.ln2_w, g + p.ln2_b, dln2.data(), a.x2.data(), params + p.ln2_w,
-                    a.mean2.data(), a.rstd2.data(), n, C);
+  LayerNormBackward(dx2.data(), g + p.ln2_w, g + p.ln2_b, dln2.data(), a.x2.data(), params + p.ln2_w, a.mean2.data(),
+                    a.rstd2.data(), n, C);
   ResidualBackward(din, dattproj.data(), dx2.data(), n * C);
-  MatmulBackward(datty.data(), g + p.proj_w, g + p.proj_b, dattproj.data(), a.atty.data(), params + p.proj_w, n, C,
-                 C);
+  MatmulBackward(datty.data(), g + p.proj_w, g + p.proj_b, dattproj.data(), a.atty.data(), params + p.proj_w, n, C, C);
   AttentionBackward(dqkv.data(), datty.data(), a.qkv.data(), a.att.data(), Heads{batch_, seq_, C, config_.heads});
   MatmulBackward(dln1.data(), g + p.qkv_w, g + p.qkv_b, dqkv.data(), a.ln1.data(), params + p.qkv_w, n, C, 3 * C);
-  LayerNormBackward(din, g + p.ln1_w, g + p.ln1_b, dln1.data(), in, params + p.ln1_w, a.mean1.data(),
-                    a.rstd1.data(), n, C);
+  LayerNormBackward(din, g + p.ln1_w, g + p.ln1_b, dln1.data(), in, params + p.ln1_w, a.mean1.data(), a.rstd1.data(), n,
+                    C);
 }
 
 // One Backward per Forward: it turns the kept probabilities into dlogits in place.

@@ -169,10 +169,11 @@ auto RunScenario(const Scenario& s, int runs, bool& target_met) -> bool {
   fmt::print("  prediction:    {:.3f} s per step, MFU {:.1f}%, {:.0f} TFLOP/s per GPU, {:.1f} GB per GPU ({})\n",
              pr.step_time, 100 * pr.mfu, pr.tflops_per_gpu, pr.memory.total() / 1e9,
              c.binding.empty() ? "-" : c.binding);
-  fmt::print("  time:          compute {:.3f} + tensor {:.3f} + pipeline {:.3f} + bubble {:.3f} + data {:.3f} + "
-             "optimizer {:.3f} s\n",
-             pr.time.compute, pr.time.tensor_comm, pr.time.pipeline_comm, pr.time.bubble, pr.time.data_comm,
-             pr.time.optimizer);
+  fmt::print(
+      "  time:          compute {:.3f} + tensor {:.3f} + pipeline {:.3f} + bubble {:.3f} + data {:.3f} + "
+      "optimizer {:.3f} s\n",
+      pr.time.compute, pr.time.tensor_comm, pr.time.pipeline_comm, pr.time.bubble, pr.time.data_comm,
+      pr.time.optimizer);
   fmt::print("  data ring:     {} ranks over {} nodes, {} leaves\n", c.layout.data, pr.data_span.nodes,
              pr.data_span.leaves);
   fmt::print("  PlanJob wall:  min {}, median {} over {} run{}\n", Ms(t.min), Ms(t.median), runs, runs == 1 ? "" : "s");
@@ -204,9 +205,10 @@ auto main(int argc, char** argv) -> int {
       return 2;
     }
   }
-  fmt::print("plan_bench: PlanJob (alternatives 5, no tables), every parallel field auto, HGX H100 x 2048 nodes,\n"
-             "fat tree 32 nodes per leaf, 2:1 oversubscribed; single thread, {} run{} per scenario\n\n",
-             runs, runs == 1 ? "" : "s");
+  fmt::print(
+      "plan_bench: PlanJob (alternatives 5, no tables), every parallel field auto, HGX H100 x 2048 nodes,\n"
+      "fat tree 32 nodes per leaf, 2:1 oversubscribed; single thread, {} run{} per scenario\n\n",
+      runs, runs == 1 ? "" : "s");
   bool ok = true, target_met = false;
   for (const Scenario& s : Scenarios()) ok = RunScenario(s, runs, target_met) && ok;
   fmt::print("70B target (< 1 s): {}\n", target_met ? "met" : "NOT met");

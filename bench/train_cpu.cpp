@@ -36,7 +36,8 @@ auto Seconds(Clock::time_point since) -> double { return std::chrono::duration<d
 
 // FLOP/s of one sgemm shape, the best of a few runs.
 auto GemmRate(int m, int n, int k, bool tb, int runs) -> double {
-  std::vector<float> a(static_cast<size_t>(m) * k, 0.5f), b(static_cast<size_t>(k) * n, 0.25f), c(static_cast<size_t>(m) * n);
+  std::vector<float> a(static_cast<size_t>(m) * k, 0.5f), b(static_cast<size_t>(k) * n, 0.25f),
+      c(static_cast<size_t>(m) * n);
   double best = 1e30;
   for (int r = 0; r < runs; ++r) {
     Clock::time_point t = Clock::now();
@@ -109,15 +110,17 @@ struct Best {
 };
 
 void Report(const Best& b, int steps, int64_t n, double flops_per_token) {
-  std::printf("ours (runtime kernels; OpenBLAS %s, %d threads; OpenMP %d threads): best of %d steps %.3f s, %.0f "
-              "tokens/s, %.2f GFLOP/s model\n",
-              openblas_get_corename(), openblas_get_num_threads(), avf::bench::OmpGpt2::Threads(), steps, b.ours,
-              n / b.ours, flops_per_token * n / b.ours / 1e9);
+  std::printf(
+      "ours (runtime kernels; OpenBLAS %s, %d threads; OpenMP %d threads): best of %d steps %.3f s, %.0f "
+      "tokens/s, %.2f GFLOP/s model\n",
+      openblas_get_corename(), openblas_get_num_threads(), avf::bench::OmpGpt2::Threads(), steps, b.ours, n / b.ours,
+      flops_per_token * n / b.ours / 1e9);
   std::printf("  time in BLAS GEMMs: %.1f%% of the step, at %.2f GFLOP/s\n", 100 * b.gemm_seconds / b.ours,
               b.gemm_flops / b.gemm_seconds / 1e9);
-  std::printf("reference (bench/omp_reference.cpp, %d OpenMP threads): best of %d steps %.3f s, %.0f tokens/s, "
-              "%.2f GFLOP/s model\n",
-              avf::bench::OmpGpt2::Threads(), steps, b.ref, n / b.ref, flops_per_token * n / b.ref / 1e9);
+  std::printf(
+      "reference (bench/omp_reference.cpp, %d OpenMP threads): best of %d steps %.3f s, %.0f tokens/s, "
+      "%.2f GFLOP/s model\n",
+      avf::bench::OmpGpt2::Threads(), steps, b.ref, n / b.ref, flops_per_token * n / b.ref / 1e9);
   std::printf("ours / reference: %.2fx the tokens/s\n", b.ref / b.ours);
   std::printf("  every step, ours / reference (s):");
   for (size_t i = 0; i < b.ours_steps.size(); ++i) std::printf(" %.2f / %.2f", b.ours_steps[i], b.ref_steps[i]);
@@ -162,7 +165,8 @@ int main(int argc, char** argv) {
   const float* params = model.parameters().data();
   int64_t n = static_cast<int64_t>(args.batch) * seq;
   std::vector<uint32_t> tokens(n), targets(n);
-  for (int64_t i = 0; i < n; ++i) tokens[i] = static_cast<uint32_t>(i * 7 % vocab), targets[i] = static_cast<uint32_t>(i * 11 % vocab);
+  for (int64_t i = 0; i < n; ++i)
+    tokens[i] = static_cast<uint32_t>(i * 7 % vocab), targets[i] = static_cast<uint32_t>(i * 11 % vocab);
   // Model FLOPs of a training step: 6 per parameter per token, plus attention (12 x layers x T x C per token).
   double flops_per_token = 6.0 * model.layout().total + 12.0 * c.layers * seq * hidden;
   std::printf("GPT-2 124M-shaped: %d layers, hidden %d, vocabulary %d, batch %d x seq %d (%lld parameters)\n",

@@ -75,9 +75,10 @@ auto AdamWUpdate(float* params, const float* grads, float* m, float* v, const ui
                  const optim::OptimizerConfig& config, int64_t step, double grad_norm, cudaStream_t stream)
     -> cudaError_t {
   optim::UpdateScalars s = optim::ScalarsOf(config, step, grad_norm);
-  AdamWArgs a{s.lr, s.clip, s.bias_correction1, s.bias_correction2, config.beta1, config.beta2, config.eps,
-              config.weight_decay};
-  return Run(n, [&](unsigned blocks) { adamw_kernel<<<blocks, kBlock, 0, stream>>>(params, grads, m, v, decay, n, a); });
+  AdamWArgs a{s.lr,         s.clip,       s.bias_correction1, s.bias_correction2,
+              config.beta1, config.beta2, config.eps,         config.weight_decay};
+  return Run(n,
+             [&](unsigned blocks) { adamw_kernel<<<blocks, kBlock, 0, stream>>>(params, grads, m, v, decay, n, a); });
 }
 
 }  // namespace avf::kernels

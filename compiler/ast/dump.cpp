@@ -125,8 +125,6 @@ class AstDumper {
 
 }  // namespace
 
-void DumpAst(const llvm::SourceMgr& sm, const File& file, llvm::raw_ostream& os) {
-  AstDumper(sm, os).File(file);
-}
+void DumpAst(const llvm::SourceMgr& sm, const File& file, llvm::raw_ostream& os) { AstDumper(sm, os).File(file); }
 
 }  // namespace avf::ast

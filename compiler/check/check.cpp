@@ -20,8 +20,9 @@ auto GpusPerNode(const JobSpec& s) -> int64_t { return std::max<int64_t>(s.hardw
 void CheckCapacity(const JobSpec& s, DiagnosticEngine& diags) {
   int64_t have = s.hardware.nodes * s.hardware.gpus_per_node;
   if (s.workload.gpus <= have) return;
-  diags.Report(DiagId::NotEnoughGpus, s.at.gpus, s.name, s.workload.gpus, s.cluster_name, have, s.hardware.nodes,
-               s.hardware.gpus_per_node)
+  diags
+      .Report(DiagId::NotEnoughGpus, s.at.gpus, s.name, s.workload.gpus, s.cluster_name, have, s.hardware.nodes,
+              s.hardware.gpus_per_node)
       .Note(s.at.nodes, fmt::format("cluster `{}` has {} nodes", s.cluster_name, s.hardware.nodes))
       .Help(fmt::format("use at most `gpus = {}`, or give the cluster `nodes = {}`", have,
                         (s.workload.gpus + GpusPerNode(s) - 1) / GpusPerNode(s)));
@@ -36,7 +37,8 @@ void CheckTensor(const JobSpec& s, DiagnosticEngine& diags) {
     diags.Report(DiagId::TensorExceedsNode, t.range, tensor, per_node, s.node_name)
         .Note(s.at.node_decl, "node type declared here")
         .Help(fmt::format("tensor parallelism must stay inside one node's NVLink domain; use `tensor = {}` and "
-                          "pipeline parallelism across nodes", per_node));
+                          "pipeline parallelism across nodes",
+                          per_node));
   } else if (per_node % tensor != 0) {
     std::string divisors;
     for (int64_t d = 1; d <= per_node; ++d) {
@@ -128,8 +130,8 @@ void CheckBatch(const JobSpec& s, DiagnosticEngine& diags) {
   bool interleaved = p.schedule.value && *p.schedule.value == cost::Schedule::Interleaved;
   if (interleaved && p.pipeline.value && micro_batches % *p.pipeline.value != 0) {
     diags.Report(DiagId::InterleavedMicroBatches, p.schedule.range, micro_batches, *p.pipeline.value)
-        .Note(s.at.batch, fmt::format("{} sequences / ({} x {}) = {} micro-batches", batch, *data,
-                                      *p.micro_batch.value, micro_batches));
+        .Note(s.at.batch, fmt::format("{} sequences / ({} x {}) = {} micro-batches", batch, *data, *p.micro_batch.value,
+                                      micro_batches));
   }
 }
 

@@ -31,9 +31,9 @@ void CheckHotTier(const JobSpec& s, diag::DiagnosticEngine& diags) {
   double need = static_cast<double>(ds.tokens) * ds.token_bytes;
   if (!hot.capacity || need <= *hot.capacity) return;
   diags.Report(DiagId::HotTierTooSmall, s.at.stage_to, ds.name, BytesText(need), hot.storage, BytesText(*hot.capacity))
-      .Note(s.at.dataset_tokens, fmt::format("{} tokens x {} bytes ({}) in {} shard{} of {}", CountText(ds.tokens),
-                                             ds.token_bytes, Name(ds.format), ds.shards, ds.shards == 1 ? "" : "s",
-                                             BytesText(need / ds.shards)))
+      .Note(s.at.dataset_tokens,
+            fmt::format("{} tokens x {} bytes ({}) in {} shard{} of {}", CountText(ds.tokens), ds.token_bytes,
+                        Name(ds.format), ds.shards, ds.shards == 1 ? "" : "s", BytesText(need / ds.shards)))
       .Note(s.at.hot_capacity, "capacity declared here")
       .Help("stage a subset of the shards, or read the dataset in place without `stage_to`");
 }
@@ -47,16 +47,17 @@ void CheckTrainingTokens(const JobSpec& s, diag::DiagnosticEngine& diags) {
     bool exact = CountText(have) == CountText(per_step);
     auto text = [&](double v) { return exact ? fmt::format("{:.0f}", v) : CountText(v); };
     diags.Report(DiagId::DatasetSmallerThanBatch, s.at.dataset_tokens, ds.name, text(have), s.name, text(per_step))
-        .Note(s.at.batch, fmt::format("{} sequences x {} tokens per step", s.workload.global_batch,
-                                      s.workload.model.seq_len));
+        .Note(s.at.batch,
+              fmt::format("{} sequences x {} tokens per step", s.workload.global_batch, s.workload.model.seq_len));
     return;
   }
   // `epochs` asks for repetition explicitly; steps and tokens do not. The
   // written length counts, not the steps it rounds up to.
   double wanted = s.requested_tokens;
   if (s.length_field == LengthField::Epochs || wanted <= have) return;
-  diags.Report(DiagId::DatasetRepeats, s.at.length, s.name, CountText(wanted), ds.name, CountText(have),
-               fmt::format("{:.2f}", wanted / have))
+  diags
+      .Report(DiagId::DatasetRepeats, s.at.length, s.name, CountText(wanted), ds.name, CountText(have),
+              fmt::format("{:.2f}", wanted / have))
       .Note(s.at.dataset_tokens, "dataset size declared here")
       .Help(fmt::format("write `epochs = {:.2f}` to say the repetition is intended", wanted / have));
 }
@@ -120,7 +121,8 @@ void CheckHardware(const JobSpec& s, diag::DiagnosticEngine& diags) {
   auto floor = [&](const Figure& f) {
     if (f.value >= f.minimum) return;
     diags.Report(DiagId::HardwareFigureTooSmall, f.at, f.field, f.kind, f.name,
-                 units::Quantity::Real(f.value, f.dim).DisplayText(), units::Quantity::Real(f.minimum, f.dim).DisplayText());
+                 units::Quantity::Real(f.value, f.dim).DisplayText(),
+                 units::Quantity::Real(f.minimum, f.dim).DisplayText());
   };
   const char* rate_field = s.workload.precision == cost::Precision::Fp32 ? "fp32" : "bf16";
   floor({hw.peak_flops, 1e9, units::kComputeRate, rate_field, "gpu", s.gpu_name, s.at.gpu_decl});

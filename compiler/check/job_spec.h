@@ -27,7 +27,7 @@ enum class Target : uint8_t { Kubeflow, JobSet, Slurm };
 enum class FabricKind : uint8_t { NvLink, Infiniband, Ethernet };
 enum class LengthField : uint8_t { Steps, Tokens, Epochs };
 
-inline constexpr std::array kStorageKinds{StorageKind::Ceph,   StorageKind::S3,  StorageKind::Minio,
+inline constexpr std::array kStorageKinds{StorageKind::Ceph,   StorageKind::S3,     StorageKind::Minio,
                                           StorageKind::Beegfs, StorageKind::Lustre, StorageKind::Nfs,
                                           StorageKind::Pvc,    StorageKind::Local};
 inline constexpr std::array kTokenFormats{TokenFormat::U16, TokenFormat::U32};
@@ -90,10 +90,10 @@ struct Location {
   StorageKind storage_kind = StorageKind::Local;
   std::string path;
   std::string endpoint, bucket, mount, claim, credentials;  // as declared; empty when absent
-  std::string storage_class;  // for kind = pvc
-  std::optional<double> capacity;  // bytes
-  std::optional<double> read_bw, write_bw;  // bytes per second
-  llvm::SMRange decl_range;  // the storage declaration's name
+  std::string storage_class;                                // for kind = pvc
+  std::optional<double> capacity;                           // bytes
+  std::optional<double> read_bw, write_bw;                  // bytes per second
+  llvm::SMRange decl_range;                                 // the storage declaration's name
   auto valid() const -> bool { return !storage.empty(); }
 };
 
@@ -103,7 +103,7 @@ struct DatasetSpec {
   int64_t tokens = 0;
   int64_t shards = 1;
   TokenFormat format = TokenFormat::U16;
-  int token_bytes = 2;           // TokenBytes(format)
+  int token_bytes = 2;               // TokenBytes(format)
   std::optional<Location> stage_to;  // path = the dataset's name under the hot tier's root
 };
 
@@ -146,15 +146,15 @@ struct Written {
 struct DeploySpec {
   Scheduler scheduler = Scheduler::Kueue;
   std::optional<FabricKind> network_kind;  // the inter-node fabric's
-  std::vector<Written> node_resources;    // `name=count`
-  std::vector<Written> node_taints;       // `key[=value]:Effect`
-  std::vector<Written> labels;            // `key=value` node selector
+  std::vector<Written> node_resources;     // `name=count`
+  std::vector<Written> node_taints;        // `key[=value]:Effect`
+  std::vector<Written> labels;             // `key=value` node selector
   std::vector<Written> hcas;
   Written socket_interface;
   Written leaf_label, spine_label;
   std::optional<int64_t> node_cpus;
-  std::optional<double> node_memory;      // the node's cpu_memory, bytes
-  std::optional<int64_t> cpus;            // job.resources
+  std::optional<double> node_memory;  // the node's cpu_memory, bytes
+  std::optional<int64_t> cpus;        // job.resources
   std::optional<double> memory, shm;
   llvm::SMRange cpus_range, memory_range, shm_range, node_cpus_range, node_memory_range;
   std::optional<int64_t> copiers;
@@ -174,7 +174,7 @@ struct JobSpec {
   DatasetSpec dataset;
   OptimizerSpec optimizer;
   CheckpointSpec checkpoint;
-  int64_t steps = 0;  // training length in optimizer steps, from steps/tokens/epochs
+  int64_t steps = 0;                        // training length in optimizer steps, from steps/tokens/epochs
   std::optional<LengthField> length_field;  // what the user wrote
   double requested_tokens = 0;  // as written (steps x batch x seq_len for `steps`), before rounding to steps
   std::optional<double> price_per_gpu_hour;

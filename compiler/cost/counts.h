@@ -7,15 +7,15 @@
 namespace avf::cost {
 
 struct ParamCounts {
-  int64_t embedding = 0;    // token embedding (vocab x hidden)
-  int64_t positions = 0;    // learned positions (GPT-2 only)
-  int64_t per_layer = 0;    // one transformer block, norms and biases included
-  int64_t layer_matmul = 0; // the block's weight matrices (what FLOPs scale with)
+  int64_t embedding = 0;     // token embedding (vocab x hidden)
+  int64_t positions = 0;     // learned positions (GPT-2 only)
+  int64_t per_layer = 0;     // one transformer block, norms and biases included
+  int64_t layer_matmul = 0;  // the block's weight matrices (what FLOPs scale with)
   // Of per_layer, what every tensor rank keeps whole (norms, the biases of
   // row-parallel layers); the rest is split over the tensor group.
   int64_t layer_replicated = 0;
   int64_t final_norm = 0;
-  int64_t output = 0;       // untied output projection; 0 when tied
+  int64_t output = 0;  // untied output projection; 0 when tied
   int64_t total = 0;
 };
 

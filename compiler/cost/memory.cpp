@@ -15,7 +15,6 @@ auto D(int64_t v) -> double { return static_cast<double>(v); }
 
 auto WeightBytes(Precision p) -> double { return p == Precision::Fp32 ? 4 : 2; }
 
-
 // fp32 master weights (16-bit training only) plus the optimizer's moments.
 auto OptimizerBytes(Precision p, OptimizerKind kind) -> double {
   double master = p == Precision::Fp32 ? 0 : 4;

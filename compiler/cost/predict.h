@@ -18,12 +18,12 @@ struct MemoryBreakdown {
 
 // Seconds per step, by cause.
 struct TimeBreakdown {
-  double compute = 0;     // all micro-batches, at calibrated efficiency
-  double tensor_comm = 0; // tensor-parallel collectives (not overlapped)
+  double compute = 0;      // all micro-batches, at calibrated efficiency
+  double tensor_comm = 0;  // tensor-parallel collectives (not overlapped)
   double pipeline_comm = 0;
-  double bubble = 0;      // pipeline fill and drain
-  double data_comm = 0;   // data-parallel / ZeRO traffic left exposed after overlap
-  double optimizer = 0;   // the optimizer step, memory bound
+  double bubble = 0;     // pipeline fill and drain
+  double data_comm = 0;  // data-parallel / ZeRO traffic left exposed after overlap
+  double optimizer = 0;  // the optimizer step, memory bound
   auto step() const -> double { return compute + tensor_comm + pipeline_comm + bubble + data_comm + optimizer; }
 };
 
@@ -36,13 +36,13 @@ struct GroupSpan {
 struct Prediction {
   MemoryBreakdown memory;
   TimeBreakdown time;
-  double memory_per_gpu = 0; // bytes: memory.total()
-  double step_time = 0;      // s: time.step()
-  double tokens_per_s = 0;   // whole job
-  double tflops_per_gpu = 0; // model FLOPs (no recompute), 1e12/s
-  double mfu = 0;            // model FLOPs utilisation, 0..1
-  bool fits = false;         // memory.total() <= gpu_memory
-  GroupSpan data_span;       // where the data-parallel ring runs
+  double memory_per_gpu = 0;  // bytes: memory.total()
+  double step_time = 0;       // s: time.step()
+  double tokens_per_s = 0;    // whole job
+  double tflops_per_gpu = 0;  // model FLOPs (no recompute), 1e12/s
+  double mfu = 0;             // model FLOPs utilisation, 0..1
+  bool fits = false;          // memory.total() <= gpu_memory
+  GroupSpan data_span;        // where the data-parallel ring runs
 };
 
 // Fraction of the dense tensor-core peak that a transformer's matrix

@@ -41,18 +41,18 @@ struct ModelShape {
 
 // One GPU's share of the machine, as the time and memory model see it.
 struct Hardware {
-  double gpu_memory = 0;       // bytes usable by the training process
-  double peak_flops = 0;       // dense rate at the job's precision, FLOP/s
-  double hbm_bandwidth = 0;    // bytes/s
+  double gpu_memory = 0;     // bytes usable by the training process
+  double peak_flops = 0;     // dense rate at the job's precision, FLOP/s
+  double hbm_bandwidth = 0;  // bytes/s
   int64_t gpus_per_node = 1;
-  double nvlink_bandwidth = 0; // bytes/s per GPU, one direction
-  double nvlink_latency = 0;   // seconds per ring step
-  double nic_bandwidth = 0;    // bytes/s per NIC, one direction
+  double nvlink_bandwidth = 0;  // bytes/s per GPU, one direction
+  double nvlink_latency = 0;    // seconds per ring step
+  double nic_bandwidth = 0;     // bytes/s per NIC, one direction
   int64_t nics_per_node = 0;
-  double network_latency = 0;  // seconds per ring step
-  int64_t nodes = 1;           // in the cluster
-  int64_t nodes_per_leaf = 0;  // 0: one flat switch
-  double oversubscription = 1; // leaf downlink:uplink
+  double network_latency = 0;   // seconds per ring step
+  int64_t nodes = 1;            // in the cluster
+  int64_t nodes_per_leaf = 0;   // 0: one flat switch
+  double oversubscription = 1;  // leaf downlink:uplink
 };
 
 // One assignment of every parallelism field.

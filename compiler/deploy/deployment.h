@@ -23,9 +23,9 @@ using check::Target;
 struct EnvVar {
   std::string name;
   std::string value;
-  std::string field_path;              // fieldRef, when set
-  std::string secret_name, secret_key; // secretKeyRef, when set
-  std::string note;                    // why it has this value, as a comment
+  std::string field_path;               // fieldRef, when set
+  std::string secret_name, secret_key;  // secretKeyRef, when set
+  std::string note;                     // why it has this value, as a comment
 
   static auto Literal(std::string name, std::string value, std::string note = "") -> EnvVar {
     return {std::move(name), std::move(value), "", "", "", std::move(note)};
@@ -49,9 +49,9 @@ struct Volume {
   std::string mount_path{};  // inside the containers
   std::string size_limit{};  // Memory volumes: a Kubernetes quantity
   bool read_only = false;
-  std::string storage{};     // the .avf storage tier, "" for plan, shm and token
-  int file_mode = 0;         // Secret volumes: the mode of its files (defaultMode)
-  std::string note{};        // why the file mode is what it is, as a comment
+  std::string storage{};  // the .avf storage tier, "" for plan, shm and token
+  int file_mode = 0;      // Secret volumes: the mode of its files (defaultMode)
+  std::string note{};     // why the file mode is what it is, as a comment
 };
 
 // The job token every rank presents when it joins the rendezvous store on
@@ -61,11 +61,11 @@ struct Volume {
 // the Secret with a fresh token unless it exists. On Slurm the batch script
 // makes a fresh token at job start and hands it to the ranks in `env`.
 struct JobToken {
-  std::string secret;          // Kubernetes: the Secret's name, NAME-rendezvous
-  std::string key;             // its key, the file name in the mount
-  std::string mount_dir;       // where the training pods mount the Secret
-  std::string env;             // what avf-run reads: AVF_JOB_TOKEN_FILE or AVF_JOB_TOKEN
-  int64_t random_bytes = 32;   // of /dev/urandom in a fresh token, written as hex
+  std::string secret;         // Kubernetes: the Secret's name, NAME-rendezvous
+  std::string key;            // its key, the file name in the mount
+  std::string mount_dir;      // where the training pods mount the Secret
+  std::string env;            // what avf-run reads: AVF_JOB_TOKEN_FILE or AVF_JOB_TOKEN
+  int64_t random_bytes = 32;  // of /dev/urandom in a fresh token, written as hex
   auto file() const -> std::string { return mount_dir + "/" + key; }
 };
 
@@ -78,11 +78,11 @@ struct Claim {
 
 // An object store as an rclone remote configured from the environment.
 struct Remote {
-  std::string name;        // rclone remote name: `avfsrc`, `avfdst`
-  std::string storage;     // the .avf storage tier
-  std::string provider;    // rclone's s3 provider: Ceph, Minio, AWS
+  std::string name;      // rclone remote name: `avfsrc`, `avfdst`
+  std::string storage;   // the .avf storage tier
+  std::string provider;  // rclone's s3 provider: Ceph, Minio, AWS
   std::string endpoint, bucket;
-  std::string secret;      // credentials Secret; "" when the tier declares none
+  std::string secret;  // credentials Secret; "" when the tier declares none
   // A file-system tier instead of an object store: its path in the pod.
   std::string local_root;
   auto is_local() const -> bool { return !local_root.empty(); }
@@ -96,33 +96,33 @@ struct ShardRange {
 
 struct Staging {
   Remote source;
-  std::string source_path;  // key prefix (or directory) of the shards
-  std::string dest_dir;     // the hot-tier directory in the pods
-  std::string hot_storage;  // the hot tier
-  std::vector<ShardRange> ranges;   // one per copier
-  double total_bandwidth = 0;       // bytes/s the copiers share (0: unknown)
+  std::string source_path;         // key prefix (or directory) of the shards
+  std::string dest_dir;            // the hot-tier directory in the pods
+  std::string hot_storage;         // the hot tier
+  std::vector<ShardRange> ranges;  // one per copier
+  double total_bandwidth = 0;      // bytes/s the copiers share (0: unknown)
   int64_t shards = 0;
-  int64_t tokens_per_shard = 0;     // every shard but the last
+  int64_t tokens_per_shard = 0;  // every shard but the last
   int64_t tokens_last_shard = 0;
   int64_t token_bytes = 2;
-  int64_t header_bytes = 1024;      // of every shard file
-  int64_t shard_bytes = 0;          // a shard file's size: every shard but the last
+  int64_t header_bytes = 1024;  // of every shard file
+  int64_t shard_bytes = 0;      // a shard file's size: every shard but the last
   int64_t last_shard_bytes = 0;
   // Copies at once: every range's pod (Argo), one task per node (Slurm);
   // each is limited to its share of the tiers' bandwidth (rclone's --bwlimit,
   // KiB/s; 0 when the bandwidth is unknown: no limit).
   int64_t concurrent_copies = 1;
   int64_t bwlimit_kib = 0;
-  std::string marker;       // identifies the staged copy (source, size, format)
-  bool cleanup = false;     // default of the workflow's cleanup-staged parameter
+  std::string marker;    // identifies the staged copy (source, size, format)
+  bool cleanup = false;  // default of the workflow's cleanup-staged parameter
 };
 
 struct Export {
   Remote dest;
   std::string dest_path;
-  std::string checkpoint_dir;  // in the pods
+  std::string checkpoint_dir;      // in the pods
   std::string checkpoint_storage;  // the tier that holds it
-  std::optional<int64_t> keep; // newest N committed checkpoints; nullopt: all
+  std::optional<int64_t> keep;     // newest N committed checkpoints; nullopt: all
 };
 
 struct Toleration {
@@ -145,11 +145,11 @@ struct Placement {
 };
 
 struct Resources {
-  int64_t gpus = 0;                   // nvidia.com/gpu per pod
+  int64_t gpus = 0;  // nvidia.com/gpu per pod
   std::optional<int64_t> cpus;
-  std::string memory;                 // Kubernetes quantity, "" for none
-  int64_t memory_mib = 0;             // the same, for Slurm's --mem
-  std::string shm;                    // /dev/shm size limit
+  std::string memory;                                     // Kubernetes quantity, "" for none
+  int64_t memory_mib = 0;                                 // the same, for Slurm's --mem
+  std::string shm;                                        // /dev/shm size limit
   std::vector<std::pair<std::string, int64_t>> extended;  // RDMA pools, ...
 };
 
@@ -168,7 +168,7 @@ struct Deployment {
   std::string job;          // the job's .avf name
   std::string plan_sha256;  // of the plan.json bytes below
   std::string plan_json;
-  std::string name;         // base name of every object (DNS-1035)
+  std::string name;           // base name of every object (DNS-1035)
   std::string k8s_namespace;  // "" = the namespace applied to
   Target target = Target::Kubeflow;
   Scheduler scheduler = Scheduler::Kueue;
@@ -176,8 +176,8 @@ struct Deployment {
   int64_t nodes = 1;
   int64_t procs_per_node = 1;  // ranks (GPUs) per pod
   int64_t max_restarts = 3;
-  int64_t backoff_limit = 3;   // PyTorchJob's, counted per pod restart: max_restarts x nodes
-  int port = 29500;            // the rendezvous store on node 0
+  int64_t backoff_limit = 3;  // PyTorchJob's, counted per pod restart: max_restarts x nodes
+  int port = 29500;           // the rendezvous store on node 0
   Resources resources;
   SecurityProfile security;
   std::vector<std::string> command;  // avf-run and its flags

@@ -104,8 +104,9 @@ void LowerIdentity(LowerContext& c, std::optional<Target> target) {
   }
   if (o.target != Target::Slurm && o.scheduler == Scheduler::Kueue && o.queue.empty()) {
     c.Report(DiagId::NoQueueForKueue, j.name_range, j.name)
-        .Help("add `queue = \"LOCAL_QUEUE\"` (a Kueue LocalQueue of the namespace), or give the cluster "
-              "`scheduler = volcano` or `scheduler = default`");
+        .Help(
+            "add `queue = \"LOCAL_QUEUE\"` (a Kueue LocalQueue of the namespace), or give the cluster "
+            "`scheduler = volcano` or `scheduler = default`");
   }
   CheckNames(c);
 }
@@ -119,7 +120,8 @@ void LowerExtendedResources(LowerContext& c) {
     bool number = kv.has_value && !kv.value.empty() && kv.value.size() < 10 &&
                   std::all_of(kv.value.begin(), kv.value.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
     if (number) count = std::stoll(kv.value);
-    if (why.empty() && (!number || count < 1)) why = "write `name=count` with a whole count of at least 1, e.g. `rdma/ib=1`";
+    if (why.empty() && (!number || count < 1))
+      why = "write `name=count` with a whole count of at least 1, e.g. `rdma/ib=1`";
     if (why.empty() && kv.key == "nvidia.com/gpu") why = "GPUs are requested from the plan; leave `nvidia.com/gpu` out";
     for (const auto& [name, n] : c.out.resources.extended) {
       if (why.empty() && name == kv.key) why = fmt::format("`{}` is already requested as `{}={}`", name, name, n);
@@ -142,16 +144,16 @@ void LowerResources(LowerContext& c) {
   if (!r.cpus && d.node_cpus) r.cpus = std::max<int64_t>(1, static_cast<int64_t>(*d.node_cpus * kNodeShare));
   if (d.cpus && d.node_cpus && *d.cpus > *d.node_cpus) {
     c.Report(DiagId::ExceedsNode, d.cpus_range, c.job.name, fmt::format("{} CPUs", *d.cpus), c.job.node_name,
-                   fmt::format("{} CPUs", *d.node_cpus))
+             fmt::format("{} CPUs", *d.node_cpus))
         .Note(d.node_cpus_range, fmt::format("node `{}` declares {} CPUs", c.job.node_name, *d.node_cpus));
   }
   std::optional<double> memory = d.memory;
   if (!memory && d.node_memory) memory = *d.node_memory * kNodeShare;
   if (d.memory && d.node_memory && *d.memory > *d.node_memory) {
     c.Report(DiagId::ExceedsNode, d.memory_range, c.job.name, check::BytesText(*d.memory) + " of memory",
-                   c.job.node_name, check::BytesText(*d.node_memory))
-        .Note(d.node_memory_range, fmt::format("node `{}` declares `cpu_memory = {}`", c.job.node_name,
-                                               check::BytesText(*d.node_memory)));
+             c.job.node_name, check::BytesText(*d.node_memory))
+        .Note(d.node_memory_range,
+              fmt::format("node `{}` declares `cpu_memory = {}`", c.job.node_name, check::BytesText(*d.node_memory)));
   }
   double shm = d.shm ? *d.shm : memory ? std::floor(*memory / 4 / kGiB) * kGiB : 64 * kGiB;
   if (memory && shm > *memory) {
@@ -188,7 +190,8 @@ void LowerNetwork(LowerContext& c) {
     AddEnv(o, "NCCL_IB_HCA", "=" + list, "exactly the cluster's `hcas`");
   }
   if (!d.socket_interface.value.empty()) {
-    AddEnv(o, "NCCL_SOCKET_IFNAME", "=" + d.socket_interface.value, "the cluster's `socket_interface`: bootstrap traffic");
+    AddEnv(o, "NCCL_SOCKET_IFNAME", "=" + d.socket_interface.value,
+           "the cluster's `socket_interface`: bootstrap traffic");
   }
   AddEnv(o, "NCCL_DEBUG", "WARN");
   o.security.ipc_lock = rdma && o.nodes > 1;
@@ -204,7 +207,8 @@ void LowerSelectors(LowerContext& c) {
     std::string why = !kv.has_value ? "a node selector label is written `key=value`" : LabelKeyProblem(kv.key);
     if (why.empty()) why = LabelValueProblem(kv.value);
     for (const auto& [key, value] : c.out.node_selector) {
-      if (why.empty() && key == kv.key) why = fmt::format("the key `{}` is already selected as `{}={}`", key, key, value);
+      if (why.empty() && key == kv.key)
+        why = fmt::format("the key `{}` is already selected as `{}={}`", key, key, value);
     }
     if (!why.empty()) ReportInvalid(c, w, "node label", why);
     else c.out.node_selector.emplace_back(kv.key, kv.value);
@@ -231,7 +235,8 @@ void LowerPlacement(LowerContext& c) {
   int64_t nodes = c.out.nodes, per_leaf = c.job.hardware.nodes_per_leaf;
   if (p.leaf_label.empty() || nodes <= 1) p.mode = TopologyMode::None;
   else if (per_leaf > 0 && nodes <= per_leaf) p.mode = TopologyMode::OneLeaf;
-  else if (c.out.scheduler == Scheduler::Kueue && c.out.target == Target::JobSet && per_leaf > 0 && nodes % per_leaf == 0) {
+  else if (c.out.scheduler == Scheduler::Kueue && c.out.target == Target::JobSet && per_leaf > 0 &&
+           nodes % per_leaf == 0) {
     p.mode = TopologyMode::Slices;
     p.slice_nodes = per_leaf;
   } else {
@@ -256,8 +261,13 @@ void LowerToken(LowerContext& c) {
   t.env = plan_format::kEnvJobTokenFile;
   constexpr int kMode = 0400;
   std::string why = fmt::format("{:04o} in octal: only the owner (root) reads the token, and the pod's fsGroup", kMode);
-  o.volumes.push_back({.kind = VolumeKind::Secret, .name = "job-token", .source = t.secret, .mount_path = t.mount_dir,
-                       .read_only = true, .file_mode = kMode, .note = why});
+  o.volumes.push_back({.kind = VolumeKind::Secret,
+                       .name = "job-token",
+                       .source = t.secret,
+                       .mount_path = t.mount_dir,
+                       .read_only = true,
+                       .file_mode = kMode,
+                       .note = why});
   AddEnv(o, t.env, t.file(),
          fmt::format("the token every rank presents to the rendezvous store: Secret `{}`, key `{}`", t.secret, t.key));
   if (!o.security.ipc_lock) o.security.fs_group = o.security.group;
@@ -338,8 +348,9 @@ auto Lower(const plan::Plan& plan, const LowerOptions& options, diag::Diagnostic
   LowerIdentity(c, options.target);
   if (out.name.empty()) return std::nullopt;
   if (auto local = LocalTierOf(plan.job)) {
-    diags.Report(DiagId::LocalStorageOnCluster, local->decl_range, plan.job.name, local->storage,
-                 out.target == Target::Slurm ? "the nodes of a Slurm cluster" : "a cluster's pods")
+    diags
+        .Report(DiagId::LocalStorageOnCluster, local->decl_range, plan.job.name, local->storage,
+                out.target == Target::Slurm ? "the nodes of a Slurm cluster" : "a cluster's pods")
         .Help("use a shared tier (beegfs, lustre, nfs, pvc) or an object store, or run the job here");
     return std::nullopt;
   }

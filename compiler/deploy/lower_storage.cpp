@@ -51,7 +51,7 @@ auto TierVolume(LowerContext& c, const Location& loc) -> std::optional<Volume> {
   if (!claim.empty()) {
     if (!IsDns1123Subdomain(claim)) {
       c.Report(DiagId::InvalidKubernetesValue, loc.decl_range, Printable(claim), "PersistentVolumeClaim name",
-                     "lower-case letters, digits, `-` and `.`");
+               "lower-case letters, digits, `-` and `.`");
       return std::nullopt;
     }
     if (c.out.target == Target::Slurm) {
@@ -72,14 +72,14 @@ auto TierVolume(LowerContext& c, const Location& loc) -> std::optional<Volume> {
   }
   if (v.mount_path.empty() || v.mount_path.front() != '/') {
     c.Report(DiagId::InvalidKubernetesValue, loc.decl_range, Printable(v.mount_path), "mount path",
-                   "a cluster tier is mounted at an absolute path");
+             "a cluster tier is mounted at an absolute path");
     return std::nullopt;
   }
   if (!CheckScriptSafe(c, v.mount_path, "mount path", loc.decl_range)) return std::nullopt;
   if (loc.storage_kind == check::StorageKind::Pvc && loc.capacity) {
     if (!loc.storage_class.empty() && !IsDns1123Subdomain(loc.storage_class)) {
       c.Report(DiagId::InvalidKubernetesValue, loc.decl_range, Printable(loc.storage_class), "StorageClass name",
-                     "lower-case letters, digits, `-` and `.`");
+               "lower-case letters, digits, `-` and `.`");
     }
     c.out.claims.push_back({claim, loc.storage_class, Quantity(*loc.capacity), loc.storage});
   }
@@ -111,7 +111,7 @@ auto RemoteOf(LowerContext& c, const Location& loc, std::string name) -> std::op
   bool safe = true;
   if (!r.secret.empty() && !IsDns1123Subdomain(r.secret)) {
     c.Report(DiagId::InvalidKubernetesValue, loc.decl_range, Printable(r.secret), "Secret name",
-                   "lower-case letters, digits, `-` and `.`");
+             "lower-case letters, digits, `-` and `.`");
     safe = false;
   }
   // Every problem of the tier is reported, not only the first.
@@ -122,8 +122,8 @@ auto RemoteOf(LowerContext& c, const Location& loc, std::string name) -> std::op
 }
 
 auto CopierCount(const check::JobSpec& job, double bandwidth, int64_t shards) -> int64_t {
-  int64_t n = job.deploy.copiers.value_or(
-      bandwidth > 0 ? static_cast<int64_t>(std::ceil(bandwidth / kCopierBandwidth)) : kCopiersWithoutBandwidth);
+  int64_t n = job.deploy.copiers.value_or(bandwidth > 0 ? static_cast<int64_t>(std::ceil(bandwidth / kCopierBandwidth))
+                                                        : kCopiersWithoutBandwidth);
   if (!job.deploy.copiers) n = std::min(n, kMaxDerivedCopiers);
   return std::clamp<int64_t>(n, 1, shards);
 }
@@ -177,8 +177,8 @@ void LowerStaging(LowerContext& c) {
   std::string where = IsObjectStore(ds.source.storage_kind)
                           ? fmt::format("{}:{}/{}", kind, source->endpoint, source->bucket)
                           : std::string(kind);
-  s.marker = fmt::format("aviflow-staged v1 source={}/{} tokens={} shards={} format={} header={}", where,
-                         s.source_path, ds.tokens, ds.shards, Name(ds.format), kShardHeaderBytes);
+  s.marker = fmt::format("aviflow-staged v1 source={}/{} tokens={} shards={} format={} header={}", where, s.source_path,
+                         ds.tokens, ds.shards, Name(ds.format), kShardHeaderBytes);
   s.cleanup = c.job.deploy.cleanup_staged;
   c.out.staging = std::move(s);
 }
@@ -214,8 +214,11 @@ void LowerCheckpoints(LowerContext& c) {
 
 void LowerStorage(LowerContext& c) {
   Deployment& o = c.out;
-  o.volumes.push_back(
-      {.kind = VolumeKind::ConfigMap, .name = "plan", .source = o.configmap, .mount_path = "/etc/aviflow", .read_only = true});
+  o.volumes.push_back({.kind = VolumeKind::ConfigMap,
+                       .name = "plan",
+                       .source = o.configmap,
+                       .mount_path = "/etc/aviflow",
+                       .read_only = true});
   o.volumes.push_back(
       {.kind = VolumeKind::Memory, .name = "dshm", .mount_path = "/dev/shm", .size_limit = o.resources.shm});
   const check::DatasetSpec& ds = c.job.dataset;

@@ -42,8 +42,7 @@ auto ShortText(std::string_view text, size_t max) -> std::string {
   return std::string(text.substr(0, cut)) + "...";
 }
 
-auto DiagnosticEngine::Add(DiagId id, llvm::SMRange range, std::string message)
-    -> DiagnosticBuilder {
+auto DiagnosticEngine::Add(DiagId id, llvm::SMRange range, std::string message) -> DiagnosticBuilder {
   const DiagInfo& info = Info(id);
   bool is_warning = info.kind == Kind::Warning;
   if (!is_warning && limit_reached()) {

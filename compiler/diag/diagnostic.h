@@ -189,5 +189,4 @@ class DiagnosticEngine {
   bool io_error_ = false;
 };
 
-
 }  // namespace avf::diag

@@ -11,11 +11,9 @@ namespace avf::diag {
 
 // Diagnostics in the order they are shown: by file, then by position; those
 // without a location come first, in the order they were reported.
-auto SortedForOutput(const llvm::SourceMgr& sm, const DiagnosticEngine& engine)
-    -> std::vector<const Diagnostic*>;
+auto SortedForOutput(const llvm::SourceMgr& sm, const DiagnosticEngine& engine) -> std::vector<const Diagnostic*>;
 
-void RenderText(const llvm::SourceMgr& sm, const DiagnosticEngine& engine, llvm::raw_ostream& os,
-                bool color);
+void RenderText(const llvm::SourceMgr& sm, const DiagnosticEngine& engine, llvm::raw_ostream& os, bool color);
 
 void RenderJson(const llvm::SourceMgr& sm, const DiagnosticEngine& engine, llvm::raw_ostream& os);
 

@@ -13,8 +13,7 @@ auto LocationJson(const llvm::SourceMgr& sm, llvm::SMLoc loc) -> llvm::json::Val
 }
 
 auto RangeJson(const llvm::SourceMgr& sm, llvm::SMRange range) -> llvm::json::Value {
-  return llvm::json::Object{{"start", LocationJson(sm, range.Start)},
-                            {"end", LocationJson(sm, range.End)}};
+  return llvm::json::Object{{"start", LocationJson(sm, range.Start)}, {"end", LocationJson(sm, range.End)}};
 }
 
 auto SeverityName(Severity s) -> llvm::StringRef {

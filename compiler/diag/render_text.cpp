@@ -54,8 +54,7 @@ class LineLayout {
   std::vector<size_t> columns_;
 };
 
-auto LineContaining(const llvm::SourceMgr& sm, llvm::SMLoc loc, const char** line_start)
-    -> llvm::StringRef {
+auto LineContaining(const llvm::SourceMgr& sm, llvm::SMLoc loc, const char** line_start) -> llvm::StringRef {
   unsigned id = sm.FindBufferContainingLoc(loc);
   llvm::StringRef buffer = sm.getMemoryBuffer(id)->getBuffer();
   const char* begin = buffer.begin();
@@ -108,8 +107,7 @@ auto MakeSnippet(const llvm::SourceMgr& sm, const Diagnostic& d) -> Snippet {
 
 class TextRenderer {
  public:
-  TextRenderer(const llvm::SourceMgr& sm, llvm::raw_ostream& os, bool color)
-      : sm_(sm), os_(os), color_(color) {}
+  TextRenderer(const llvm::SourceMgr& sm, llvm::raw_ostream& os, bool color) : sm_(sm), os_(os), color_(color) {}
 
   void Render(const Diagnostic& d) {
     Header(d.loc, d.severity, d.message, Info(d.id).code);
@@ -117,8 +115,14 @@ class TextRenderer {
     for (const SubDiagnostic& note : d.notes) {
       if (!note.loc.isValid()) continue;
       Header(note.loc, Severity::Note, note.message, {});
-      Diagnostic sub{.id = d.id, .severity = Severity::Note, .loc = note.loc, .ranges = {},
-                     .message = {}, .notes = {}, .help = {}, .fixits = {}};
+      Diagnostic sub{.id = d.id,
+                     .severity = Severity::Note,
+                     .loc = note.loc,
+                     .ranges = {},
+                     .message = {},
+                     .notes = {},
+                     .help = {},
+                     .fixits = {}};
       if (note.range.isValid() && note.range.Start != note.range.End) sub.ranges.push_back(note.range);
       Source(sub);
     }
@@ -130,8 +134,7 @@ class TextRenderer {
 
   void Summary(const DiagnosticEngine& engine) {
     if (engine.suppressed_count() > 0) {
-      os_ << engine.suppressed_count() << " more errors not shown (the limit is "
-          << engine.error_limit() << ")\n";
+      os_ << engine.suppressed_count() << " more errors not shown (the limit is " << engine.error_limit() << ")\n";
     }
     size_t errors = engine.error_count() + engine.suppressed_count();
     size_t warnings = engine.warning_count();
@@ -149,9 +152,18 @@ class TextRenderer {
     if (!pos.file.empty()) os_ << pos.file << ':' << pos.line << ':' << pos.column << ": ";
     else os_ << "aviflowc: ";
     switch (severity) {
-      case Severity::Error: Color(llvm::raw_ostream::RED); os_ << "error: "; break;
-      case Severity::Warning: Color(llvm::raw_ostream::MAGENTA); os_ << "warning: "; break;
-      case Severity::Note: Color(llvm::raw_ostream::CYAN); os_ << "note: "; break;
+      case Severity::Error:
+        Color(llvm::raw_ostream::RED);
+        os_ << "error: ";
+        break;
+      case Severity::Warning:
+        Color(llvm::raw_ostream::MAGENTA);
+        os_ << "warning: ";
+        break;
+      case Severity::Note:
+        Color(llvm::raw_ostream::CYAN);
+        os_ << "note: ";
+        break;
     }
     Bold();
     os_ << message;
@@ -207,8 +219,7 @@ auto PositionOf(const llvm::SourceMgr& sm, llvm::SMLoc loc) -> Position {
   return {sm.getMemoryBuffer(id)->getBufferIdentifier().str(), line, column};
 }
 
-auto SortedForOutput(const llvm::SourceMgr& sm, const DiagnosticEngine& engine)
-    -> std::vector<const Diagnostic*> {
+auto SortedForOutput(const llvm::SourceMgr& sm, const DiagnosticEngine& engine) -> std::vector<const Diagnostic*> {
   struct Keyed {
     unsigned buffer;
     const char* pointer;
@@ -228,8 +239,7 @@ auto SortedForOutput(const llvm::SourceMgr& sm, const DiagnosticEngine& engine)
   return out;
 }
 
-void RenderText(const llvm::SourceMgr& sm, const DiagnosticEngine& engine, llvm::raw_ostream& os,
-                bool color) {
+void RenderText(const llvm::SourceMgr& sm, const DiagnosticEngine& engine, llvm::raw_ostream& os, bool color) {
   TextRenderer renderer(sm, os, color);
   for (const Diagnostic* d : SortedForOutput(sm, engine)) renderer.Render(*d);
   renderer.Summary(engine);

@@ -33,8 +33,7 @@ struct Expectations {
 
 // Scans one buffer for expected-* directives.
 void ScanBuffer(const llvm::MemoryBuffer& buffer, Expectations& out) {
-  static const std::regex kDirective(
-      R"(expected-(error|warning|note)(@([+-]?)([0-9]+))?\s*\{\{(.*?)\}\})");
+  static const std::regex kDirective(R"(expected-(error|warning|note)(@([+-]?)([0-9]+))?\s*\{\{(.*?)\}\})");
   static const std::regex kNoDiagnostics(R"(expected-no-diagnostics)");
   llvm::StringRef text = buffer.getBuffer();
   unsigned line_no = 0;
@@ -50,9 +49,7 @@ void ScanBuffer(const llvm::MemoryBuffer& buffer, Expectations& out) {
       out.any_directive = true;
       Entry e;
       e.file = buffer.getBufferIdentifier().str();
-      e.severity = m[1] == "error" ? Severity::Error
-                   : m[1] == "warning" ? Severity::Warning
-                                       : Severity::Note;
+      e.severity = m[1] == "error" ? Severity::Error : m[1] == "warning" ? Severity::Warning : Severity::Note;
       e.line = line_no;
       if (m[2].matched) {
         unsigned n = std::stoul(m[4]);
@@ -91,8 +88,8 @@ void MatchAll(std::vector<Entry>& expected, std::vector<Entry>& actual) {
   }
 }
 
-auto ReportUnmatched(const std::vector<Entry>& entries, Severity severity, const char* what,
-                     llvm::raw_ostream& os) -> size_t {
+auto ReportUnmatched(const std::vector<Entry>& entries, Severity severity, const char* what, llvm::raw_ostream& os)
+    -> size_t {
   size_t count = 0;
   for (const Entry& e : entries) {
     if (e.matched || e.severity != severity) continue;
@@ -104,8 +101,7 @@ auto ReportUnmatched(const std::vector<Entry>& entries, Severity severity, const
 
 }  // namespace
 
-auto VerifyDiagnostics(const llvm::SourceMgr& sm, const DiagnosticEngine& engine,
-                       llvm::raw_ostream& os) -> bool {
+auto VerifyDiagnostics(const llvm::SourceMgr& sm, const DiagnosticEngine& engine, llvm::raw_ostream& os) -> bool {
   Expectations expectations;
   for (unsigned id = 1; id <= sm.getNumBuffers(); ++id) ScanBuffer(*sm.getMemoryBuffer(id), expectations);
   if (!expectations.any_directive) {

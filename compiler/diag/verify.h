@@ -19,7 +19,6 @@ namespace avf::diag {
 
 // True when every expectation was seen and nothing unexpected was reported;
 // otherwise prints the differences to `os`.
-auto VerifyDiagnostics(const llvm::SourceMgr& sm, const DiagnosticEngine& engine,
-                       llvm::raw_ostream& os) -> bool;
+auto VerifyDiagnostics(const llvm::SourceMgr& sm, const DiagnosticEngine& engine, llvm::raw_ostream& os) -> bool;
 
 }  // namespace avf::diag

@@ -4,10 +4,10 @@
 #include <llvm/Support/SHA256.h>
 
 #include "check/check.h"
-#include "emit/plan_json.h"
-#include "emit/plan_report.h"
 #include "driver/local_run.h"
 #include "driver/outputs.h"
+#include "emit/plan_json.h"
+#include "emit/plan_report.h"
 #include "plan/planner.h"
 
 namespace avf::driver {
@@ -54,8 +54,8 @@ auto SelectJobs(const Options& o, const std::vector<check::CheckedJob>& all, uns
 
 }  // namespace
 
-auto RunBackEnd(const Options& o, const source::SourceSet& sources, const sema::Program& program,
-                unsigned main_buffer, diag::DiagnosticEngine& diags, llvm::raw_ostream& out) -> BackEndResult {
+auto RunBackEnd(const Options& o, const source::SourceSet& sources, const sema::Program& program, unsigned main_buffer,
+                diag::DiagnosticEngine& diags, llvm::raw_ostream& out) -> BackEndResult {
   std::vector<check::CheckedJob> jobs = check::CheckJobs(program, diags, o.command == Command::Check ? "" : o.job);
   std::vector<const check::CheckedJob*> selected;
   if (BackEndResult r = SelectJobs(o, jobs, main_buffer, selected); r.usage_error) return r;

@@ -12,12 +12,12 @@
 namespace avf::driver {
 
 struct BackEndResult {
-  int usage_error = 0;   // 2 with `message` for a usage error (unknown --job, ...)
+  int usage_error = 0;  // 2 with `message` for a usage error (unknown --job, ...)
   std::string message;
-  int run_status = -1;   // `run --local`: the exit status of avf-run, when it ran
+  int run_status = -1;  // `run --local`: the exit status of avf-run, when it ran
 };
 
-auto RunBackEnd(const Options& o, const source::SourceSet& sources, const sema::Program& program,
-                unsigned main_buffer, diag::DiagnosticEngine& diags, llvm::raw_ostream& out) -> BackEndResult;
+auto RunBackEnd(const Options& o, const source::SourceSet& sources, const sema::Program& program, unsigned main_buffer,
+                diag::DiagnosticEngine& diags, llvm::raw_ostream& out) -> BackEndResult;
 
 }  // namespace avf::driver

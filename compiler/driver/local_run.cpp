@@ -108,11 +108,11 @@ auto NodeEnvironment(int64_t n, NodeShape shape, int port, const std::string& to
     }
     env.push_back(var.str());
   }
-  env.insert(env.end(), {fmt::format("{}={}", pf::kEnvNodeRank, n), fmt::format("{}={}", pf::kEnvNodes, shape.nodes),
-                         fmt::format("{}={}", pf::kEnvRanksPerNode, shape.ranks_per_node),
-                         fmt::format("{}=127.0.0.1", pf::kEnvMasterAddr), fmt::format("{}={}", pf::kEnvMasterPort, port),
-                         fmt::format("{}={}", pf::kEnvJobToken, token),
-                         fmt::format("{}={}", pf::kEnvSupervisorPid, getpid())});
+  env.insert(env.end(),
+             {fmt::format("{}={}", pf::kEnvNodeRank, n), fmt::format("{}={}", pf::kEnvNodes, shape.nodes),
+              fmt::format("{}={}", pf::kEnvRanksPerNode, shape.ranks_per_node),
+              fmt::format("{}=127.0.0.1", pf::kEnvMasterAddr), fmt::format("{}={}", pf::kEnvMasterPort, port),
+              fmt::format("{}={}", pf::kEnvJobToken, token), fmt::format("{}={}", pf::kEnvSupervisorPid, getpid())});
   return env;
 }
 
@@ -220,10 +220,12 @@ auto RunLocal(const Options& o, const plan::Plan& plan, diag::DiagnosticEngine& 
   const check::JobSpec& job = plan.job;
   const check::Location& data = job.dataset.source;
   if (data.storage_kind != check::StorageKind::Local) {
-    diags.Report(diag::DiagId::RunNeedsLocalData, job.at.dataset_source, job.dataset.name, Name(data.storage_kind),
-                 data.storage)
-        .Help("point the dataset at a `local` tier (`storage here { kind = local; mount = \"data\" }`) holding "
-              "shards made by `avf-run tokenize`");
+    diags
+        .Report(diag::DiagId::RunNeedsLocalData, job.at.dataset_source, job.dataset.name, Name(data.storage_kind),
+                data.storage)
+        .Help(
+            "point the dataset at a `local` tier (`storage here { kind = local; mount = \"data\" }`) holding "
+            "shards made by `avf-run tokenize`");
     return -1;
   }
   int64_t ranks = static_cast<int64_t>(plan.ranks.size());

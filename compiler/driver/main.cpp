@@ -6,9 +6,9 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include "ast/dump.h"
-#include "driver/backend.h"
 #include "diag/render.h"
 #include "diag/verify.h"
+#include "driver/backend.h"
 #include "driver/options.h"
 #include "imports/imports.h"
 #include "lex/lex.h"
@@ -48,8 +48,8 @@ auto Run(const Options& o, const char* argv0) -> int {
   diags.set_error_limit(o.verify_diagnostics ? 0 : o.error_limit);
   imports::SearchPaths paths;
   paths.include_dirs = o.include_dirs;
-  paths.stdlib_dirs = imports::DefaultStdlibDirs(
-      llvm::sys::fs::getMainExecutable(argv0, reinterpret_cast<void*>(&Run)));
+  paths.stdlib_dirs =
+      imports::DefaultStdlibDirs(llvm::sys::fs::getMainExecutable(argv0, reinterpret_cast<void*>(&Run)));
   imports::ModuleSet modules = imports::LoadModules(o.input, paths, sources, diags);
   if (!modules.main_loaded) return Finish(o, sources, diags);
   const imports::Module& main = modules.modules.front();

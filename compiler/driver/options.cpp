@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <map>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "plan_format/launch.h"
 
@@ -68,8 +68,7 @@ auto Seed() -> CLI::Validator {
 // The avf-run options of `run --local`, each passed on when given.
 void AddForwardedRunOptions(CLI::App& run, std::map<std::string, std::string>& given) {
   run.add_option("--seed", given["--seed"], "Seed of the parameter initialisation (default 1234)")->check(Seed());
-  run.add_option("--peer-timeout", given["--peer-timeout"],
-                 "Seconds a collective waits for a silent rank (default 60)")
+  run.add_option("--peer-timeout", given["--peer-timeout"], "Seconds a collective waits for a silent rank (default 60)")
       ->check(Seconds());
   run.add_option("--join-timeout", given["--join-timeout"], "Seconds to wait for every rank to join (default 300)")
       ->check(Seconds());
@@ -97,9 +96,11 @@ void ApplySpellings(const Spellings& s, Options& o) {
   o.color = colors.at(s.color);
   o.format = s.format == "json" ? DiagnosticsFormat::Json : DiagnosticsFormat::Text;
   o.plan_format = s.plan_format == "json" ? PlanFormat::Json : PlanFormat::Table;
-  static const std::map<std::string, EmitKind> emits{
-      {"", EmitKind::Plan}, {"plan", EmitKind::Plan}, {"argo", EmitKind::Argo}, {"k8s", EmitKind::K8s},
-      {"slurm", EmitKind::Slurm}};
+  static const std::map<std::string, EmitKind> emits{{"", EmitKind::Plan},
+                                                     {"plan", EmitKind::Plan},
+                                                     {"argo", EmitKind::Argo},
+                                                     {"k8s", EmitKind::K8s},
+                                                     {"slurm", EmitKind::Slurm}};
   o.emit = emits.at(s.emit);
 }
 
@@ -113,8 +114,9 @@ auto ParseCommandLine(int argc, const char* const* argv) -> ParsedCommandLine {
   AddCommonOptions(app, o, spellings);
   std::string top_file;
   app.add_option("file", top_file, "The .avf file")->type_name("FILE.avf");
-  CLI::Option* output = app.add_option("-o,--output", o.output_dir, "Write each job's artifacts to DIR/<job>/ (default: .)")
-                            ->type_name("DIR");
+  CLI::Option* output =
+      app.add_option("-o,--output", o.output_dir, "Write each job's artifacts to DIR/<job>/ (default: .)")
+          ->type_name("DIR");
   CLI::App* check = AddFileCommand(app, "check", "Parse and check FILE.avf; write nothing");
   check->add_option("file", o.input, "The .avf file")->required()->type_name("FILE.avf");
   CLI::App* plan = AddFileCommand(app, "plan", "Print each job's layout, predicted memory/time/MFU and alternatives");
@@ -166,16 +168,19 @@ auto ParseCommandLine(int argc, const char* const* argv) -> ParsedCommandLine {
     if (!value.empty()) o.forwarded.emplace_back(flag, value);
   }
   if (run->parsed() && !local) {
-    return UsageError("`aviflowc run` executes a job on this machine and needs `--local`; for a cluster, "
-                      "apply the manifests of `aviflowc FILE.avf -o DIR` (docs/deploy.md)");
+    return UsageError(
+        "`aviflowc run` executes a job on this machine and needs `--local`; for a cluster, "
+        "apply the manifests of `aviflowc FILE.avf -o DIR` (docs/deploy.md)");
   }
   if (check->parsed() || plan->parsed() || emit->parsed() || run->parsed()) {
-    o.command = check->parsed() ? Command::Check
+    o.command = check->parsed()  ? Command::Check
                 : plan->parsed() ? Command::Plan
                 : run->parsed()  ? Command::Run
                                  : Command::Emit;
     if (!top_file.empty()) return UsageError("expected one input file, found `" + o.input + "` and `" + top_file + "`");
-    if (output->count() > 0) return UsageError("`-o` names the output folder of `aviflowc FILE.avf -o DIR`; `check`, `plan` and `emit` write no files");
+    if (output->count() > 0)
+      return UsageError(
+          "`-o` names the output folder of `aviflowc FILE.avf -o DIR`; `check`, `plan` and `emit` write no files");
     if (o.template_workflow && !(o.command == Command::Emit && o.emit == EmitKind::Argo)) {
       return UsageError("`--template` applies to `aviflowc FILE.avf` and `emit argo`");
     }

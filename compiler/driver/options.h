@@ -27,11 +27,11 @@ struct Options {
   DiagnosticsFormat format = DiagnosticsFormat::Text;
   bool verify_diagnostics = false;
   size_t error_limit = diag::DiagnosticEngine::kDefaultErrorLimit;
-  std::string job;           // --job: only this job (plan, emit)
-  size_t top = 5;            // plan --top: alternatives shown
+  std::string job;  // --job: only this job (plan, emit)
+  size_t top = 5;   // plan --top: alternatives shown
   PlanFormat plan_format = PlanFormat::Table;
   EmitKind emit = EmitKind::Plan;
-  std::string output_dir = ".";  // -o: where `aviflowc FILE.avf` writes DIR/<job>/
+  std::string output_dir = ".";    // -o: where `aviflowc FILE.avf` writes DIR/<job>/
   bool template_workflow = false;  // --template: a WorkflowTemplate instead of a Workflow
   // `run --local`: where plan.json and the metrics go, how many ranks, and a step limit.
   std::string run_dir;

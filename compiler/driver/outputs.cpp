@@ -121,13 +121,16 @@ namespace {
 
 // Two jobs whose Kubernetes names coincide (`Train_A`, `train_a`) would
 // overwrite each other's objects in one namespace.
-void CheckNameClashes(const std::vector<std::pair<const plan::Plan*, std::string>>& names, diag::DiagnosticEngine& diags) {
+void CheckNameClashes(const std::vector<std::pair<const plan::Plan*, std::string>>& names,
+                      diag::DiagnosticEngine& diags) {
   for (size_t i = 0; i < names.size(); ++i) {
     for (size_t j = 0; j < i; ++j) {
       if (names[i].second != names[j].second) continue;
       const check::JobSpec& a = names[j].first->job;
       const check::JobSpec& b = names[i].first->job;
-      diags.Report(diag::DiagId::KubernetesNameClash, b.name_range, b.name, a.name, names[i].second.substr(names[i].second.find('/') + 1))
+      diags
+          .Report(diag::DiagId::KubernetesNameClash, b.name_range, b.name, a.name,
+                  names[i].second.substr(names[i].second.find('/') + 1))
           .Note(a.name_range, fmt::format("job `{}` is declared here", a.name))
           .Help("rename one of the jobs, or give them different `namespace`s");
       break;

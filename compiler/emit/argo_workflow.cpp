@@ -25,10 +25,10 @@ constexpr std::string_view kStagedResult = "{{tasks.check-staged.outputs.result}
 
 struct ToolStep {
   std::string name;
-  std::string source;                  // the shell script
+  std::string source;  // the shell script
   std::vector<deploy::EnvVar> env;
-  std::vector<std::string> tiers;      // storage tiers it mounts
-  std::vector<std::string> inputs;     // input parameters, passed as env
+  std::vector<std::string> tiers;   // storage tiers it mounts
+  std::vector<std::string> inputs;  // input parameters, passed as env
   bool retry = false;
 };
 
@@ -80,7 +80,8 @@ void WriteToolStep(YamlWriter& y, const Deployment& d, const ToolStep& s) {
       y.Key("command");
       y.StringSeq({"sh"});
       std::vector<deploy::EnvVar> env;
-      for (const std::string& p : s.inputs) env.push_back(EnvVar::Literal("ARG_" + p, "{{inputs.parameters." + p + "}}"));
+      for (const std::string& p : s.inputs)
+        env.push_back(EnvVar::Literal("ARG_" + p, "{{inputs.parameters." + p + "}}"));
       env.insert(env.end(), s.env.begin(), s.env.end());
       WriteEnv(y, env);
       y.MapField("resources", [&] {
@@ -227,17 +228,22 @@ void WriteExitHandler(YamlWriter& y, const Deployment& d) {
         if (HasPodGroup(d)) y.Map([&] { WriteTask(y, "delete-podgroup", ""); });
       });
       if (!d.staging) return;
-      y.Seq([&] { y.Map([&] { WriteTask(y, "cleanup-staged", "", "{{workflow.parameters.cleanup-staged}} == true"); }); });
+      y.Seq([&] {
+        y.Map([&] { WriteTask(y, "cleanup-staged", "", "{{workflow.parameters.cleanup-staged}} == true"); });
+      });
     });
   });
   std::string report =
       "echo \"workflow $WF_NAME: $WF_STATUS\"\n"
       "if [ \"$WF_STATUS\" != Succeeded ]; then echo \"failures: $WF_FAILURES\"; fi\n";
-  WriteToolStep(y, d, {"report", report,
-                       {EnvVar::Literal("WF_NAME", "{{workflow.name}}"),
-                        EnvVar::Literal("WF_STATUS", "{{workflow.status}}"),
-                        EnvVar::Literal("WF_FAILURES", "{{workflow.failures}}")},
-                       {}, {}, false});
+  WriteToolStep(y, d,
+                {"report",
+                 report,
+                 {EnvVar::Literal("WF_NAME", "{{workflow.name}}"), EnvVar::Literal("WF_STATUS", "{{workflow.status}}"),
+                  EnvVar::Literal("WF_FAILURES", "{{workflow.failures}}")},
+                 {},
+                 {},
+                 false});
   // A failed or stopped workflow must not leave the training pods running (argo-workflows#8364).
   WriteResourceStep(y, "stop-training", "delete", DeleteManifest(d, TrainingObjectKind(d)), "", "");
   // The gang's PodGroup has done its work once the run is over.
@@ -249,9 +255,12 @@ void WriteExitHandler(YamlWriter& y, const Deployment& d) {
 
 // Creates the job token's Secret unless it exists; idempotent, so it retries.
 auto MakeTokenStep(const Deployment& d) -> ToolStep {
-  return {"make-token", MakeTokenScript(d.token, d.k8s_namespace, JobLabels(d)),
+  return {"make-token",
+          MakeTokenScript(d.token, d.k8s_namespace, JobLabels(d)),
           {EnvVar::Literal("WF_NAME", "{{workflow.name}}"), EnvVar::Literal("WF_UID", "{{workflow.uid}}")},
-          {}, {}, true};
+          {},
+          {},
+          true};
 }
 
 void WriteTemplates(YamlWriter& y, const Deployment& d) {
@@ -298,8 +307,9 @@ void WriteSpec(YamlWriter& y, const Deployment& d) {
 
 auto WorkflowYaml(const Deployment& d, bool as_template) -> std::string {
   std::string kind = as_template ? "WorkflowTemplate" : "Workflow";
-  std::string how = as_template ? fmt::format("argo template create workflow.yaml; argo submit --from workflowtemplate/{}", d.name)
-                                : "argo submit workflow.yaml";
+  std::string how =
+      as_template ? fmt::format("argo template create workflow.yaml; argo submit --from workflowtemplate/{}", d.name)
+                  : "argo submit workflow.yaml";
   std::string header = HeaderComment(d, "workflow.yaml") +
                        fmt::format("\nFirst kubectl apply -f rbac.yaml -f plan-configmap.yaml, then {}", how);
   YamlWriter y(header);

@@ -33,14 +33,38 @@ class JsonWriter {
   void Null();
 
   // key + value in one call.
-  void Field(std::string_view key, std::string_view v) { Key(key); String(v); }
-  void Field(std::string_view key, const char* v) { Key(key); String(v); }
-  void Field(std::string_view key, int64_t v) { Key(key); Int(v); }
-  void Field(std::string_view key, int v) { Key(key); Int(v); }
-  void Field(std::string_view key, bool v) { Key(key); Bool(v); }
-  void NumberField(std::string_view key, double v) { Key(key); Number(v); }
-  void ObjectField(std::string_view key, const std::function<void()>& body) { Key(key); Object(body); }
-  void ArrayField(std::string_view key, const std::function<void()>& body) { Key(key); Array(body); }
+  void Field(std::string_view key, std::string_view v) {
+    Key(key);
+    String(v);
+  }
+  void Field(std::string_view key, const char* v) {
+    Key(key);
+    String(v);
+  }
+  void Field(std::string_view key, int64_t v) {
+    Key(key);
+    Int(v);
+  }
+  void Field(std::string_view key, int v) {
+    Key(key);
+    Int(v);
+  }
+  void Field(std::string_view key, bool v) {
+    Key(key);
+    Bool(v);
+  }
+  void NumberField(std::string_view key, double v) {
+    Key(key);
+    Number(v);
+  }
+  void ObjectField(std::string_view key, const std::function<void()>& body) {
+    Key(key);
+    Object(body);
+  }
+  void ArrayField(std::string_view key, const std::function<void()>& body) {
+    Key(key);
+    Array(body);
+  }
 
  private:
   struct Impl;

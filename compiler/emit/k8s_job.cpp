@@ -102,7 +102,8 @@ void WriteJobSet(YamlWriter& y, const Deployment& d) {
               pod.container = "trainer";
               pod.restart_policy = "Never";
               pod.rank_env = JobSetRankEnv(d);
-              if (d.scheduler == Scheduler::Volcano) pod.annotations.emplace_back("scheduling.k8s.io/group-name", d.name);
+              if (d.scheduler == Scheduler::Volcano)
+                pod.annotations.emplace_back("scheduling.k8s.io/group-name", d.name);
               WriteTrainerTemplate(y, d, pod);
             });
           });
@@ -152,10 +153,11 @@ auto PodGroupYaml(const Deployment& d) -> std::string {
 
 auto JobYaml(const Deployment& d) -> std::string {
   // Without Argo nothing makes the token's Secret: the header says so.
-  std::string header = HeaderComment(d, "job.yaml") +
-                       fmt::format("\nApply after plan-configmap.yaml and the job token's Secret {} (key `{}`;\n"
-                                   "docs/deploy.md, \"The job token\"): kubectl apply -f job.yaml",
-                                   d.token.secret, d.token.key);
+  std::string header =
+      HeaderComment(d, "job.yaml") + fmt::format(
+                                         "\nApply after plan-configmap.yaml and the job token's Secret {} (key `{}`;\n"
+                                         "docs/deploy.md, \"The job token\"): kubectl apply -f job.yaml",
+                                         d.token.secret, d.token.key);
   YamlWriter y(header);
   if (HasPodGroup(d)) {
     WritePodGroup(y, d);

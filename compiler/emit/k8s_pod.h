@@ -30,10 +30,10 @@ void WriteMounts(YamlWriter& y, const std::vector<deploy::Volume>& volumes);
 
 // How one kind of training object wants its pods.
 struct TrainerPod {
-  std::string container = "pytorch";   // PyTorchJob requires this name
-  std::string restart_policy;          // "" leaves it to the training object
+  std::string container = "pytorch";     // PyTorchJob requires this name
+  std::string restart_policy;            // "" leaves it to the training object
   std::vector<deploy::EnvVar> rank_env;  // rendezvous variables the object does not set
-  std::string podset_group;            // Kueue: PodSets placed together
+  std::string podset_group;              // Kueue: PodSets placed together
   std::vector<std::pair<std::string, std::string>> annotations;
 };
 

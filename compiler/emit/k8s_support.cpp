@@ -63,8 +63,9 @@ void WriteRule(YamlWriter& y, std::string_view group, const std::vector<std::str
 }  // namespace
 
 auto PlanConfigMapYaml(const Deployment& d) -> std::string {
-  std::string header = HeaderComment(d, "plan-configmap.yaml") +
-                       "\nThe plan every training pod reads at /etc/aviflow/plan.json: kubectl apply -f plan-configmap.yaml";
+  std::string header =
+      HeaderComment(d, "plan-configmap.yaml") +
+      "\nThe plan every training pod reads at /etc/aviflow/plan.json: kubectl apply -f plan-configmap.yaml";
   YamlWriter y(header);
   WriteConfigMap(y, d);
   for (const deploy::Claim& c : d.claims) {

@@ -59,21 +59,23 @@ void WriteHeader(const plan::Plan& plan, llvm::raw_ostream& out) {
                      plan.leaves_used == 1 ? "" : "es");
   out << fmt::format("model {}: {} parameters, {} FLOP per token (training); {}; batch {} x {} tokens\n", j.model_name,
                      check::CountText(static_cast<double>(plan.figures.parameters)),
-                     check::CountText(plan.figures.flops_per_token),
-                     cost::Name(j.workload.precision), j.workload.global_batch, m.seq_len);
+                     check::CountText(plan.figures.flops_per_token), cost::Name(j.workload.precision),
+                     j.workload.global_batch, m.seq_len);
 }
 
 void WriteMemory(const Candidate& c, double capacity, llvm::raw_ostream& out) {
   const cost::Prediction& p = c.prediction;
   const cost::MemoryBreakdown& m = p.memory;
-  out << fmt::format("memory per GPU: weights {} + gradients {} + optimizer {} + activations {} + buffers {} = {} of {}\n",
-                     Bytes(m.weights), Bytes(m.gradients), Bytes(m.optimizer), Bytes(m.activations), Bytes(m.buffers),
-                     Bytes(p.memory_per_gpu), Bytes(capacity));
+  out << fmt::format(
+      "memory per GPU: weights {} + gradients {} + optimizer {} + activations {} + buffers {} = {} of {}\n",
+      Bytes(m.weights), Bytes(m.gradients), Bytes(m.optimizer), Bytes(m.activations), Bytes(m.buffers),
+      Bytes(p.memory_per_gpu), Bytes(capacity));
   const cost::TimeBreakdown& t = p.time;
-  out << fmt::format("time per step: compute {} s + tensor comm {} s + pipeline comm {} s + bubble {} s + "
-                     "data comm {} s + optimizer {} s = {} s\n",
-                     StepText(t.compute), StepText(t.tensor_comm), StepText(t.pipeline_comm), StepText(t.bubble),
-                     StepText(t.data_comm), StepText(t.optimizer), StepText(p.step_time));
+  out << fmt::format(
+      "time per step: compute {} s + tensor comm {} s + pipeline comm {} s + bubble {} s + "
+      "data comm {} s + optimizer {} s = {} s\n",
+      StepText(t.compute), StepText(t.tensor_comm), StepText(t.pipeline_comm), StepText(t.bubble),
+      StepText(t.data_comm), StepText(t.optimizer), StepText(p.step_time));
 }
 
 }  // namespace
@@ -90,8 +92,7 @@ void WritePlanTable(const plan::Plan& plan, llvm::raw_ostream& out) {
   const plan::Totals& t = plan.totals;
   std::string cost = t.cost ? fmt::format(", cost {}", Grouped(*t.cost)) : "";
   out << fmt::format("to train: {} steps, {} tokens, {}, {} GPU-hours{}\n", Grouped(static_cast<double>(t.steps)),
-                     check::CountText(t.tokens), Duration(t.seconds),
-                     Grouped(t.gpu_hours), cost);
+                     check::CountText(t.tokens), Duration(t.seconds), Grouped(t.gpu_hours), cost);
 }
 
 namespace {

@@ -60,12 +60,17 @@ auto SecretManifestArgs(const deploy::JobToken& t, const std::vector<std::pair<s
     -> std::string {
   // `KEY: "$VAR"`, which the shell completes.
   auto filled = [](std::string_view key, std::string_view var) { return fmt::format("\"{}: \\\"${}\\\"\"", key, var); };
-  std::vector<std::string> args{ShellQuote("apiVersion: \"v1\""), ShellQuote("kind: \"Secret\""), ShellQuote("metadata:"),
-                                filled("  name", "secret"), filled("  namespace", "namespace"), ShellQuote("  labels:")};
+  std::vector<std::string> args{
+      ShellQuote("apiVersion: \"v1\""), ShellQuote("kind: \"Secret\""),     ShellQuote("metadata:"),
+      filled("  name", "secret"),       filled("  namespace", "namespace"), ShellQuote("  labels:")};
   for (const auto& [k, v] : labels) args.push_back(ShellQuote(fmt::format("    {}: \"{}\"", k, v)));
-  std::vector<std::string> rest{ShellQuote("  ownerReferences:"), ShellQuote("    - apiVersion: \"argoproj.io/v1alpha1\""),
-                                ShellQuote("      kind: \"Workflow\""), filled("      name", "WF_NAME"),
-                                filled("      uid", "WF_UID"), ShellQuote("type: \"Opaque\""), ShellQuote("stringData:"),
+  std::vector<std::string> rest{ShellQuote("  ownerReferences:"),
+                                ShellQuote("    - apiVersion: \"argoproj.io/v1alpha1\""),
+                                ShellQuote("      kind: \"Workflow\""),
+                                filled("      name", "WF_NAME"),
+                                filled("      uid", "WF_UID"),
+                                ShellQuote("type: \"Opaque\""),
+                                ShellQuote("stringData:"),
                                 filled("  " + t.key, "token")};
   args.insert(args.end(), rest.begin(), rest.end());
   std::string out;
@@ -107,12 +112,14 @@ auto RemoteEnv(const deploy::Remote& r) -> std::vector<EnvVar> {
 
 auto CheckStagedScript(const Staging& s) -> std::string {
   return Prologue(s) + VerifyFunction(s) +
-         fmt::format("if [ -f \"$dir/{0}\" ] && [ \"$(cat \"$dir/{0}\")\" = \"$marker\" ] && verify_shards \"$dir\" 2>/dev/null; then\n"
-                     "  echo staged\n"
-                     "else\n"
-                     "  echo missing\n"
-                     "fi\n",
-                     kStagedMarker);
+         fmt::format(
+             "if [ -f \"$dir/{0}\" ] && [ \"$(cat \"$dir/{0}\")\" = \"$marker\" ] && verify_shards \"$dir\" "
+             "2>/dev/null; then\n"
+             "  echo staged\n"
+             "else\n"
+             "  echo missing\n"
+             "fi\n",
+             kStagedMarker);
 }
 
 auto CopyShardsScript(const Staging& s, int64_t bwlimit_kib) -> std::string {
@@ -133,14 +140,15 @@ auto CopyShardsScript(const Staging& s, int64_t bwlimit_kib) -> std::string {
 
 auto SealStagedScript(const Staging& s) -> std::string {
   return Prologue(s) + VerifyFunction(s) +
-         fmt::format("if ! verify_shards \"$dir\"; then\n"
-                     "  echo \"error: some of the {0} shards in $dir are missing or have the wrong size\" >&2\n"
-                     "  exit 1\n"
-                     "fi\n"
-                     "printf '%s\\n' \"$marker\" > \"$dir/{1}.tmp\"\n"
-                     "mv \"$dir/{1}.tmp\" \"$dir/{1}\"\n"
-                     "echo \"staged {0} shards in $dir\"\n",
-                     s.shards, kStagedMarker);
+         fmt::format(
+             "if ! verify_shards \"$dir\"; then\n"
+             "  echo \"error: some of the {0} shards in $dir are missing or have the wrong size\" >&2\n"
+             "  exit 1\n"
+             "fi\n"
+             "printf '%s\\n' \"$marker\" > \"$dir/{1}.tmp\"\n"
+             "mv \"$dir/{1}.tmp\" \"$dir/{1}\"\n"
+             "echo \"staged {0} shards in $dir\"\n",
+             s.shards, kStagedMarker);
 }
 
 auto ExportScript(const deploy::Export& e) -> std::string {

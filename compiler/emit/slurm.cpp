@@ -98,8 +98,9 @@ auto StageSection(const Deployment& d) -> std::string {
   // One copier task per node works through its ranges one after another, so
   // the tiers' bandwidth is shared by that many copies at a time.
   int64_t tasks = s.concurrent_copies, bwlimit = s.bwlimit_kib;
-  std::string files = StepFile("check-staged.sh", CheckStagedScript(s)) + StepFile("copy-shards.sh", CopyShardsScript(s, bwlimit)) +
-                      StepFile("copy-ranges.sh", CopyRangesScript(tasks)) + StepFile("seal-staged.sh", SealStagedScript(s));
+  std::string files =
+      StepFile("check-staged.sh", CheckStagedScript(s)) + StepFile("copy-shards.sh", CopyShardsScript(s, bwlimit)) +
+      StepFile("copy-ranges.sh", CopyRangesScript(tasks)) + StepFile("seal-staged.sh", SealStagedScript(s));
   return fmt::format(
       "# 1. stage-in: {} shards from `{}` to {} in {} ranges, skipped when staged\n"
       "{}"
@@ -109,8 +110,8 @@ auto StageSection(const Deployment& d) -> std::string {
       "  srun --ntasks={} --ntasks-per-node=1 --kill-on-bad-exit=1 sh \"$steps/copy-ranges.sh\"\n"
       "  sh \"$steps/seal-staged.sh\"\n"
       "fi\n\n",
-      s.shards, s.source.storage, s.dest_dir, s.ranges.size(), files, RemoteExports(s.source, "  "), ShellQuote(RangesTable(s)),
-      tasks);
+      s.shards, s.source.storage, s.dest_dir, s.ranges.size(), files, RemoteExports(s.source, "  "),
+      ShellQuote(RangesTable(s)), tasks);
 }
 
 // The job token of the rendezvous store on node 0: made fresh by the script
@@ -136,7 +137,8 @@ auto TokenLines(const deploy::JobToken& t) -> std::string {
 
 auto TrainSection(const Deployment& d) -> std::string {
   std::string command;
-  for (const std::string& word : d.command) command += (command.empty() ? "" : " ") + (word == "${AVF_PLAN}" ? "\"$AVF_PLAN\"" : ShellQuote(word));
+  for (const std::string& word : d.command)
+    command += (command.empty() ? "" : " ") + (word == "${AVF_PLAN}" ? "\"$AVF_PLAN\"" : ShellQuote(word));
   std::string env;
   for (const deploy::EnvVar& e : d.env) env += fmt::format("export {}={}\n", e.name, ShellQuote(e.value));
   return fmt::format(
@@ -154,17 +156,18 @@ auto TrainSection(const Deployment& d) -> std::string {
 
 auto ExportSection(const Deployment& d) -> std::string {
   const deploy::Export& e = *d.export_checkpoints;
-  return fmt::format("# 3. export the kept checkpoints to `{}`\n{}{}sh \"$steps/export-checkpoints.sh\"\n", e.dest.storage,
-                     StepFile("export-checkpoints.sh", ExportScript(e)), RemoteExports(e.dest, ""));
+  return fmt::format("# 3. export the kept checkpoints to `{}`\n{}{}sh \"$steps/export-checkpoints.sh\"\n",
+                     e.dest.storage, StepFile("export-checkpoints.sh", ExportScript(e)), RemoteExports(e.dest, ""));
 }
 
 }  // namespace
 
 auto SlurmScript(const Deployment& d) -> std::string {
-  std::string out = "#!/bin/bash\n" + Comment(HeaderComment(d, "slurm.sbatch") +
-                                             "\nSubmit from the folder that holds plan.json: sbatch slurm.sbatch\n"
-                                             "Needs avf-run and rclone on every node; object-store credentials are read\n"
-                                             "from $AVF_SECRETS/<secret>/<key> (default ~/.aviflow/secrets).");
+  std::string out =
+      "#!/bin/bash\n" + Comment(HeaderComment(d, "slurm.sbatch") +
+                                "\nSubmit from the folder that holds plan.json: sbatch slurm.sbatch\n"
+                                "Needs avf-run and rclone on every node; object-store credentials are read\n"
+                                "from $AVF_SECRETS/<secret>/<key> (default ~/.aviflow/secrets).");
   out += Directives(d);
   out += "set -euo pipefail\n";
   out += "AVF_PLAN=\"${AVF_PLAN:-$SLURM_SUBMIT_DIR/plan.json}\"\n";

@@ -38,8 +38,7 @@ void YamlWriter::Text(std::string_view v) {
   // yaml-cpp's literal block always clips to one trailing newline and has no
   // indentation indicator, so only such text round-trips through it.
   bool literal = !v.empty() && v.back() == '\n' && (v.size() < 2 || v[v.size() - 2] != '\n') && v.front() != ' ' &&
-                 v.front() != '\n' && v.find('\t') == std::string_view::npos &&
-                 v.find('\r') == std::string_view::npos;
+                 v.front() != '\n' && v.find('\t') == std::string_view::npos && v.find('\r') == std::string_view::npos;
   if (literal) emitter_ << YAML::Literal << std::string(v);
   else String(v);
 }

@@ -35,13 +35,34 @@ class YamlWriter {
   void Comment(std::string_view text);
   void StringSeq(const std::vector<std::string>& items);  // a flow-free block list of strings
 
-  void Field(std::string_view key, std::string_view v) { Key(key); String(v); }
-  void Field(std::string_view key, const char* v) { Key(key); String(v); }
-  void Field(std::string_view key, int64_t v) { Key(key); Int(v); }
-  void Field(std::string_view key, int v) { Key(key); Int(v); }
-  void Field(std::string_view key, bool v) { Key(key); Bool(v); }
-  void MapField(std::string_view key, const std::function<void()>& body) { Key(key); Map(body); }
-  void SeqField(std::string_view key, const std::function<void()>& body) { Key(key); Seq(body); }
+  void Field(std::string_view key, std::string_view v) {
+    Key(key);
+    String(v);
+  }
+  void Field(std::string_view key, const char* v) {
+    Key(key);
+    String(v);
+  }
+  void Field(std::string_view key, int64_t v) {
+    Key(key);
+    Int(v);
+  }
+  void Field(std::string_view key, int v) {
+    Key(key);
+    Int(v);
+  }
+  void Field(std::string_view key, bool v) {
+    Key(key);
+    Bool(v);
+  }
+  void MapField(std::string_view key, const std::function<void()>& body) {
+    Key(key);
+    Map(body);
+  }
+  void SeqField(std::string_view key, const std::function<void()>& body) {
+    Key(key);
+    Seq(body);
+  }
 
   // The document text, ending in one newline; empty-string if the emitter
   // failed (an unbalanced Map/Seq is a programming error).

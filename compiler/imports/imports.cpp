@@ -98,9 +98,7 @@ class Loader {
       return;
     }
     std::vector<std::string> candidates = Candidates(imp.path, importer, paths_);
-    auto found = std::find_if(candidates.begin(), candidates.end(), [](const std::string& c) {
-      return fs::exists(c);
-    });
+    auto found = std::find_if(candidates.begin(), candidates.end(), [](const std::string& c) { return fs::exists(c); });
     if (found == candidates.end()) {
       ReportNotFound(imp, candidates);
       return;

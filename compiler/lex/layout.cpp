@@ -37,6 +37,7 @@ class Layout {
     }
     CloseAbove(0);  // at the end of the file
   }
+
  private:
   struct OpenBracket {
     Token token;
@@ -129,8 +130,9 @@ class Layout {
     }
     std::string_view close = open.token.kind == TokenKind::LBracket ? "]" : ")";
     std::string_view opened = open.token.kind == TokenKind::LBracket ? "[" : "(";
-    Error(diags_.Report(diag::DiagId::UnclosedBracket, here, close, opened, LineOf(open.token.begin),
-                        ColumnOf(open.token.begin))
+    Error(diags_
+              .Report(diag::DiagId::UnclosedBracket, here, close, opened, LineOf(open.token.begin),
+                      ColumnOf(open.token.begin))
               .Note(out_.Range(open.token), fmt::format("`{}` opened here", opened))
               .Fix(here, std::string(close)));
   }

@@ -1,7 +1,7 @@
 // The lexer runs the ANTLR-generated AvfLexer and converts its tokens into
 // TokenizedBuffer. Nothing outside compiler/lex and compiler/parse sees ANTLR.
-#include "antlr4-runtime.h"  // first: it #undefs EOF
 #include "AvfLexer.h"
+#include "antlr4-runtime.h"  // first: it #undefs EOF
 
 #include "lex/lex.h"
 
@@ -120,7 +120,8 @@ auto ReadUnicodeEscape(llvm::StringRef body, size_t i) -> Escape {
   size_t length = close + 1 - i;
   llvm::StringRef hex = body.slice(open + 1, close);
   unsigned value = 0;
-  if (hex.empty() || hex.size() > 6 || hex.getAsInteger(16, value)) return invalid(length, "expected 1 to 6 hex digits");
+  if (hex.empty() || hex.size() > 6 || hex.getAsInteger(16, value))
+    return invalid(length, "expected 1 to 6 hex digits");
   if (value > 0x10FFFF || (value >= 0xD800 && value <= 0xDFFF)) {
     return invalid(length, fmt::format("U+{:X} is not a Unicode scalar value", value));
   }
@@ -135,7 +136,8 @@ auto ReadEscape(llvm::StringRef body, size_t i) -> Escape {
   switch (c) {
     case 'n': return ValidEscape('\n');
     case 't': return ValidEscape('\t');
-    case '"': case '\\': return ValidEscape(static_cast<uint32_t>(c));
+    case '"':
+    case '\\': return ValidEscape(static_cast<uint32_t>(c));
     case 'u': return ReadUnicodeEscape(body, i);
     default: break;
   }
@@ -150,9 +152,7 @@ auto ReadEscape(llvm::StringRef body, size_t i) -> Escape {
 // file) is dropped and lexing starts again where the line ends.
 class TokenCursor {
  public:
-  explicit TokenCursor(llvm::StringRef text) : input_(Prepare(text)), lexer_(&input_) {
-    lexer_.removeErrorListeners();
-  }
+  explicit TokenCursor(llvm::StringRef text) : input_(Prepare(text)), lexer_(&input_) { lexer_.removeErrorListeners(); }
 
   // The k-th token from here; nullptr past the end.
   auto Peek(size_t k = 0) -> const Token* {
@@ -414,8 +414,7 @@ class Lexer {
 auto Spelling(TokenKind kind) -> std::string_view { return kSpellings[static_cast<size_t>(kind)]; }
 auto KindName(TokenKind kind) -> std::string_view { return kNames[static_cast<size_t>(kind)]; }
 
-auto Lex(const source::SourceSet& sources, unsigned buffer_id, diag::DiagnosticEngine& diags)
-    -> TokenizedBuffer {
+auto Lex(const source::SourceSet& sources, unsigned buffer_id, diag::DiagnosticEngine& diags) -> TokenizedBuffer {
   TokenizedBuffer out(buffer_id, sources.Text(buffer_id));
   Lexer(out, sources.mgr(), diags).Run();
   return out;

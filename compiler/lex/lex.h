@@ -22,8 +22,7 @@ inline constexpr size_t kMaxNesting = 256;
 // inserted. Closers without an opener are left for the parser. Past the
 // error limit lexing goes on, counting errors, but the buffer is marked not
 // parseable.
-auto Lex(const source::SourceSet& sources, unsigned buffer_id, diag::DiagnosticEngine& diags)
-    -> TokenizedBuffer;
+auto Lex(const source::SourceSet& sources, unsigned buffer_id, diag::DiagnosticEngine& diags) -> TokenizedBuffer;
 
 // Decodes the escapes of a STRING token's text (quotes included). Invalid
 // escapes are reported (once, by the lexer); here they are dropped.
@@ -31,7 +30,6 @@ auto DecodeString(llvm::StringRef token_text) -> std::string;
 
 // --dump=tokens: one token per line, `line:col kind 'text'`; inserted closers
 // show as `line:col RBrace (inserted)`.
-void DumpTokens(const source::SourceSet& sources, const TokenizedBuffer& tokens,
-                llvm::raw_ostream& os);
+void DumpTokens(const source::SourceSet& sources, const TokenizedBuffer& tokens, llvm::raw_ostream& os);
 
 }  // namespace avf::lex

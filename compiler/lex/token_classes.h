@@ -8,13 +8,20 @@ namespace avf::lex {
 // Tokens after which a newline never ends a field: the value continues.
 inline auto ContinuesOnNextLine(TokenKind kind) -> bool {
   switch (kind) {
-    case TokenKind::LBrace: case TokenKind::LBracket: case TokenKind::LParen:
-    case TokenKind::Assign: case TokenKind::Colon: case TokenKind::Comma: case TokenKind::Dot:
-    case TokenKind::Plus: case TokenKind::Minus: case TokenKind::Star: case TokenKind::Slash:
-    case TokenKind::Newline: case TokenKind::Semi:
-      return true;
-    default:
-      return false;
+    case TokenKind::LBrace:
+    case TokenKind::LBracket:
+    case TokenKind::LParen:
+    case TokenKind::Assign:
+    case TokenKind::Colon:
+    case TokenKind::Comma:
+    case TokenKind::Dot:
+    case TokenKind::Plus:
+    case TokenKind::Minus:
+    case TokenKind::Star:
+    case TokenKind::Slash:
+    case TokenKind::Newline:
+    case TokenKind::Semi: return true;
+    default: return false;
   }
 }
 

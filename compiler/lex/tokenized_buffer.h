@@ -8,8 +8,8 @@
 #include <string_view>
 #include <vector>
 
-#include <llvm/Support/SMLoc.h>
 #include <llvm/ADT/StringRef.h>
+#include <llvm/Support/SMLoc.h>
 
 namespace avf::lex {
 
@@ -36,9 +36,7 @@ class TokenizedBuffer {
   auto source() const -> llvm::StringRef { return text_; }
   auto tokens() const -> const std::vector<Token>& { return tokens_; }
   auto Text(const Token& t) const -> llvm::StringRef { return text_.substr(t.begin, t.end - t.begin); }
-  auto Loc(uint32_t offset) const -> llvm::SMLoc {
-    return llvm::SMLoc::getFromPointer(text_.data() + offset);
-  }
+  auto Loc(uint32_t offset) const -> llvm::SMLoc { return llvm::SMLoc::getFromPointer(text_.data() + offset); }
   auto Range(const Token& t) const -> llvm::SMRange { return {Loc(t.begin), Loc(t.end)}; }
   // An empty closer the lexer inserted where a bracket was left open.
   static auto IsInserted(const Token& t) -> bool {

@@ -1,8 +1,8 @@
 // Runs the ANTLR parser over the lexer's tokens and converts the parse tree
 // into ast::File right here, so later phases never see ANTLR.
-#include "antlr4-runtime.h"  // first: it #undefs EOF
 #include "AvfLexer.h"
 #include "AvfParser.h"
+#include "antlr4-runtime.h"  // first: it #undefs EOF
 
 #include "parse/parse.h"
 
@@ -29,10 +29,11 @@ class OurTokenSource : public antlr4::TokenSource {
     const lex::Token& t = all[std::min(next_, all.size() - 1)];
     if (next_ < all.size()) ++next_;
     // The lexer reported an unterminated string; the parser reads a string.
-    size_t type = t.kind == lex::TokenKind::UnterminatedString ? static_cast<size_t>(AvfLexer::STRING) : AntlrType(t.kind);
+    size_t type =
+        t.kind == lex::TokenKind::UnterminatedString ? static_cast<size_t>(AvfLexer::STRING) : AntlrType(t.kind);
     auto token = std::make_unique<antlr4::CommonToken>(
-        std::pair<antlr4::TokenSource*, antlr4::CharStream*>{this, nullptr}, type,
-        antlr4::Token::DEFAULT_CHANNEL, t.begin, t.end == t.begin ? t.begin : t.end - 1);
+        std::pair<antlr4::TokenSource*, antlr4::CharStream*>{this, nullptr}, type, antlr4::Token::DEFAULT_CHANNEL,
+        t.begin, t.end == t.begin ? t.begin : t.end - 1);
     token->setText(tokens_.Text(t).str());
     return token;
   }
@@ -89,9 +90,7 @@ class AstBuilder {
     return {begin, tokens_.Loc(Tok(stop).end)};
   }
 
-  auto MakeName(antlr4::ParserRuleContext* ctx) const -> ast::Name {
-    return {ctx->getText(), Range(ctx)};
-  }
+  auto MakeName(antlr4::ParserRuleContext* ctx) const -> ast::Name { return {ctx->getText(), Range(ctx)}; }
   auto MakeName(antlr4::Token* t) const -> ast::Name {
     const lex::Token& tok = Tok(t);
     return {tokens_.Text(tok).str(), tokens_.Range(tok)};
@@ -172,8 +171,7 @@ class AstBuilder {
 
   // expr : term (addOp term)* ;   term : unary (mulOp unary)* ;
   template <typename Ctx, typename OperandCtx, typename OpCtx, typename Build>
-  auto BuildChain(Ctx* ctx, std::vector<OperandCtx*> operands, std::vector<OpCtx*> ops, Build build)
-      -> ast::ExprPtr {
+  auto BuildChain(Ctx* ctx, std::vector<OperandCtx*> operands, std::vector<OpCtx*> ops, Build build) -> ast::ExprPtr {
     if (operands.empty()) return Error(ctx);
     ast::ExprPtr first = build(operands[0]);
     if (operands.size() == 1 || ops.empty()) return first;
@@ -206,7 +204,8 @@ class AstBuilder {
     ast::ExprPtr operand = BuildPostfix(ctx->postfix());
     if (ctx->MINUS().empty()) return operand;
     auto unary = std::make_unique<ast::UnaryExpr>(Range(ctx));
-    for (antlr4::tree::TerminalNode* minus : ctx->MINUS()) unary->negations.push_back(tokens_.Range(Tok(minus->getSymbol())));
+    for (antlr4::tree::TerminalNode* minus : ctx->MINUS())
+      unary->negations.push_back(tokens_.Range(Tok(minus->getSymbol())));
     unary->operand = std::move(operand);
     return unary;
   }
@@ -282,8 +281,7 @@ auto AstBuilder::BuildNumber(AvfParser::NumberExprContext* ctx) -> ast::ExprPtr 
   return e;
 }
 
-auto AstBuilder::BuildList(std::vector<AvfParser::ExprContext*> elements, llvm::SMRange range)
-    -> ast::ExprPtr {
+auto AstBuilder::BuildList(std::vector<AvfParser::ExprContext*> elements, llvm::SMRange range) -> ast::ExprPtr {
   auto e = std::make_unique<ast::ListExpr>(range);
   for (AvfParser::ExprContext* element : elements) e->elements.push_back(BuildExpr(element));
   return e;

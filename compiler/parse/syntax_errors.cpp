@@ -39,12 +39,15 @@ auto AntlrTypeName(size_t type) -> std::string {
 // After these tokens only a value can follow.
 auto IsValuePosition(lex::TokenKind kind) -> bool {
   switch (kind) {
-    case lex::TokenKind::Comma: case lex::TokenKind::Assign: case lex::TokenKind::LParen:
-    case lex::TokenKind::LBracket: case lex::TokenKind::Plus: case lex::TokenKind::Minus:
-    case lex::TokenKind::Star: case lex::TokenKind::Slash:
-      return true;
-    default:
-      return false;
+    case lex::TokenKind::Comma:
+    case lex::TokenKind::Assign:
+    case lex::TokenKind::LParen:
+    case lex::TokenKind::LBracket:
+    case lex::TokenKind::Plus:
+    case lex::TokenKind::Minus:
+    case lex::TokenKind::Star:
+    case lex::TokenKind::Slash: return true;
+    default: return false;
   }
 }
 
@@ -97,7 +100,8 @@ auto SyntaxErrorStrategy::DescribeFound(antlr4::Token* token) const -> std::stri
     case lex::TokenKind::Newline: return "end of line";
     case lex::TokenKind::Identifier: return fmt::format("name `{}`", diag::ShortText(text));
     case lex::TokenKind::Number: return fmt::format("number `{}`", diag::ShortText(text));
-    case lex::TokenKind::String: case lex::TokenKind::UnterminatedString:
+    case lex::TokenKind::String:
+    case lex::TokenKind::UnterminatedString:
       return text.size() > 40 ? "a string" : fmt::format("string {}", text.str());
     default: return std::string(lex::Spelling(t.kind));
   }
@@ -173,8 +177,7 @@ auto SyntaxErrorStrategy::singleTokenDeletion(antlr4::Parser* parser) -> antlr4:
   return DefaultErrorStrategy::singleTokenDeletion(parser);
 }
 
-void SyntaxErrorStrategy::reportNoViableAlternative(antlr4::Parser* parser,
-                                                    const antlr4::NoViableAltException& e) {
+void SyntaxErrorStrategy::reportNoViableAlternative(antlr4::Parser* parser, const antlr4::NoViableAltException& e) {
   auto* ctx = dynamic_cast<antlr4::ParserRuleContext*>(e.getCtx());
   // `x: 5` or `x 5`: the name was read while choosing between `x = ...` and
   // `x { ... }`, so what is expected is what follows a field's name.
@@ -195,13 +198,11 @@ auto SyntaxErrorStrategy::singleTokenInsertion(antlr4::Parser* parser) -> bool {
   return DefaultErrorStrategy::singleTokenInsertion(parser);
 }
 
-void SyntaxErrorStrategy::reportInputMismatch(antlr4::Parser* parser,
-                                              const antlr4::InputMismatchException& e) {
+void SyntaxErrorStrategy::reportInputMismatch(antlr4::Parser* parser, const antlr4::InputMismatchException& e) {
   Report(parser, e.getOffendingToken(), parser->getContext(), e.getExpectedTokens());
 }
 
-void SyntaxErrorStrategy::reportFailedPredicate(antlr4::Parser* parser,
-                                                const antlr4::FailedPredicateException& e) {
+void SyntaxErrorStrategy::reportFailedPredicate(antlr4::Parser* parser, const antlr4::FailedPredicateException& e) {
   Report(parser, e.getOffendingToken(), parser->getContext(), parser->getExpectedTokens());
 }
 
@@ -217,8 +218,7 @@ void SyntaxErrorStrategy::reportMissingToken(antlr4::Parser* parser) {
   Report(parser, parser->getCurrentToken(), parser->getContext(), getExpectedTokens(parser));
 }
 
-void SyntaxErrorStrategy::Report(antlr4::Parser* parser, antlr4::Token* offending,
-                                 antlr4::ParserRuleContext* ctx,
+void SyntaxErrorStrategy::Report(antlr4::Parser* parser, antlr4::Token* offending, antlr4::ParserRuleContext* ctx,
                                  const antlr4::misc::IntervalSet& expected) {
   size_t index = offending->getTokenIndex();
   error_tokens_.insert(std::upper_bound(error_tokens_.begin(), error_tokens_.end(), index), index);
@@ -253,8 +253,8 @@ void SyntaxErrorStrategy::ReportGeneric(antlr4::Token* offending, antlr4::Parser
     diags_.Report(diag::DiagId::ExpectedDeclaration, range, what);
     return;
   }
-  if (auto* decl = dynamic_cast<AvfParser::DeclContext*>(ctx); decl && Has(expected, AvfParser::IDENT) &&
-                                                               !Has(expected, AvfParser::LBRACE)) {
+  if (auto* decl = dynamic_cast<AvfParser::DeclContext*>(ctx);
+      decl && Has(expected, AvfParser::IDENT) && !Has(expected, AvfParser::LBRACE)) {
     ReportDeclHeader(decl, found, before, what);
     return;
   }
@@ -291,8 +291,8 @@ void SyntaxErrorStrategy::ReportGeneric(antlr4::Token* offending, antlr4::Parser
 
 // Where a block's next field should start: after a value on the same line
 // (`steps = 1 2`), or at the start of a field (`= 8`).
-void SyntaxErrorStrategy::ReportInBlock(antlr4::ParserRuleContext* ctx, llvm::SMRange range,
-                                        const lex::Token* before, const std::string& what) {
+void SyntaxErrorStrategy::ReportInBlock(antlr4::ParserRuleContext* ctx, llvm::SMRange range, const lex::Token* before,
+                                        const std::string& what) {
   std::string field = LastFieldName(ctx);
   bool after_value = before && before->kind != lex::TokenKind::Newline && before->kind != lex::TokenKind::Semi &&
                      before->kind != lex::TokenKind::LBrace && !field.empty();
@@ -318,8 +318,8 @@ void SyntaxErrorStrategy::ReportDeclHeader(antlr4::ParserRuleContext* ctx, const
     return;
   }
   bool after_colon = before && before->kind == lex::TokenKind::Colon;
-  auto b = diags_.Report(diag::DiagId::ExpectedDeclName, tokens_.Range(found), after_colon ? std::string(":") : kind,
-                         what);
+  auto b =
+      diags_.Report(diag::DiagId::ExpectedDeclName, tokens_.Range(found), after_colon ? std::string(":") : kind, what);
   if (found.kind == lex::TokenKind::Number) b.Help("a name starts with a letter or `_`");
 }
 

@@ -36,8 +36,8 @@ auto Name(GroupKind kind) -> std::string_view;
 
 struct Group {
   GroupKind kind;
-  int32_t index = 0;            // among groups of its kind
-  std::vector<int32_t> ranks;   // in ring order
+  int32_t index = 0;           // among groups of its kind
+  std::vector<int32_t> ranks;  // in ring order
 };
 
 // Model chunk `chunk` of pipeline stage `stage` holds layers
@@ -75,7 +75,7 @@ struct ZeroSlice {
 struct Totals {
   int64_t steps = 0;
   double tokens = 0;
-  double seconds = 0;    // time to train
+  double seconds = 0;  // time to train
   double gpu_hours = 0;
   std::optional<double> cost;  // gpu_hours x cluster.gpu_hour_price
 };

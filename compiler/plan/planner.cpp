@@ -114,14 +114,15 @@ void CheckPlacement(const check::JobSpec& job, const Candidate& c, diag::Diagnos
   if (span.leaves <= 1 || hw.oversubscription <= 1) return;
   auto d = diags.Report(DiagId::CrossSpineAllReduce, job.at.topology, job.name, span.leaves,
                         fmt::format("{:g}", hw.oversubscription));
-  d.Note(fmt::format("each data-parallel group has {} ranks on {} nodes; a leaf switch holds {} nodes",
-                     c.layout.data, span.nodes, hw.nodes_per_leaf));
+  d.Note(fmt::format("each data-parallel group has {} ranks on {} nodes; a leaf switch holds {} nodes", c.layout.data,
+                     span.nodes, hw.nodes_per_leaf));
   if (int64_t p = PipelineForOneLeaf(job, c.layout); p > 0) {
     d.Help(fmt::format("use `pipeline = {}` so that each data-parallel ring stays inside one leaf", p));
   } else {
-    d.Note(fmt::format("no pipeline depth keeps a data-parallel ring inside one leaf of {} GPUs; the predicted step "
-                       "time includes the oversubscribed bandwidth",
-                       hw.nodes_per_leaf * hw.gpus_per_node));
+    d.Note(
+        fmt::format("no pipeline depth keeps a data-parallel ring inside one leaf of {} GPUs; the predicted step "
+                    "time includes the oversubscribed bandwidth",
+                    hw.nodes_per_leaf * hw.gpus_per_node));
   }
 }
 

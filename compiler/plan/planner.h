@@ -16,7 +16,7 @@ struct PlanOptions {
   // Search the whole space for the alternatives and the count of layouts
   // (`plan`); `check` and `emit` skip it unless a diagnostic needs it.
   bool whole_space = true;
-  bool tables = true;       // build the rank/group/data tables (plan.json needs them)
+  bool tables = true;  // build the rank/group/data tables (plan.json needs them)
 };
 
 // nullopt when no layout can run the job (the diagnostics say why).

@@ -85,7 +85,8 @@ struct Space {
 void EnumerateInner(Space& s, cost::Layout l) {
   const cost::Workload& w = s.job.workload;
   int64_t per_rank = w.global_batch / l.data;
-  std::vector<int64_t> sizes = s.choices.micro_batch.value ? Divisors(per_rank) : UpTo(Divisors(per_rank), kMaxAutoMicroBatch);
+  std::vector<int64_t> sizes =
+      s.choices.micro_batch.value ? Divisors(per_rank) : UpTo(Divisors(per_rank), kMaxAutoMicroBatch);
   for (int64_t mb : Domain(s.choices.micro_batch, sizes)) {
     l.micro_batch = mb;
     int64_t micro_batches = per_rank / mb;
@@ -94,10 +95,11 @@ void EnumerateInner(Space& s, cost::Layout l) {
     bool shards = l.data > 1 || s.choices.zero.value;
     for (int64_t zero : Domain(s.choices.zero, shards ? std::vector<int64_t>{0, 1, 2, 3} : std::vector<int64_t>{0})) {
       l.zero = static_cast<int>(zero);
-      for (cost::Recompute rc : EnumDomain(s.choices.recompute, {cost::Recompute::None, cost::Recompute::Selective,
-                                                                 cost::Recompute::Full})) {
+      for (cost::Recompute rc : EnumDomain(
+               s.choices.recompute, {cost::Recompute::None, cost::Recompute::Selective, cost::Recompute::Full})) {
         l.recompute = rc;
-        std::vector<bool> sp_domain = l.tensor > 1 || s.choices.sequence_parallel.value ? std::vector<bool>{false, true} : std::vector<bool>{false};
+        std::vector<bool> sp_domain = l.tensor > 1 || s.choices.sequence_parallel.value ? std::vector<bool>{false, true}
+                                                                                        : std::vector<bool>{false};
         for (bool sp : EnumDomain(s.choices.sequence_parallel, sp_domain)) {
           l.sequence_parallel = sp;
           Candidate c{l, cost::Predict(w, l, s.job.hardware), ""};
@@ -112,9 +114,9 @@ void EnumerateInner(Space& s, cost::Layout l) {
 void EnumerateSchedules(Space& s, cost::Layout l) {
   int64_t layers_per_stage = s.job.workload.model.layers / l.pipeline;
   std::vector<cost::Schedule> schedules =
-      l.pipeline > 1 ? std::vector<cost::Schedule>{cost::Schedule::OneFOneB, cost::Schedule::Interleaved,
-                                                   cost::Schedule::GPipe}
-                     : std::vector<cost::Schedule>{cost::Schedule::OneFOneB};
+      l.pipeline > 1
+          ? std::vector<cost::Schedule>{cost::Schedule::OneFOneB, cost::Schedule::Interleaved, cost::Schedule::GPipe}
+          : std::vector<cost::Schedule>{cost::Schedule::OneFOneB};
   for (cost::Schedule schedule : EnumDomain(s.choices.schedule, schedules)) {
     l.schedule = schedule;
     std::vector<int64_t> chunks{1};
@@ -197,9 +199,11 @@ auto Describe(const Candidate& c, const cost::Hardware& hw) -> std::string {
   if (!p.fits) return fmt::format("memory {:.0f}%", 100 * used);
   const cost::TimeBreakdown& t = p.time;
   double step = p.step_time > 0 ? p.step_time : 1;
-  std::pair<double, std::string_view> causes[] = {
-      {t.bubble, "pipeline bubble"}, {t.tensor_comm, "tensor comm"}, {t.data_comm, "data comm"},
-      {t.pipeline_comm, "pipeline comm"}, {t.optimizer, "optimizer step"}};
+  std::pair<double, std::string_view> causes[] = {{t.bubble, "pipeline bubble"},
+                                                  {t.tensor_comm, "tensor comm"},
+                                                  {t.data_comm, "data comm"},
+                                                  {t.pipeline_comm, "pipeline comm"},
+                                                  {t.optimizer, "optimizer step"}};
   auto worst = std::max_element(std::begin(causes), std::end(causes),
                                 [](const auto& a, const auto& b) { return a.first < b.first; });
   if (used >= 0.9) return fmt::format("memory {:.0f}%", 100 * used);

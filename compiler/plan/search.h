@@ -12,9 +12,9 @@
 namespace avf::plan {
 
 struct SearchResult {
-  std::vector<Candidate> best;   // fitting layouts, fastest first, at most `keep`
+  std::vector<Candidate> best;        // fitting layouts, fastest first, at most `keep`
   std::optional<Candidate> smallest;  // the layout needing least memory, fitting or not
-  int64_t evaluated = 0;  // layouts predicted: every one that satisfies the divisibility rules
+  int64_t evaluated = 0;              // layouts predicted: every one that satisfies the divisibility rules
 };
 
 // Searches the layouts allowed by `choices` (a fixed field stays fixed).

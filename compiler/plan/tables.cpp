@@ -21,8 +21,8 @@ void BuildRanks(Plan& plan) {
   for (int64_t r = 0; r < axes.world(); ++r) {
     plan_format::Coord c = plan_format::CoordOf(axes, r);
     plan_format::Place at = plan_format::PlaceOf(r, per_node, hw.nodes_per_leaf);
-    plan.ranks.push_back(Rank{I32(r), I32(at.node), I32(at.gpu), I32(at.leaf), I32(c.tensor), I32(c.data),
-                              I32(c.pipeline)});
+    plan.ranks.push_back(
+        Rank{I32(r), I32(at.node), I32(at.gpu), I32(at.leaf), I32(c.tensor), I32(c.data), I32(c.pipeline)});
   }
 }
 
@@ -61,7 +61,8 @@ void BuildStages(Plan& plan) {
       plan.stages.push_back(chunk);
     }
   }
-  for (int64_t s = 0; s < l.pipeline; ++s) plan.stage_params.push_back(cost::StageParamsPerRank(m, l.pipeline, l.tensor, s));
+  for (int64_t s = 0; s < l.pipeline; ++s)
+    plan.stage_params.push_back(cost::StageParamsPerRank(m, l.pipeline, l.tensor, s));
 }
 
 void BuildData(Plan& plan) {

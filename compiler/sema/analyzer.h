@@ -107,5 +107,4 @@ auto EvaluateField(Analyzer& analyzer, const ast::Expr& expr, const FieldSchema&
 // Rules that relate several fields of one declaration (rules.cpp).
 void CheckRules(Analyzer& analyzer, const Program& program);
 
-
 }  // namespace avf::sema

@@ -12,8 +12,14 @@ auto Quoted(const std::string& s) -> std::string {
   std::string out = "\"";
   for (char c : s) {
     if (c == '"' || c == '\\') out.push_back('\\');
-    if (c == '\n') { out += "\\n"; continue; }
-    if (c == '\t') { out += "\\t"; continue; }
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    if (c == '\t') {
+      out += "\\t";
+      continue;
+    }
     out.push_back(c);
   }
   return out + "\"";

@@ -131,8 +131,8 @@ void Evaluator::ReportUnknownName(const ast::Name& name, const FieldSchema* expe
     b.Help(fmt::format("`{}` takes `true` or `false`", field_name_));
   } else if (!near.empty()) {
     b.Suggest(name.range, near);
-  } else if (kind && (*kind == ast::DeclKind::Gpu || *kind == ast::DeclKind::Node ||
-                      *kind == ast::DeclKind::Fabric || *kind == ast::DeclKind::Model)) {
+  } else if (kind && (*kind == ast::DeclKind::Gpu || *kind == ast::DeclKind::Node || *kind == ast::DeclKind::Fabric ||
+                      *kind == ast::DeclKind::Model)) {
     b.Help("hardware and models of the standard library need `import \"std/hardware\"` or `import \"std/models\"`");
   }
 }
@@ -209,8 +209,9 @@ auto Evaluator::Apply(const Value& lhs, const ast::BinaryExpr::Step& step, llvm:
     return v;
   }
   if (lhs.kind != Value::Kind::Quantity || rhs.kind != Value::Kind::Quantity) {
-    diags_.Report(DiagId::InvalidOperands, step.op_range, ast::Spelling(step.op),
-                  DescribeValue(lhs, a_.program()), DescribeValue(rhs, a_.program()))
+    diags_
+        .Report(DiagId::InvalidOperands, step.op_range, ast::Spelling(step.op), DescribeValue(lhs, a_.program()),
+                DescribeValue(rhs, a_.program()))
         .Range(lhs.range)
         .Range(rhs.range);
     return Value::Error();
@@ -226,8 +227,9 @@ auto Evaluator::Apply(const Value& lhs, const ast::BinaryExpr::Step& step, llvm:
     case units::ArithmeticError::kNone: return MakeQuantity(r.value, whole);
     case units::ArithmeticError::kDimensionMismatch: {
       std::string verb = step.op == ast::BinaryOp::Add ? "add" : "subtract";
-      diags_.Report(DiagId::DimensionMismatch, step.op_range, verb, DescribeValue(lhs, a_.program()),
-                    DescribeValue(rhs, a_.program()))
+      diags_
+          .Report(DiagId::DimensionMismatch, step.op_range, verb, DescribeValue(lhs, a_.program()),
+                  DescribeValue(rhs, a_.program()))
           .Range(lhs.range)
           .Range(rhs.range)
           .Help("`+` and `-` need the same dimension on both sides; `*` and `/` combine dimensions");
@@ -306,7 +308,8 @@ auto Evaluator::EvalCall(const ast::CallExpr& e) -> Value {
   }
   const auto* arg = e.args.size() == 1 ? llvm::dyn_cast<ast::StringExpr>(e.args[0].get()) : nullptr;
   if (!arg || arg->value.empty()) {
-    diags_.Report(DiagId::BadCallArguments, e.range(), "secret", "one non-empty string: the name of a Kubernetes Secret");
+    diags_.Report(DiagId::BadCallArguments, e.range(), "secret",
+                  "one non-empty string: the name of a Kubernetes Secret");
     return Value::Error();
   }
   Value v = Value::Of(Value::Kind::Secret, e.range());
@@ -315,7 +318,8 @@ auto Evaluator::EvalCall(const ast::CallExpr& e) -> Value {
 }
 
 auto Evaluator::Mismatch(const Value& v, const FieldSchema& schema, llvm::SMRange range) -> Value {
-  auto b = diags_.Report(DiagId::TypeMismatch, range, field_name_, DescribeType(schema), DescribeValue(v, a_.program()));
+  auto b =
+      diags_.Report(DiagId::TypeMismatch, range, field_name_, DescribeType(schema), DescribeValue(v, a_.program()));
   if (schema.type == FieldType::Location && v.kind == Value::Kind::String) {
     b.Help("name the storage tier: `STORAGE / \"path\"`");
   }
@@ -366,9 +370,8 @@ auto Evaluator::Check(Value v, const FieldSchema& schema, llvm::SMRange range) -
     case FieldType::List: {
       if (v.kind != Value::Kind::List) return Mismatch(v, schema, range);
       if (v.list.size() < schema.min_items || v.list.size() > schema.max_items) {
-        std::string want = schema.min_items == schema.max_items
-                               ? fmt::format("exactly {} values", schema.min_items)
-                               : fmt::format("at most {} values", schema.max_items);
+        std::string want = schema.min_items == schema.max_items ? fmt::format("exactly {} values", schema.min_items)
+                                                                : fmt::format("at most {} values", schema.max_items);
         diags_.Report(DiagId::ListLength, range, field_name_, want, v.list.size());
         return Value::Error();
       }
@@ -408,8 +411,9 @@ auto Evaluator::CheckRef(Value v, const FieldSchema& schema, llvm::SMRange range
   if (v.kind != Value::Kind::Ref) return Mismatch(v, schema, range);
   const DeclState& target = a_.decl(v.decl);
   if (target.kind != schema.ref_kind) {
-    diags_.Report(DiagId::WrongRefKind, range, field_name_, ast::KeywordOf(schema.ref_kind), target.name,
-                  ast::KeywordOf(target.kind))
+    diags_
+        .Report(DiagId::WrongRefKind, range, field_name_, ast::KeywordOf(schema.ref_kind), target.name,
+                ast::KeywordOf(target.kind))
         .Note(target.name_range, fmt::format("`{}` is declared here", target.name));
     return Value::Error();
   }

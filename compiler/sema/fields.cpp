@@ -95,8 +95,7 @@ auto Analyzer::EvalField(DeclId decl, const FieldPath& path, llvm::SMRange use) 
   return value;
 }
 
-auto Analyzer::Compute(DeclId decl, const FieldPath& path, const FieldSchema& schema)
-    -> std::optional<FieldValue> {
+auto Analyzer::Compute(DeclId decl, const FieldPath& path, const FieldSchema& schema) -> std::optional<FieldValue> {
   std::optional<Site> site = FindSite(decl, path);
   if (schema.type == FieldType::Record) {
     // An optional record that is not written is absent if it has required
@@ -108,8 +107,8 @@ auto Analyzer::Compute(DeclId decl, const FieldPath& path, const FieldSchema& sc
     if (site && !InnerBody(*site->field)) return FieldValue{path.back(), Value::Error(), Origin::Written, site->decl};
     llvm::SMRange where = site ? site->field->name.range : decls_[decl].name_range;
     Origin origin = !site ? Origin::Defaulted : site->decl == decl ? Origin::Written : Origin::Inherited;
-    FieldValue fv{path.back(), Value::Of(Value::Kind::Record, site ? site->field->range : llvm::SMRange()),
-                  origin, site ? site->decl : decl};
+    FieldValue fv{path.back(), Value::Of(Value::Kind::Record, site ? site->field->range : llvm::SMRange()), origin,
+                  site ? site->decl : decl};
     fv.value.record = std::make_shared<RecordValue>(BuildRecord(decl, path, *schema.record, where));
     return fv;
   }
@@ -130,8 +129,7 @@ auto Analyzer::ComputeWritten(DeclId decl, const FieldPath& path, const FieldSch
   return FieldValue{path.back(), std::move(v), Origin::Written, decl};
 }
 
-auto Analyzer::DefaultFor(DeclId decl, const FieldPath& path, const FieldSchema& schema)
-    -> std::optional<FieldValue> {
+auto Analyzer::DefaultFor(DeclId decl, const FieldPath& path, const FieldSchema& schema) -> std::optional<FieldValue> {
   if (!schema.default_value) return std::nullopt;
   const DefaultValue& d = *schema.default_value;
   FieldValue fv{path.back(), Value{}, Origin::Defaulted, decl};
@@ -166,8 +164,8 @@ auto Analyzer::DefaultFor(DeclId decl, const FieldPath& path, const FieldSchema&
   return fv;
 }
 
-auto Analyzer::BuildRecord(DeclId decl, const FieldPath& prefix, const RecordSchema& schema,
-                           llvm::SMRange where) -> RecordValue {
+auto Analyzer::BuildRecord(DeclId decl, const FieldPath& prefix, const RecordSchema& schema, llvm::SMRange where)
+    -> RecordValue {
   RecordValue record;
   record.schema = &schema;
   for (const FieldSchema& field : schema.fields) {

@@ -16,26 +16,60 @@ class F {
   explicit F(std::string_view name) { f_.name = name; }
   operator FieldSchema() const { return f_; }  // NOLINT: rows convert implicitly
 
-  auto Quantity(Dimension d) -> F& { f_.type = FieldType::Quantity; f_.dim = d; return *this; }
+  auto Quantity(Dimension d) -> F& {
+    f_.type = FieldType::Quantity;
+    f_.dim = d;
+    return *this;
+  }
   auto Bytes() -> F& { return Quantity(units::kBytes).Min(0, true); }
   auto Bandwidth() -> F& { return Quantity(units::kBandwidth).Min(0, true); }
   auto Rate() -> F& { return Quantity(units::kComputeRate).Min(0, true); }
   auto Time() -> F& { return Quantity(units::kTime).Min(0, true); }
   auto Power() -> F& { return Quantity(units::kPower).Min(0, true); }
-  auto Count() -> F& { f_.type = FieldType::Quantity; f_.integer = true; return Min(1); }
-  auto Number() -> F& { f_.type = FieldType::Quantity; return *this; }
-  auto String() -> F& { f_.type = FieldType::String; return *this; }
-  auto Bool() -> F& { f_.type = FieldType::Bool; return *this; }
+  auto Count() -> F& {
+    f_.type = FieldType::Quantity;
+    f_.integer = true;
+    return Min(1);
+  }
+  auto Number() -> F& {
+    f_.type = FieldType::Quantity;
+    return *this;
+  }
+  auto String() -> F& {
+    f_.type = FieldType::String;
+    return *this;
+  }
+  auto Bool() -> F& {
+    f_.type = FieldType::Bool;
+    return *this;
+  }
   auto Enum(std::vector<std::string_view> values) -> F& {
     f_.type = FieldType::Enum;
     f_.enum_values = std::move(values);
     return *this;
   }
-  auto Ref(ast::DeclKind kind) -> F& { f_.type = FieldType::Ref; f_.ref_kind = kind; return *this; }
-  auto Location() -> F& { f_.type = FieldType::Location; return *this; }
-  auto Secret() -> F& { f_.type = FieldType::Secret; return *this; }
-  auto Record(const RecordSchema& r) -> F& { f_.type = FieldType::Record; f_.record = &r; return *this; }
-  auto CountOrDuration() -> F& { f_.type = FieldType::CountOrDuration; return *this; }
+  auto Ref(ast::DeclKind kind) -> F& {
+    f_.type = FieldType::Ref;
+    f_.ref_kind = kind;
+    return *this;
+  }
+  auto Location() -> F& {
+    f_.type = FieldType::Location;
+    return *this;
+  }
+  auto Secret() -> F& {
+    f_.type = FieldType::Secret;
+    return *this;
+  }
+  auto Record(const RecordSchema& r) -> F& {
+    f_.type = FieldType::Record;
+    f_.record = &r;
+    return *this;
+  }
+  auto CountOrDuration() -> F& {
+    f_.type = FieldType::CountOrDuration;
+    return *this;
+  }
   auto List(const FieldSchema& element, size_t min_items, size_t max_items) -> F& {
     f_.type = FieldType::List;
     f_.element = std::make_shared<FieldSchema>(element);
@@ -43,17 +77,51 @@ class F {
     f_.max_items = max_items;
     return *this;
   }
-  auto Min(double v, bool exclusive = false) -> F& { f_.min = v; f_.min_exclusive = exclusive; return *this; }
-  auto Max(double v) -> F& { f_.max = v; return *this; }
-  auto Required() -> F& { f_.required = true; return *this; }
-  auto Auto() -> F& { f_.allow_auto = true; return *this; }
-  auto Default(int64_t v) -> F& { SetDefault(DefaultValue::Kind::Integer).integer = v; return *this; }
-  auto DefaultReal(double v) -> F& { SetDefault(DefaultValue::Kind::Real).real = v; return *this; }
-  auto DefaultEnum(std::string_view v) -> F& { SetDefault(DefaultValue::Kind::Enum).text = v; return *this; }
-  auto DefaultBool(bool v) -> F& { SetDefault(DefaultValue::Kind::Bool).boolean = v; return *this; }
-  auto DefaultAuto() -> F& { SetDefault(DefaultValue::Kind::Auto); return *this; }
-  auto SameAs(std::string_view sibling) -> F& { SetDefault(DefaultValue::Kind::SameAs).text = sibling; return *this; }
-  auto Doc(std::string_view d) -> F& { f_.doc = d; return *this; }
+  auto Min(double v, bool exclusive = false) -> F& {
+    f_.min = v;
+    f_.min_exclusive = exclusive;
+    return *this;
+  }
+  auto Max(double v) -> F& {
+    f_.max = v;
+    return *this;
+  }
+  auto Required() -> F& {
+    f_.required = true;
+    return *this;
+  }
+  auto Auto() -> F& {
+    f_.allow_auto = true;
+    return *this;
+  }
+  auto Default(int64_t v) -> F& {
+    SetDefault(DefaultValue::Kind::Integer).integer = v;
+    return *this;
+  }
+  auto DefaultReal(double v) -> F& {
+    SetDefault(DefaultValue::Kind::Real).real = v;
+    return *this;
+  }
+  auto DefaultEnum(std::string_view v) -> F& {
+    SetDefault(DefaultValue::Kind::Enum).text = v;
+    return *this;
+  }
+  auto DefaultBool(bool v) -> F& {
+    SetDefault(DefaultValue::Kind::Bool).boolean = v;
+    return *this;
+  }
+  auto DefaultAuto() -> F& {
+    SetDefault(DefaultValue::Kind::Auto);
+    return *this;
+  }
+  auto SameAs(std::string_view sibling) -> F& {
+    SetDefault(DefaultValue::Kind::SameAs).text = sibling;
+    return *this;
+  }
+  auto Doc(std::string_view d) -> F& {
+    f_.doc = d;
+    return *this;
+  }
 
  private:
   auto SetDefault(DefaultValue::Kind kind) -> DefaultValue& {
@@ -66,152 +134,185 @@ class F {
 
 using ast::DeclKind;
 
-const RecordSchema kGpu{"gpu", {
-    F("memory").Bytes().Required().Doc("HBM capacity"),
-    F("memory_bw").Bandwidth().Required().Doc("HBM bandwidth"),
-    F("bf16").Rate().Required().Doc("dense BF16 tensor peak"),
-    F("fp16").Rate().Doc("dense FP16 tensor peak"),
-    F("fp8").Rate().Doc("dense FP8 tensor peak"),
-    F("fp32").Rate().Doc("FP32 peak"),
-    F("tdp").Power().Doc("board power"),
-}};
+const RecordSchema kGpu{"gpu",
+                        {
+                            F("memory").Bytes().Required().Doc("HBM capacity"),
+                            F("memory_bw").Bandwidth().Required().Doc("HBM bandwidth"),
+                            F("bf16").Rate().Required().Doc("dense BF16 tensor peak"),
+                            F("fp16").Rate().Doc("dense FP16 tensor peak"),
+                            F("fp8").Rate().Doc("dense FP8 tensor peak"),
+                            F("fp32").Rate().Doc("FP32 peak"),
+                            F("tdp").Power().Doc("board power"),
+                        }};
 
-const RecordSchema kFabric{"fabric", {
-    F("kind").Enum({"nvlink", "infiniband", "ethernet"}).Required(),
-    F("bandwidth").Bandwidth().Required().Doc("per port (NVLink: per GPU), one direction"),
-    F("latency").Time().Doc("end-to-end latency of one message"),
-}};
+const RecordSchema kFabric{"fabric",
+                           {
+                               F("kind").Enum({"nvlink", "infiniband", "ethernet"}).Required(),
+                               F("bandwidth").Bandwidth().Required().Doc("per port (NVLink: per GPU), one direction"),
+                               F("latency").Time().Doc("end-to-end latency of one message"),
+                           }};
 
-const RecordSchema kNode{"node", {
-    F("gpu").Ref(DeclKind::Gpu).Required(),
-    F("gpus").Count().Required().Max(1024),
-    F("nvlink").Ref(DeclKind::Fabric).Required().Doc("fabric inside the node"),
-    F("nics").Count().Min(0).Doc("compute NICs per node"),
-    F("cpu_memory").Bytes(),
-    F("cpus").Count().Max(1048576).Doc("logical CPUs (Kubernetes `cpu` units) per node"),
-}};
+const RecordSchema kNode{"node",
+                         {
+                             F("gpu").Ref(DeclKind::Gpu).Required(),
+                             F("gpus").Count().Required().Max(1024),
+                             F("nvlink").Ref(DeclKind::Fabric).Required().Doc("fabric inside the node"),
+                             F("nics").Count().Min(0).Doc("compute NICs per node"),
+                             F("cpu_memory").Bytes(),
+                             F("cpus").Count().Max(1048576).Doc("logical CPUs (Kubernetes `cpu` units) per node"),
+                         }};
 
-const RecordSchema kFatTree{"fat_tree", {
-    F("nodes_per_leaf").Count().Required(),
-    F("leaves_per_spine").Count(),
-    F("oversubscription").Number().Min(1).DefaultReal(1).Doc("downlink:uplink ratio at a leaf"),
-    F("leaf_label").String().Doc("node label whose value names a node's leaf switch"),
-    F("spine_label").String().Doc("node label whose value names a node's spine block"),
-}};
+const RecordSchema kFatTree{
+    "fat_tree",
+    {
+        F("nodes_per_leaf").Count().Required(),
+        F("leaves_per_spine").Count(),
+        F("oversubscription").Number().Min(1).DefaultReal(1).Doc("downlink:uplink ratio at a leaf"),
+        F("leaf_label").String().Doc("node label whose value names a node's leaf switch"),
+        F("spine_label").String().Doc("node label whose value names a node's spine block"),
+    }};
 
-const RecordSchema kCluster{"cluster", {
-    F("node").Ref(DeclKind::Node).Required(),
-    F("nodes").Count().Required().Max(1048576),
-    F("network").Ref(DeclKind::Fabric).Required().Doc("fabric between nodes"),
-    F("storage_network").Ref(DeclKind::Fabric),
-    F("topology").Record(kFatTree),
-    F("labels").List(F("label").String(), 0, 256).Doc("`key=value` node selector labels"),
-    F("gpu_hour_price").Number().Min(0).Doc("price of one GPU-hour in the site's currency; `plan` then shows the job's cost"),
-    F("scheduler").Enum({"kueue", "volcano", "default"}).DefaultEnum("kueue").Doc("gang scheduler of the Kubernetes cluster"),
-    F("node_resources").List(F("resource").String(), 0, 64).Doc("`name=count` extended resources each training pod requests (RDMA device-plugin pools)"),
-    F("node_taints").List(F("taint").String(), 0, 64).Doc("`key[=value]:Effect` taints of the nodes, tolerated by the training pods"),
-    F("hcas").List(F("hca").String(), 0, 64).Doc("InfiniBand/RoCE adapters NCCL uses (NCCL_IB_HCA)"),
-    F("socket_interface").String().Doc("network interface for NCCL's bootstrap and socket traffic (NCCL_SOCKET_IFNAME)"),
-}};
+const RecordSchema kCluster{
+    "cluster",
+    {
+        F("node").Ref(DeclKind::Node).Required(),
+        F("nodes").Count().Required().Max(1048576),
+        F("network").Ref(DeclKind::Fabric).Required().Doc("fabric between nodes"),
+        F("storage_network").Ref(DeclKind::Fabric),
+        F("topology").Record(kFatTree),
+        F("labels").List(F("label").String(), 0, 256).Doc("`key=value` node selector labels"),
+        F("gpu_hour_price")
+            .Number()
+            .Min(0)
+            .Doc("price of one GPU-hour in the site's currency; `plan` then shows the job's cost"),
+        F("scheduler")
+            .Enum({"kueue", "volcano", "default"})
+            .DefaultEnum("kueue")
+            .Doc("gang scheduler of the Kubernetes cluster"),
+        F("node_resources")
+            .List(F("resource").String(), 0, 64)
+            .Doc("`name=count` extended resources each training pod requests (RDMA device-plugin pools)"),
+        F("node_taints")
+            .List(F("taint").String(), 0, 64)
+            .Doc("`key[=value]:Effect` taints of the nodes, tolerated by the training pods"),
+        F("hcas").List(F("hca").String(), 0, 64).Doc("InfiniBand/RoCE adapters NCCL uses (NCCL_IB_HCA)"),
+        F("socket_interface")
+            .String()
+            .Doc("network interface for NCCL's bootstrap and socket traffic (NCCL_SOCKET_IFNAME)"),
+    }};
 
-const RecordSchema kStorage{"storage", {
-    F("kind").Enum({"ceph", "s3", "minio", "beegfs", "lustre", "nfs", "pvc", "local"}).Required(),
-    F("endpoint").String(),
-    F("bucket").String(),
-    F("mount").String(),
-    F("claim").String().Doc("PersistentVolumeClaim name, for kind = pvc"),
-    F("capacity").Bytes(),
-    F("read_bw").Bandwidth(),
-    F("write_bw").Bandwidth(),
-    F("credentials").Secret(),
-    F("storage_class").String().Doc("StorageClass of the PersistentVolumeClaim, for kind = pvc"),
-}};
+const RecordSchema kStorage{
+    "storage",
+    {
+        F("kind").Enum({"ceph", "s3", "minio", "beegfs", "lustre", "nfs", "pvc", "local"}).Required(),
+        F("endpoint").String(),
+        F("bucket").String(),
+        F("mount").String(),
+        F("claim").String().Doc("PersistentVolumeClaim name, for kind = pvc"),
+        F("capacity").Bytes(),
+        F("read_bw").Bandwidth(),
+        F("write_bw").Bandwidth(),
+        F("credentials").Secret(),
+        F("storage_class").String().Doc("StorageClass of the PersistentVolumeClaim, for kind = pvc"),
+    }};
 
-const RecordSchema kDataset{"dataset", {
-    F("source").Location().Required(),
-    F("tokens").Count().Required(),
-    F("shards").Count().Default(1),
-    F("format").Enum({"tokens_u16", "tokens_u32"}).DefaultEnum("tokens_u16"),
-    F("stage_to").Ref(DeclKind::Storage).Doc("hot tier the shards are copied to before training"),
-}};
+const RecordSchema kDataset{
+    "dataset",
+    {
+        F("source").Location().Required(),
+        F("tokens").Count().Required(),
+        F("shards").Count().Default(1),
+        F("format").Enum({"tokens_u16", "tokens_u32"}).DefaultEnum("tokens_u16"),
+        F("stage_to").Ref(DeclKind::Storage).Doc("hot tier the shards are copied to before training"),
+    }};
 
-const RecordSchema kModel{"model", {
-    F("arch").Enum({"gpt2", "llama"}).Required(),
-    // The limits keep every count the planner multiplies inside 64 bits; they
-    // are far above any model trained so far.
-    F("layers").Count().Required().Max(100000),
-    F("hidden").Count().Required().Max(1048576),
-    F("heads").Count().Required().Max(1048576),
-    F("kv_heads").Count().SameAs("heads").Max(1048576),
-    F("ffn").Count().Max(4194304),
-    F("vocab").Count().Required().Max(100000000),
-    F("seq_len").Count().Required().Max(100000000),
-    F("tied_embeddings").Bool(),
-}};
+const RecordSchema kModel{"model",
+                          {
+                              F("arch").Enum({"gpt2", "llama"}).Required(),
+                              // The limits keep every count the planner multiplies inside 64 bits; they
+                              // are far above any model trained so far.
+                              F("layers").Count().Required().Max(100000),
+                              F("hidden").Count().Required().Max(1048576),
+                              F("heads").Count().Required().Max(1048576),
+                              F("kv_heads").Count().SameAs("heads").Max(1048576),
+                              F("ffn").Count().Max(4194304),
+                              F("vocab").Count().Required().Max(100000000),
+                              F("seq_len").Count().Required().Max(100000000),
+                              F("tied_embeddings").Bool(),
+                          }};
 
-const RecordSchema kParallel{"parallel", {
-    F("data").Count().Auto().DefaultAuto(),
-    F("tensor").Count().Auto().Default(1),
-    F("pipeline").Count().Auto().Default(1),
-    F("zero").Count().Min(0).Max(3).Auto().Default(0),
-    F("micro_batch").Count().Auto().Default(1),
-    F("schedule").Enum({"one_f_one_b", "interleaved", "gpipe"}).Auto().DefaultEnum("one_f_one_b"),
-    F("virtual_stages").Count().Auto().Default(1),
-    F("recompute").Enum({"none", "selective", "full"}).Auto().DefaultEnum("none"),
-    F("sequence_parallel").Bool().Auto().DefaultBool(false),
-}};
+const RecordSchema kParallel{
+    "parallel",
+    {
+        F("data").Count().Auto().DefaultAuto(),
+        F("tensor").Count().Auto().Default(1),
+        F("pipeline").Count().Auto().Default(1),
+        F("zero").Count().Min(0).Max(3).Auto().Default(0),
+        F("micro_batch").Count().Auto().Default(1),
+        F("schedule").Enum({"one_f_one_b", "interleaved", "gpipe"}).Auto().DefaultEnum("one_f_one_b"),
+        F("virtual_stages").Count().Auto().Default(1),
+        F("recompute").Enum({"none", "selective", "full"}).Auto().DefaultEnum("none"),
+        F("sequence_parallel").Bool().Auto().DefaultBool(false),
+    }};
 
-const RecordSchema kOptimizer{"optimizer", {
-    F("kind").Enum({"adamw", "sgd"}).DefaultEnum("adamw"),
-    F("lr").Number().Min(0, true).Doc("peak learning rate"),
-    F("betas").List(F("beta").Number().Min(0).Max(1), 2, 2),
-    F("weight_decay").Number().Min(0),
-    F("warmup").Count().Min(0).Doc("warm-up steps"),
-    F("schedule").Enum({"cosine", "linear", "constant"}).DefaultEnum("cosine"),
-}};
+const RecordSchema kOptimizer{"optimizer",
+                              {
+                                  F("kind").Enum({"adamw", "sgd"}).DefaultEnum("adamw"),
+                                  F("lr").Number().Min(0, true).Doc("peak learning rate"),
+                                  F("betas").List(F("beta").Number().Min(0).Max(1), 2, 2),
+                                  F("weight_decay").Number().Min(0),
+                                  F("warmup").Count().Min(0).Doc("warm-up steps"),
+                                  F("schedule").Enum({"cosine", "linear", "constant"}).DefaultEnum("cosine"),
+                              }};
 
-const RecordSchema kCheckpoint{"checkpoint", {
-    F("every").CountOrDuration().Doc("a step count or a duration"),
-    F("dir").Location(),
-    F("keep").Count(),
-    F("async").Bool().DefaultBool(false),
-    F("export").Location().Doc("cold-tier copy of each kept checkpoint"),
-}};
+const RecordSchema kCheckpoint{"checkpoint",
+                               {
+                                   F("every").CountOrDuration().Doc("a step count or a duration"),
+                                   F("dir").Location(),
+                                   F("keep").Count(),
+                                   F("async").Bool().DefaultBool(false),
+                                   F("export").Location().Doc("cold-tier copy of each kept checkpoint"),
+                               }};
 
-const RecordSchema kResources{"resources", {
-    F("cpus").Count().Doc("CPUs each training pod requests"),
-    F("memory").Bytes().Doc("host memory each training pod requests and is limited to"),
-    F("shm").Bytes().Doc("size of the pod's /dev/shm (counts against `memory`)"),
-}};
+const RecordSchema kResources{"resources",
+                              {
+                                  F("cpus").Count().Doc("CPUs each training pod requests"),
+                                  F("memory").Bytes().Doc("host memory each training pod requests and is limited to"),
+                                  F("shm").Bytes().Doc("size of the pod's /dev/shm (counts against `memory`)"),
+                              }};
 
-const RecordSchema kStaging{"staging", {
-    F("copiers").Count().Max(4096).Doc("parallel copier pods of the stage-in step"),
-    F("cleanup").Bool().DefaultBool(false).Doc("delete the staged copy when the workflow ends"),
-}};
+const RecordSchema kStaging{
+    "staging",
+    {
+        F("copiers").Count().Max(4096).Doc("parallel copier pods of the stage-in step"),
+        F("cleanup").Bool().DefaultBool(false).Doc("delete the staged copy when the workflow ends"),
+    }};
 
-const RecordSchema kJob{"job", {
-    F("model").Ref(DeclKind::Model).Required(),
-    F("data").Ref(DeclKind::Dataset).Required(),
-    F("cluster").Ref(DeclKind::Cluster).Required(),
-    F("gpus").Count().Required().Max(1048576),
-    F("precision").Enum({"bf16", "fp16", "fp32"}).DefaultEnum("bf16"),
-    F("parallel").Record(kParallel),
-    F("batch").Count().Required().Max(16777216).Doc("global batch, in sequences"),
-    F("steps").Count(),
-    F("tokens").Count(),
-    F("epochs").Number().Min(0, true).Max(1000000),
-    F("optimizer").Record(kOptimizer),
-    F("checkpoint").Record(kCheckpoint),
-    F("image").String(),
-    F("namespace").String(),
-    F("queue").String(),
-    F("priority").String(),
-    F("target").Enum({"kubeflow", "jobset", "slurm"}).DefaultEnum("kubeflow"),
-    F("tools_image").String().Doc("image with rclone and a POSIX shell for staging and export (default: `image`)"),
-    F("max_restarts").Count().Min(0).Max(1000).Default(3).Doc("whole-job restarts before the run fails"),
-    F("resources").Record(kResources),
-    F("staging").Record(kStaging),
-}};
+const RecordSchema kJob{
+    "job",
+    {
+        F("model").Ref(DeclKind::Model).Required(),
+        F("data").Ref(DeclKind::Dataset).Required(),
+        F("cluster").Ref(DeclKind::Cluster).Required(),
+        F("gpus").Count().Required().Max(1048576),
+        F("precision").Enum({"bf16", "fp16", "fp32"}).DefaultEnum("bf16"),
+        F("parallel").Record(kParallel),
+        F("batch").Count().Required().Max(16777216).Doc("global batch, in sequences"),
+        F("steps").Count(),
+        F("tokens").Count(),
+        F("epochs").Number().Min(0, true).Max(1000000),
+        F("optimizer").Record(kOptimizer),
+        F("checkpoint").Record(kCheckpoint),
+        F("image").String(),
+        F("namespace").String(),
+        F("queue").String(),
+        F("priority").String(),
+        F("target").Enum({"kubeflow", "jobset", "slurm"}).DefaultEnum("kubeflow"),
+        F("tools_image").String().Doc("image with rclone and a POSIX shell for staging and export (default: `image`)"),
+        F("max_restarts").Count().Min(0).Max(1000).Default(3).Doc("whole-job restarts before the run fails"),
+        F("resources").Record(kResources),
+        F("staging").Record(kStaging),
+    }};
 
 auto FormatNumber(double v) -> std::string { return fmt::format("{}", v); }
 
@@ -264,9 +365,7 @@ auto SchemaOf(ast::DeclKind kind) -> const RecordSchema& {
   return kJob;
 }
 
-auto BuiltinRecord(std::string_view type) -> const RecordSchema* {
-  return type == kFatTree.name ? &kFatTree : nullptr;
-}
+auto BuiltinRecord(std::string_view type) -> const RecordSchema* { return type == kFatTree.name ? &kFatTree : nullptr; }
 
 auto DescribeType(const FieldSchema& field) -> std::string {
   switch (field.type) {
@@ -290,8 +389,10 @@ auto DescribeRange(const FieldSchema& field) -> std::string {
   if (field.min && field.max && field.min_exclusive) {
     return fmt::format("greater than {} and at most {}", FormatNumber(*field.min), FormatNumber(*field.max));
   }
-  if (field.min && field.max) return fmt::format("between {} and {}", FormatNumber(*field.min), FormatNumber(*field.max));
-  if (field.min) return fmt::format("{} {}", field.min_exclusive ? "greater than" : "at least", FormatNumber(*field.min));
+  if (field.min && field.max)
+    return fmt::format("between {} and {}", FormatNumber(*field.min), FormatNumber(*field.max));
+  if (field.min)
+    return fmt::format("{} {}", field.min_exclusive ? "greater than" : "at least", FormatNumber(*field.min));
   if (field.max) return fmt::format("at most {}", FormatNumber(*field.max));
   return "in range";
 }

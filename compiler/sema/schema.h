@@ -16,7 +16,7 @@
 namespace avf::sema {
 
 enum class FieldType : uint8_t {
-  Quantity,         // a number of a given dimension
+  Quantity,  // a number of a given dimension
   String,
   Bool,
   Enum,             // a bare name from a fixed set: `arch = llama`

@@ -60,8 +60,8 @@ void Analyzer::Collect() {
       }
       DeclId id = static_cast<DeclId>(decls_.size());
       by_name_.emplace(d.name.text, id);
-      decls_.push_back({&d.body, *d.kind, d.name.text, d.name.range, d.base, std::nullopt, module.buffer_id,
-                        false, module.is_main});
+      decls_.push_back(
+          {&d.body, *d.kind, d.name.text, d.name.range, d.base, std::nullopt, module.buffer_id, false, module.is_main});
       program_.decls.push_back({*d.kind, d.name.text, d.name.range, std::nullopt, {}, module.buffer_id, false});
     }
   }
@@ -79,8 +79,9 @@ void Analyzer::ResolveBases() {
       continue;
     }
     if (decls_[*base].kind != d.kind) {
-      diags_.Report(diag::DiagId::BaseKindMismatch, d.base_name->range, ast::KeywordOf(d.kind), d.name,
-                    d.base_name->text, ast::KeywordOf(decls_[*base].kind))
+      diags_
+          .Report(diag::DiagId::BaseKindMismatch, d.base_name->range, ast::KeywordOf(d.kind), d.name, d.base_name->text,
+                  ast::KeywordOf(decls_[*base].kind))
           .Note(decls_[*base].name_range, fmt::format("`{}` is declared here", d.base_name->text));
       d.base_broken = true;
       continue;
@@ -157,8 +158,7 @@ auto Analyzer::NamesOfKind(std::optional<ast::DeclKind> kind) const -> std::vect
   return names;
 }
 
-auto Analyzer::AddInline(const ast::RecordExpr& expr, DeclId base, DeclId owner, const FieldPath& path)
-    -> DeclId {
+auto Analyzer::AddInline(const ast::RecordExpr& expr, DeclId base, DeclId owner, const FieldPath& path) -> DeclId {
   DeclId id = static_cast<DeclId>(decls_.size());
   DeclState state;
   state.body = expr.body.get();
@@ -197,15 +197,17 @@ void Analyzer::CheckBody(const ast::Body& body, const RecordSchema& schema, cons
       continue;
     }
     if (f->type != FieldType::Record) {
-      if (field.record) diags_.Report(diag::DiagId::ValueExpected, field.name.range, field.name.text)
-                             .Help(fmt::format("write `{} = VALUE`", field.name.text));
+      if (field.record)
+        diags_.Report(diag::DiagId::ValueExpected, field.name.range, field.name.text)
+            .Help(fmt::format("write `{} = VALUE`", field.name.text));
       continue;
     }
     const ast::Body* inner = field.record.get();
     if (auto* r = llvm::dyn_cast_or_null<ast::RecordExpr>(field.value.get())) {
       if (r->type.text != f->record->name) {
-        diags_.Report(diag::DiagId::UnknownRecordType, r->type.range, field.name.text,
-                      diag::Quote(f->record->name), r->type.text)
+        diags_
+            .Report(diag::DiagId::UnknownRecordType, r->type.range, field.name.text, diag::Quote(f->record->name),
+                    r->type.text)
             .Fix(r->type.range, std::string(f->record->name));
       }
       inner = r->body.get();

@@ -24,13 +24,13 @@ struct RecordValue;
 struct Value {
   enum class Kind : uint8_t { Quantity, String, Bool, Enum, Ref, Location, Secret, List, Record, Auto, Error };
   Kind kind = Kind::Error;
-  units::Quantity quantity;       // Quantity
-  std::string text;               // String, Enum, Secret name, Location path
-  bool boolean = false;           // Bool
-  DeclId decl = 0;                // Ref, Location (the storage)
-  std::vector<Value> list;        // List
+  units::Quantity quantity;             // Quantity
+  std::string text;                     // String, Enum, Secret name, Location path
+  bool boolean = false;                 // Bool
+  DeclId decl = 0;                      // Ref, Location (the storage)
+  std::vector<Value> list;              // List
   std::shared_ptr<RecordValue> record;  // Record
-  llvm::SMRange range;            // where it was written (empty for defaults)
+  llvm::SMRange range;                  // where it was written (empty for defaults)
 
   static auto Error() -> Value { return Value{}; }
   static auto Of(Kind kind, llvm::SMRange range) -> Value {

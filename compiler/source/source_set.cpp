@@ -49,8 +49,8 @@ auto ReadStream(const std::string& path, uint64_t limit) -> llvm::ErrorOr<std::u
 
 }  // namespace
 
-auto SourceSet::LoadFile(const std::string& path, diag::DiagnosticEngine& diags,
-                         llvm::SMRange from) -> std::optional<unsigned> {
+auto SourceSet::LoadFile(const std::string& path, diag::DiagnosticEngine& diags, llvm::SMRange from)
+    -> std::optional<unsigned> {
   if (path == "-" && !from.isValid()) {
     return Add(ReadStream(llvm::sys::fs::getStdinHandle(), "<stdin>", kMaxFileBytes), "<stdin>", false, diags, from);
   }
@@ -74,15 +74,16 @@ auto SourceSet::LoadFile(const std::string& path, diag::DiagnosticEngine& diags,
   return Add(std::move(buffer), path, regular, diags, from);
 }
 
-auto SourceSet::Add(llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer, const std::string& path,
-                    bool regular, diag::DiagnosticEngine& diags, llvm::SMRange from) -> std::optional<unsigned> {
+auto SourceSet::Add(llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer, const std::string& path, bool regular,
+                    diag::DiagnosticEngine& diags, llvm::SMRange from) -> std::optional<unsigned> {
   if (!buffer) {
     ReportOpenFailure(diags, from, path, buffer.getError().message());
     return std::nullopt;
   }
   if ((*buffer)->getBufferSize() > kMaxFileBytes) {
     // A stream was read only up to the limit: its size is not known.
-    std::string size = regular ? std::to_string((*buffer)->getBufferSize()) : fmt::format("more than {}", kMaxFileBytes);
+    std::string size =
+        regular ? std::to_string((*buffer)->getBufferSize()) : fmt::format("more than {}", kMaxFileBytes);
     diags.Report(diag::DiagId::FileTooLarge, from, path, size, kMaxFileBytes);
     return std::nullopt;
   }

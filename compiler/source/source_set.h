@@ -26,18 +26,15 @@ class SourceSet {
   // error, exit status 2; a binary or non-UTF-8 one an input error, 1). Files
   // that are not regular (pipes, devices) are read up to the size limit; the
   // command-line path `-` is standard input, shown as `<stdin>`.
-  auto LoadFile(const std::string& path, diag::DiagnosticEngine& diags,
-                llvm::SMRange from = {}) -> std::optional<unsigned>;
+  auto LoadFile(const std::string& path, diag::DiagnosticEngine& diags, llvm::SMRange from = {})
+      -> std::optional<unsigned>;
 
   // For tests and tools: a buffer that does not come from disk.
-  auto AddBuffer(std::string name, std::string contents, diag::DiagnosticEngine& diags)
-      -> std::optional<unsigned>;
+  auto AddBuffer(std::string name, std::string contents, diag::DiagnosticEngine& diags) -> std::optional<unsigned>;
 
   auto mgr() -> llvm::SourceMgr& { return mgr_; }
   auto mgr() const -> const llvm::SourceMgr& { return mgr_; }
-  auto Text(unsigned buffer_id) const -> llvm::StringRef {
-    return mgr_.getMemoryBuffer(buffer_id)->getBuffer();
-  }
+  auto Text(unsigned buffer_id) const -> llvm::StringRef { return mgr_.getMemoryBuffer(buffer_id)->getBuffer(); }
   auto Name(unsigned buffer_id) const -> llvm::StringRef {
     return mgr_.getMemoryBuffer(buffer_id)->getBufferIdentifier();
   }

@@ -39,10 +39,7 @@ struct DisplayRule {
 auto Rules() -> const std::vector<DisplayRule>& {
   static const std::vector<DisplayRule> rules = {
       {kCount, "", true, {{{""}}, {{"k", "M", "G", "T", "P"}}}},
-      {kBytes,
-       "B",
-       true,
-       {{{"B", "KiB", "MiB", "GiB", "TiB", "PiB"}}, {{"B", "KB", "MB", "GB", "TB", "PB"}}}},
+      {kBytes, "B", true, {{{"B", "KiB", "MiB", "GiB", "TiB", "PiB"}}, {{"B", "KB", "MB", "GB", "TB", "PB"}}}},
       {kBandwidth,
        "B/s",
        true,
@@ -50,10 +47,7 @@ auto Rules() -> const std::vector<DisplayRule>& {
         {{"B/s", "KiB/s", "MiB/s", "GiB/s", "TiB/s", "PiB/s"}},
         {{"b/s", "Kb/s", "Mb/s", "Gb/s", "Tb/s", "Pb/s"}}}},
       {kTime, "s", false, {{{"s", "min", "h", "d"}, true}, {{"ns", "us", "ms", "s"}}}},
-      {kComputeRate,
-       "FLOP/s",
-       true,
-       {{{"FLOP/s", "MFLOP/s", "GFLOP/s", "TFLOP/s", "PFLOP/s", "EFLOP/s"}}}},
+      {kComputeRate, "FLOP/s", true, {{{"FLOP/s", "MFLOP/s", "GFLOP/s", "TFLOP/s", "PFLOP/s", "EFLOP/s"}}}},
       {kFlops, "FLOP", true, {{{"FLOP", "GFLOP", "TFLOP", "PFLOP", "EFLOP"}}}},
       {kPower, "W", true, {{{"W", "kW"}}}},
   };
@@ -188,9 +182,9 @@ auto Quantity::DisplayText() const -> std::string {
   if (!text) {
     // Not reached for finite values (the base unit always reads back); kept
     // so that display never fails.
-    text = (is_integer_ ? detail::Int128ToString(m.integer)
-                        : detail::FormatScientific(detail::ShortestDecimal(m.real))) +
-           suffix;
+    text =
+        (is_integer_ ? detail::Int128ToString(m.integer) : detail::FormatScientific(detail::ShortestDecimal(m.real))) +
+        suffix;
   }
   return (negative ? "-" : "") + *text;
 }

@@ -15,8 +15,8 @@ struct NamedDimension {
   std::string_view name;
 };
 constexpr NamedDimension kNamedDimensions[] = {
-    {kCount, "count"},           {kBytes, "bytes"}, {kTime, "time"},   {kBandwidth, "bandwidth"},
-    {kComputeRate, "compute rate"}, {kFlops, "FLOPs"}, {kPower, "power"},
+    {kCount, "count"}, {kBytes, "bytes"}, {kTime, "time"}, {kBandwidth, "bandwidth"}, {kComputeRate, "compute rate"},
+    {kFlops, "FLOPs"}, {kPower, "power"},
 };
 
 // Superscript digits are multi-byte UTF-8, so they are kept as strings.
@@ -45,10 +45,8 @@ auto CombineExponent(int a, int b, int8_t* out) -> bool {
 }
 
 auto CombineDimensions(Dimension a, Dimension b, int sign, Dimension* out) -> bool {
-  return CombineExponent(a.bytes, sign * b.bytes, &out->bytes) &&
-         CombineExponent(a.time, sign * b.time, &out->time) &&
-         CombineExponent(a.flop, sign * b.flop, &out->flop) &&
-         CombineExponent(a.power, sign * b.power, &out->power);
+  return CombineExponent(a.bytes, sign * b.bytes, &out->bytes) && CombineExponent(a.time, sign * b.time, &out->time) &&
+         CombineExponent(a.flop, sign * b.flop, &out->flop) && CombineExponent(a.power, sign * b.power, &out->power);
 }
 
 // a / b for a quotient that is not whole. Only IEEE basic operations on

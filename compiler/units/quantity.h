@@ -87,7 +87,7 @@ enum class ArithmeticError {
   kDimensionMismatch,  // + or - on different dimensions
   kOverflow,           // the exact integer result does not fit in int64_t
   kDivisionByZero,
-  kNotFinite,          // a real result is inf or NaN
+  kNotFinite,  // a real result is inf or NaN
 };
 
 struct ArithmeticResult {
@@ -126,10 +126,10 @@ enum class LiteralError {
 struct LiteralResult {
   Quantity value;
   LiteralError error = LiteralError::kNone;
-  size_t unit_offset = 0;   // where the suffix starts in the token text
-  std::string unit;         // the suffix as written ("" for none)
-  std::string suggestion;   // closest known unit for kUnknownUnit, or ""
-                            // (`GiBs`→`GiB`, `gib`→`GiB`, `Gbps`→`Gb/s`)
+  size_t unit_offset = 0;  // where the suffix starts in the token text
+  std::string unit;        // the suffix as written ("" for none)
+  std::string suggestion;  // closest known unit for kUnknownUnit, or ""
+                           // (`GiBs`→`GiB`, `gib`→`GiB`, `Gbps`→`Gb/s`)
 };
 
 auto ParseLiteral(std::string_view text) -> LiteralResult;

@@ -52,8 +52,7 @@ class Kernels : public Memory {
  public:
   using AttentionShape = backend::AttentionShape;
 
-  virtual void MatmulForward(T* out, const T* in, const T* weight, const T* bias, int64_t n, int64_t c,
-                             int64_t oc) = 0;
+  virtual void MatmulForward(T* out, const T* in, const T* weight, const T* bias, int64_t n, int64_t c, int64_t oc) = 0;
   virtual void MatmulBackward(T* din, T* dweight, T* dbias, const T* dout, const T* in, const T* weight, int64_t n,
                               int64_t c, int64_t oc) = 0;
   virtual void EmbeddingForward(T* out, const uint32_t* tokens, const T* wte, const T* wpe, int64_t b, int64_t t,
@@ -76,8 +75,8 @@ class Kernels : public Memory {
   virtual void RopeForward(T* x, int64_t b, int64_t t, int64_t heads, int64_t head_dim, double theta) = 0;
   virtual void RopeBackward(T* dx, int64_t b, int64_t t, int64_t heads, int64_t head_dim, double theta) = 0;
   virtual void AttentionForward(T* out, T* att, const T* q, const T* k, const T* v, const AttentionShape& s) = 0;
-  virtual void AttentionBackward(T* dq, T* dk, T* dv, const T* dout, const T* att, const T* q, const T* k,
-                                 const T* v, const AttentionShape& s) = 0;
+  virtual void AttentionBackward(T* dq, T* dk, T* dv, const T* dout, const T* att, const T* q, const T* k, const T* v,
+                                 const AttentionShape& s) = 0;
   virtual void CrossEntropyStats(T* row_max, T* target_logit, const T* logits, const uint32_t* targets, int64_t n,
                                  int64_t v, int64_t vocab_first) = 0;
   virtual void CrossEntropySoftmax(T* probs, T* row_sum, const T* logits, const T* row_max, int64_t n, int64_t v) = 0;

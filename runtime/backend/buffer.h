@@ -16,8 +16,7 @@ class Buffer {
   Buffer() = default;
   // `count` zeroed elements.
   Buffer(Memory& memory, size_t count)
-      : memory_(&memory), data_(count ? static_cast<E*>(memory.Allocate(count * sizeof(E))) : nullptr),
-        size_(count) {}
+      : memory_(&memory), data_(count ? static_cast<E*>(memory.Allocate(count * sizeof(E))) : nullptr), size_(count) {}
   Buffer(Buffer&& other) noexcept { swap(other); }
   auto operator=(Buffer&& other) noexcept -> Buffer& {
     Buffer(std::move(other)).swap(*this);

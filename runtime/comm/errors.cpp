@@ -64,9 +64,16 @@ auto MakeError(CommErrc code, std::string message) -> llvm::Error {
 auto TakeFailure(llvm::Error error) -> Failure {
   Failure f;
   llvm::handleAllErrors(
-      std::move(error), [&](const CommError& e) { f = Failure{e.code(), e.message()}; },
-      [&](const rendezvous::StoreError& e) { f = Failure{FromStore(e.code()), e.message()}; },
-      [&](const llvm::ErrorInfoBase& e) { f = Failure{CommErrc::kIo, e.message()}; });
+      std::move(error),
+      [&](const CommError& e) {
+        f = Failure{e.code(), e.message()};
+      },
+      [&](const rendezvous::StoreError& e) {
+        f = Failure{FromStore(e.code()), e.message()};
+      },
+      [&](const llvm::ErrorInfoBase& e) {
+        f = Failure{CommErrc::kIo, e.message()};
+      });
   return f;
 }
 

@@ -76,13 +76,12 @@ auto ConnectTo(const TcpOptions& o, int peer, Deadline deadline) -> llvm::Expect
   std::string reply;
   if (net::SendAll(fd->get(), hello, deadline).kind != net::IoResult::kOk || !ReadFrame(fd->get(), deadline, &reply)) {
     return MakeError(CommErrc::kConnectionLost, fmt::format("rank {} did not answer the handshake of {} within {}",
-                                                             peer, who, rendezvous::FormatSeconds(o.setup_timeout)));
+                                                            peer, who, rendezvous::FormatSeconds(o.setup_timeout)));
   }
   wire::Reader r(reply);
   uint8_t status = r.U8();
   std::string why = r.Str();
-  if (r.failed())
-    return MakeError(CommErrc::kMalformed, fmt::format("rank {} sent a malformed handshake reply", peer));
+  if (r.failed()) return MakeError(CommErrc::kMalformed, fmt::format("rank {} sent a malformed handshake reply", peer));
   if (status != 0) {
     return MakeError(RefusalCode(status), fmt::format("rank {} refused the connection of {}: {}", peer, who, why));
   }
@@ -179,9 +178,9 @@ auto AcceptFrom(const TcpOptions& o, int listen_fd, std::vector<net::Fd>& peers,
   std::vector<int> missing = Missing(o, peers);
   if (missing.empty()) return llvm::Error::success();
   return MakeError(CommErrc::kTimeout, fmt::format("{} did not connect to rank {} of communicator '{}' within {}{}",
-                                                    rendezvous::FormatRanks(missing), o.rank, o.id,
-                                                    rendezvous::FormatSeconds(o.setup_timeout),
-                                                    refusal.empty() ? "" : " (" + refusal + ")"));
+                                                   rendezvous::FormatRanks(missing), o.rank, o.id,
+                                                   rendezvous::FormatSeconds(o.setup_timeout),
+                                                   refusal.empty() ? "" : " (" + refusal + ")"));
 }
 
 }  // namespace

@@ -26,7 +26,9 @@ using Clock = std::chrono::steady_clock;
 constexpr char kIdTag = 'I';
 constexpr char kErrorTag = 'E';
 
-auto CudaText(cudaError_t e) -> std::string { return fmt::format("{}: {}", cudaGetErrorName(e), cudaGetErrorString(e)); }
+auto CudaText(cudaError_t e) -> std::string {
+  return fmt::format("{}: {}", cudaGetErrorName(e), cudaGetErrorString(e));
+}
 
 // NCCL's sentence for the code plus its last detailed message, when it has one.
 auto NcclText(ncclComm_t comm, ncclResult_t r) -> std::string {
@@ -38,13 +40,10 @@ auto NcclText(ncclComm_t comm, ncclResult_t r) -> std::string {
 
 auto CodeOf(ncclResult_t r) -> CommErrc {
   switch (r) {
-    case ncclRemoteError:
-      return CommErrc::kConnectionLost;
+    case ncclRemoteError: return CommErrc::kConnectionLost;
     case ncclInvalidArgument:
-    case ncclInvalidUsage:
-      return CommErrc::kInvalidArgument;
-    default:
-      return CommErrc::kIo;
+    case ncclInvalidUsage: return CommErrc::kInvalidArgument;
+    default: return CommErrc::kIo;
   }
 }
 
@@ -105,9 +104,10 @@ auto DeviceProblem(const NcclOptions& o) -> std::string {
                        o.rank, CudaText(e), VisibleDevicesNote());
   }
   if (count == 0) {
-    return fmt::format("no CUDA device is visible to rank {} (cudaGetDeviceCount: 0 devices{}); NCCL needs one GPU "
-                       "per rank",
-                       o.rank, VisibleDevicesNote());
+    return fmt::format(
+        "no CUDA device is visible to rank {} (cudaGetDeviceCount: 0 devices{}); NCCL needs one GPU "
+        "per rank",
+        o.rank, VisibleDevicesNote());
   }
   if (o.device >= count) {
     return fmt::format("rank {} was given CUDA device {}, but only {} visible (0..{}{}); NCCL needs one GPU per rank",
@@ -128,9 +128,8 @@ auto CheckOptions(const NcclOptions& o) -> llvm::Error {
   } else {
     return llvm::Error::success();
   }
-  return MakeError(CommErrc::kInvalidArgument,
-                   fmt::format("NCCL communicator '{}' {} (rank {}, size {}, device {})", o.id, problem, o.rank,
-                               o.size, o.device));
+  return MakeError(CommErrc::kInvalidArgument, fmt::format("NCCL communicator '{}' {} (rank {}, size {}, device {})",
+                                                           o.id, problem, o.rank, o.size, o.device));
 }
 
 // A failure before the NCCL communicator exists: rank 0 puts it where the
@@ -147,8 +146,9 @@ auto ShareUniqueId(const NcclOptions& o, Clock::time_point deadline) -> llvm::Ex
   const std::string key = NcclIdKey(o.id);
   if (o.rank == 0) {
     if (ncclResult_t r = ncclGetUniqueId(&id); r != ncclSuccess) {
-      return EarlyFailure(o, CodeOf(r), fmt::format("rank 0 of communicator '{}': ncclGetUniqueId failed: {}", o.id,
-                                                    NcclText(nullptr, r)));
+      return EarlyFailure(
+          o, CodeOf(r),
+          fmt::format("rank 0 of communicator '{}': ncclGetUniqueId failed: {}", o.id, NcclText(nullptr, r)));
     }
     std::string value(1, kIdTag);
     value.append(id.internal, sizeof id.internal);
@@ -283,7 +283,9 @@ NcclCommunicator::~NcclCommunicator() {
   if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
 }
 
-auto NcclCommunicator::Name() const -> std::string { return fmt::format("rank {} of communicator '{}'", o_.rank, o_.id); }
+auto NcclCommunicator::Name() const -> std::string {
+  return fmt::format("rank {} of communicator '{}'", o_.rank, o_.id);
+}
 
 auto NcclCommunicator::Describe(const Call& call) const -> std::string {
   if (call.count == 0) return std::string(call.name);
@@ -387,25 +389,25 @@ auto NcclCommunicator::Run(const Call& call, Enqueue&& enqueue) -> llvm::Error {
 
 auto NcclCommunicator::Usable(const Call& call) -> llvm::Error {
   if (!broken_) return llvm::Error::success();
-  return MakeError(broken_->code, fmt::format("{} on {}: the communicator failed earlier: {}", call.name, Name(),
-                                              broken_->message));
+  return MakeError(broken_->code,
+                   fmt::format("{} on {}: the communicator failed earlier: {}", call.name, Name(), broken_->message));
 }
 
 auto NcclCommunicator::Ready(const Call& call) -> llvm::Error {
   if (auto e = Usable(call)) return e;
   if (Known(call.type)) return llvm::Error::success();
-  return MakeError(CommErrc::kInvalidArgument,
-                   fmt::format("{}: data type {} is neither fp32 ({}) nor bf16 ({})", call.name,
-                               static_cast<int>(call.type), static_cast<int>(DataType::kF32),
-                               static_cast<int>(DataType::kBF16)));
+  return MakeError(
+      CommErrc::kInvalidArgument,
+      fmt::format("{}: data type {} is neither fp32 ({}) nor bf16 ({})", call.name, static_cast<int>(call.type),
+                  static_cast<int>(DataType::kF32), static_cast<int>(DataType::kBF16)));
 }
 
 auto NcclCommunicator::CheckBuffer(const Call& call, const void* p, std::string_view role) -> llvm::Error {
   if (call.count == 0) return llvm::Error::success();  // NCCL reads nothing
   auto refuse = [&](std::string why) {
     return MakeError(CommErrc::kInvalidArgument, fmt::format("{} on {}: the {} buffer {}; NcclCommunicator takes "
-                                                              "device pointers (cudaMalloc) on CUDA device {}",
-                                                              Describe(call), Name(), role, why, o_.device));
+                                                             "device pointers (cudaMalloc) on CUDA device {}",
+                                                             Describe(call), Name(), role, why, o_.device));
   };
   if (p == nullptr) return refuse("is null");
   cudaPointerAttributes a{};
@@ -419,8 +421,7 @@ auto NcclCommunicator::CheckBuffer(const Call& call, const void* p, std::string_
   return llvm::Error::success();
 }
 
-auto NcclCommunicator::CheckPeer(const Call& call, int peer, std::string_view role, bool may_be_self)
-    -> llvm::Error {
+auto NcclCommunicator::CheckPeer(const Call& call, int peer, std::string_view role, bool may_be_self) -> llvm::Error {
   if (peer >= 0 && peer < o_.size && (may_be_self || peer != o_.rank)) return llvm::Error::success();
   return MakeError(CommErrc::kInvalidArgument,
                    fmt::format("{}: the {} must be {} rank of the {} in communicator '{}', not {}", call.name, role,
@@ -445,9 +446,8 @@ auto NcclCommunicator::ReduceScatter(const void* in, void* out, size_t count_per
   if (auto e = CheckBuffer(call, in, "input")) return e;
   if (auto e = CheckBuffer(call, out, "output")) return e;
   // In place when out == in + rank * count_per_rank, as the interface allows.
-  return Run(call, [&] {
-    return ncclReduceScatter(in, out, count_per_rank, NcclType(type), NcclOp(op), comm_, stream_);
-  });
+  return Run(call,
+             [&] { return ncclReduceScatter(in, out, count_per_rank, NcclType(type), NcclOp(op), comm_, stream_); });
 }
 
 auto NcclCommunicator::AllGather(const void* in, void* out, size_t count_per_rank, DataType type) -> llvm::Error {

@@ -22,10 +22,8 @@ auto ReduceOpName(ReduceOp op) -> std::string_view { return op == ReduceOp::kSum
 
 auto DataTypeName(DataType type) -> std::string_view {
   switch (type) {
-    case DataType::kF32:
-      return "fp32";
-    case DataType::kBF16:
-      return "bf16";
+    case DataType::kF32: return "fp32";
+    case DataType::kBF16: return "bf16";
   }
   return "?";
 }
@@ -33,20 +31,13 @@ auto DataTypeName(DataType type) -> std::string_view {
 auto KindName(TcpCommunicator::Kind kind) -> std::string_view {
   using K = TcpCommunicator::Kind;
   switch (kind) {
-    case K::kAllReduce:
-      return "AllReduce";
-    case K::kReduceScatter:
-      return "ReduceScatter";
-    case K::kAllGather:
-      return "AllGather";
-    case K::kBroadcast:
-      return "Broadcast";
-    case K::kSend:
-      return "Send/Recv";
-    case K::kBarrier:
-      return "Barrier";
-    case K::kSplit:
-      return "Split";
+    case K::kAllReduce: return "AllReduce";
+    case K::kReduceScatter: return "ReduceScatter";
+    case K::kAllGather: return "AllGather";
+    case K::kBroadcast: return "Broadcast";
+    case K::kSend: return "Send/Recv";
+    case K::kBarrier: return "Barrier";
+    case K::kSplit: return "Split";
   }
   return "?";
 }

@@ -36,8 +36,7 @@ class CpuKernels final : public Kernels<T> {
   void CopyFromHost(void* dst, const void* host, size_t bytes) override { std::memcpy(dst, host, bytes); }
   void CopyToHost(void* host, const void* src, size_t bytes) override { std::memcpy(host, src, bytes); }
   void Zero(void* dst, size_t bytes) override { std::memset(dst, 0, bytes); }
-  void Copy2D(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t row_bytes,
-              size_t rows) override {
+  void Copy2D(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t row_bytes, size_t rows) override {
     for (size_t i = 0; i < rows; ++i) {
       std::memcpy(static_cast<char*>(dst) + i * dst_pitch, static_cast<const char*>(src) + i * src_pitch, row_bytes);
     }

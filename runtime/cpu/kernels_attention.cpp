@@ -197,17 +197,17 @@ void MaxOverBlocks(T* out, const T* blocks, int64_t count, int64_t nblocks) {
   }
 }
 
-#define AVF_ATTENTION_KERNELS(T)                                                                               \
-  template void RopeForward<T>(T*, int64_t, int64_t, int64_t, int64_t, double);                               \
-  template void RopeBackward<T>(T*, int64_t, int64_t, int64_t, int64_t, double);                              \
-  template void AttentionForward<T>(T*, T*, const T*, const T*, const T*, const AttentionShape&);             \
-  template void AttentionBackward<T>(T*, T*, T*, const T*, const T*, const T*, const T*, const T*,            \
-                                     const AttentionShape&);                                                  \
-  template void CrossEntropyForward<T>(T*, T*, const T*, const uint32_t*, int64_t, int64_t);                  \
-  template void CrossEntropyStats<T>(T*, T*, const T*, const uint32_t*, int64_t, int64_t, int64_t);           \
-  template void CrossEntropySoftmax<T>(T*, T*, const T*, const T*, int64_t, int64_t);                         \
-  template void CrossEntropyFinish<T>(T*, T*, const T*, const T*, const T*, int64_t, int64_t);                \
-  template void CrossEntropyBackward<T>(T*, const T*, const uint32_t*, const T*, int64_t, int64_t, int64_t);  \
+#define AVF_ATTENTION_KERNELS(T)                                                                             \
+  template void RopeForward<T>(T*, int64_t, int64_t, int64_t, int64_t, double);                              \
+  template void RopeBackward<T>(T*, int64_t, int64_t, int64_t, int64_t, double);                             \
+  template void AttentionForward<T>(T*, T*, const T*, const T*, const T*, const AttentionShape&);            \
+  template void AttentionBackward<T>(T*, T*, T*, const T*, const T*, const T*, const T*, const T*,           \
+                                     const AttentionShape&);                                                 \
+  template void CrossEntropyForward<T>(T*, T*, const T*, const uint32_t*, int64_t, int64_t);                 \
+  template void CrossEntropyStats<T>(T*, T*, const T*, const uint32_t*, int64_t, int64_t, int64_t);          \
+  template void CrossEntropySoftmax<T>(T*, T*, const T*, const T*, int64_t, int64_t);                        \
+  template void CrossEntropyFinish<T>(T*, T*, const T*, const T*, const T*, int64_t, int64_t);               \
+  template void CrossEntropyBackward<T>(T*, const T*, const uint32_t*, const T*, int64_t, int64_t, int64_t); \
   template void MaxOverBlocks<T>(T*, const T*, int64_t, int64_t);
 
 AVF_ATTENTION_KERNELS(float)

@@ -259,22 +259,21 @@ void ResidualBackward(T* da, T* db, const T* dout, int64_t n) {
   }
 }
 
-#define AVF_DENSE_KERNELS(T)                                                                                      \
-  template void MatmulForward<T>(T*, const T*, const T*, const T*, int64_t, int64_t, int64_t);                    \
-  template void MatmulBackward<T>(T*, T*, T*, const T*, const T*, const T*, int64_t, int64_t, int64_t);           \
-  template void EmbeddingForward<T>(T*, const uint32_t*, const T*, const T*, int64_t, int64_t, int64_t, int64_t, \
-                                    int64_t);                                                                   \
-  template void EmbeddingBackward<T>(T*, T*, const T*, const uint32_t*, int64_t, int64_t, int64_t, int64_t,      \
-                                     int64_t);                                                                  \
-  template void LayerNormForward<T>(T*, T*, T*, const T*, const T*, const T*, int64_t, int64_t);                  \
+#define AVF_DENSE_KERNELS(T)                                                                                          \
+  template void MatmulForward<T>(T*, const T*, const T*, const T*, int64_t, int64_t, int64_t);                        \
+  template void MatmulBackward<T>(T*, T*, T*, const T*, const T*, const T*, int64_t, int64_t, int64_t);               \
+  template void EmbeddingForward<T>(T*, const uint32_t*, const T*, const T*, int64_t, int64_t, int64_t, int64_t,      \
+                                    int64_t);                                                                         \
+  template void EmbeddingBackward<T>(T*, T*, const T*, const uint32_t*, int64_t, int64_t, int64_t, int64_t, int64_t); \
+  template void LayerNormForward<T>(T*, T*, T*, const T*, const T*, const T*, int64_t, int64_t);                      \
   template void LayerNormBackward<T>(T*, T*, T*, const T*, const T*, const T*, const T*, const T*, int64_t, int64_t); \
-  template void RmsNormForward<T>(T*, T*, const T*, const T*, int64_t, int64_t);                                  \
-  template void RmsNormBackward<T>(T*, T*, const T*, const T*, const T*, const T*, int64_t, int64_t);             \
-  template void GeluForward<T>(T*, const T*, int64_t);                                                            \
-  template void GeluBackward<T>(T*, const T*, const T*, int64_t);                                                 \
-  template void SwigluForward<T>(T*, const T*, const T*, int64_t);                                                \
-  template void SwigluBackward<T>(T*, T*, const T*, const T*, const T*, int64_t);                                 \
-  template void ResidualForward<T>(T*, const T*, const T*, int64_t);                                              \
+  template void RmsNormForward<T>(T*, T*, const T*, const T*, int64_t, int64_t);                                      \
+  template void RmsNormBackward<T>(T*, T*, const T*, const T*, const T*, const T*, int64_t, int64_t);                 \
+  template void GeluForward<T>(T*, const T*, int64_t);                                                                \
+  template void GeluBackward<T>(T*, const T*, const T*, int64_t);                                                     \
+  template void SwigluForward<T>(T*, const T*, const T*, int64_t);                                                    \
+  template void SwigluBackward<T>(T*, T*, const T*, const T*, const T*, int64_t);                                     \
+  template void ResidualForward<T>(T*, const T*, const T*, int64_t);                                                  \
   template void ResidualBackward<T>(T*, T*, const T*, int64_t);
 
 AVF_DENSE_KERNELS(float)

@@ -38,7 +38,8 @@ auto ReadLlmc(uint32_t magic, const std::array<uint8_t, kHeaderBytes>& b, const 
     -> llvm::Expected<ShardHeader> {
   uint32_t want = magic == kLlmcMagicU16 ? kLlmcVersionU16 : kLlmcVersionU32;
   if (Word(b, 1) != want) {
-    return Fail(path, fmt::format("llm.c shard (magic {}) of version {}; expected version {}", magic, Word(b, 1), want));
+    return Fail(path,
+                fmt::format("llm.c shard (magic {}) of version {}; expected version {}", magic, Word(b, 1), want));
   }
   ShardHeader h;
   h.kind = HeaderKind::Llmc;
@@ -65,12 +66,12 @@ auto DecodeHeader(const std::array<uint8_t, kHeaderBytes>& bytes, uint64_t file_
     return Fail(path, fmt::format("{} bytes, shorter than the {}-byte shard header", file_size, kHeaderBytes));
   }
   uint32_t magic = Word(bytes, 0);
-  llvm::Expected<ShardHeader> h = magic == kMagic ? ReadAviflow(bytes, path)
-                                  : magic == kLlmcMagicU16 || magic == kLlmcMagicU32
-                                      ? ReadLlmc(magic, bytes, path)
-                                      : llvm::Expected<ShardHeader>(Fail(path, fmt::format(
-                                            "not a token shard (magic 0x{:08x}; aviflow shards start with \"AVFT\")",
-                                            magic)));
+  llvm::Expected<ShardHeader> h =
+      magic == kMagic ? ReadAviflow(bytes, path)
+      : magic == kLlmcMagicU16 || magic == kLlmcMagicU32
+          ? ReadLlmc(magic, bytes, path)
+          : llvm::Expected<ShardHeader>(Fail(
+                path, fmt::format("not a token shard (magic 0x{:08x}; aviflow shards start with \"AVFT\")", magic)));
   if (!h) return h.takeError();
   uint64_t payload = file_size - kHeaderBytes;
   bool fits = h->tokens <= payload / h->token_bytes;

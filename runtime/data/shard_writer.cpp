@@ -26,7 +26,8 @@ auto Encode(uint32_t token_bytes, const std::vector<uint32_t>& tokens) -> std::v
 }  // namespace
 
 auto WriteShard(const std::string& path, uint32_t token_bytes, const std::vector<uint32_t>& tokens) -> llvm::Error {
-  if (token_bytes != 2 && token_bytes != 4) return Fail(fmt::format("{}: tokens are 2 or 4 bytes, not {}", path, token_bytes));
+  if (token_bytes != 2 && token_bytes != 4)
+    return Fail(fmt::format("{}: tokens are 2 or 4 bytes, not {}", path, token_bytes));
   for (size_t i = 0; i < tokens.size(); ++i) {
     if (token_bytes == 2 && tokens[i] > 0xffff) {
       return Fail(fmt::format("{}: token {} is {}, which does not fit 2 bytes; use tokens_u32", path, i, tokens[i]));

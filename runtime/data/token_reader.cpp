@@ -43,13 +43,14 @@ auto OpenShard(const DatasetLayout& l, int64_t shard) -> llvm::Expected<int> {
   std::string path = ShardPath(l, shard);
   llvm::Expected<io::RegularFile> file = io::RegularFile::Open(path);
   if (!file) {
-    return Fail(fmt::format("{}: cannot open shard {} of {}: {}", path, shard, l.shards, llvm::toString(file.takeError())));
+    return Fail(
+        fmt::format("{}: cannot open shard {} of {}: {}", path, shard, l.shards, llvm::toString(file.takeError())));
   }
   std::array<uint8_t, kHeaderBytes> header{};
-  llvm::Error error = file->size() < kHeaderBytes
-                          ? Fail(fmt::format("{}: {} bytes, shorter than the {}-byte shard header", path, file->size(),
-                                             kHeaderBytes))
-                          : ReadFully(file->fd(), header.data(), header.size(), 0, path);
+  llvm::Error error =
+      file->size() < kHeaderBytes
+          ? Fail(fmt::format("{}: {} bytes, shorter than the {}-byte shard header", path, file->size(), kHeaderBytes))
+          : ReadFully(file->fd(), header.data(), header.size(), 0, path);
   if (error) return error;
   llvm::Expected<ShardHeader> h = DecodeHeader(header, file->size(), path);
   if (!h) return h.takeError();
@@ -68,9 +69,10 @@ auto OpenShard(const DatasetLayout& l, int64_t shard) -> llvm::Expected<int> {
 // place, so that the bad data can be found.
 auto BadToken(const DatasetLayout& l, int64_t shard, int64_t index, uint32_t value) -> llvm::Error {
   uint64_t byte = kHeaderBytes + static_cast<uint64_t>(index) * l.token_bytes;
-  return Fail(fmt::format("{}: token {} of shard {} (byte offset {}) is {}, not below the model's vocabulary of {}; "
-                          "the data was tokenized for another vocabulary",
-                          ShardPath(l, shard), index, shard, byte, value, l.vocab));
+  return Fail(
+      fmt::format("{}: token {} of shard {} (byte offset {}) is {}, not below the model's vocabulary of {}; "
+                  "the data was tokenized for another vocabulary",
+                  ShardPath(l, shard), index, shard, byte, value, l.vocab));
 }
 
 }  // namespace
@@ -88,8 +90,10 @@ auto TokenReader::Locate(const DatasetLayout& l, int64_t token) -> std::pair<int
 auto TokenReader::Open(const DatasetLayout& layout, TokenSlice slice) -> llvm::Expected<std::unique_ptr<TokenReader>> {
   if (layout.shards < 1 || layout.tokens < layout.shards || (layout.token_bytes != 2 && layout.token_bytes != 4) ||
       layout.vocab < 1) {
-    return Fail(fmt::format("a dataset of {} tokens in {} shards of {}-byte tokens for a vocabulary of {} cannot be "
-                            "read", layout.tokens, layout.shards, layout.token_bytes, layout.vocab));
+    return Fail(
+        fmt::format("a dataset of {} tokens in {} shards of {}-byte tokens for a vocabulary of {} cannot be "
+                    "read",
+                    layout.tokens, layout.shards, layout.token_bytes, layout.vocab));
   }
   if (slice.first < 0 || slice.count < 1 || slice.first > layout.tokens - slice.count) {
     return Fail(fmt::format("tokens {}..{} are outside the dataset's {} tokens", slice.first,
@@ -160,8 +164,8 @@ auto TokenReader::Read(int64_t n, std::vector<uint32_t>& out) -> llvm::Error {
 
 auto TokenReader::Seek(int64_t position, int64_t epoch) -> llvm::Error {
   if (position < 0 || position >= slice_.count || epoch < 0) {
-    return Fail(fmt::format("position {} (epoch {}) is outside this rank's slice of {} tokens", position, epoch,
-                            slice_.count));
+    return Fail(
+        fmt::format("position {} (epoch {}) is outside this rank's slice of {} tokens", position, epoch, slice_.count));
   }
   position_ = position;
   epoch_ = epoch;

@@ -195,9 +195,9 @@ void BlockBackward(const LayerContext<T>& x, const BlockParams& p, BlockActs<T>&
   NormBackward(x, dx, dln1, a.in, p.ln1_w, p.ln1_b, a.mean1.data(), a.rstd1.data());
 }
 
-#define AVF_BLOCK(T)                                                                                   \
-  template void ReserveBlock<T>(const LayerContext<T>&, BlockActs<T>&);                                \
-  template void BlockForward<T>(const LayerContext<T>&, const BlockParams&, const T*, BlockActs<T>&);  \
+#define AVF_BLOCK(T)                                                                                  \
+  template void ReserveBlock<T>(const LayerContext<T>&, BlockActs<T>&);                               \
+  template void BlockForward<T>(const LayerContext<T>&, const BlockParams&, const T*, BlockActs<T>&); \
   template void BlockBackward<T>(const LayerContext<T>&, const BlockParams&, BlockActs<T>&, const T*, T*);
 
 AVF_BLOCK(float)

@@ -55,14 +55,16 @@ auto Block(ParamLayout& l, const Cut& k, int64_t i) -> BlockParams {
   b.ln1_w = Add(l, p + "ln_1.weight", Whole(C, 1));
   b.ln1_b = Add(l, p + "ln_1.bias", Whole(gpt2 ? C : 0, 1));
   b.qkv_w = Add(l, p + "attn.qkv.weight", RowsOf(c.qkv_dim(), C, qkv));
-  b.qkv_b = Add(l, p + "attn.qkv.bias", RowsOf(gpt2 ? c.qkv_dim() : 0, 1, gpt2 ? qkv : std::vector<TensorPart::Rows>{}));
+  b.qkv_b =
+      Add(l, p + "attn.qkv.bias", RowsOf(gpt2 ? c.qkv_dim() : 0, 1, gpt2 ? qkv : std::vector<TensorPart::Rows>{}));
   b.proj_w = Add(l, p + "attn.proj.weight", ColumnsOf(C, q, k.t() * q / k.T(), q / k.T()));
   b.proj_b = Add(l, p + "attn.proj.bias", Whole(gpt2 ? C : 0, 1));
   b.ln2_w = Add(l, p + "ln_2.weight", Whole(C, 1));
   b.ln2_b = Add(l, p + "ln_2.bias", Whole(gpt2 ? C : 0, 1));
   b.fc_w = Add(l, p + (gpt2 ? "mlp.fc.weight" : "mlp.gate_up.weight"), RowsOf(c.mlp_in_dim(), C, fc));
   b.fc_b = Add(l, p + "mlp.fc.bias", RowsOf(gpt2 ? f : 0, 1, gpt2 ? fc : std::vector<TensorPart::Rows>{}));
-  b.fcproj_w = Add(l, p + (gpt2 ? "mlp.proj.weight" : "mlp.down.weight"), ColumnsOf(C, f, k.t() * f / k.T(), f / k.T()));
+  b.fcproj_w =
+      Add(l, p + (gpt2 ? "mlp.proj.weight" : "mlp.down.weight"), ColumnsOf(C, f, k.t() * f / k.T(), f / k.T()));
   b.fcproj_b = Add(l, p + "mlp.proj.bias", Whole(gpt2 ? C : 0, 1));
   return b;
 }
@@ -85,22 +87,24 @@ auto TensorPart::FullIndex(int64_t local) const -> int64_t {
 auto CheckShard(const ModelConfig& c, const ShardSpec& s) -> llvm::Error {
   auto fail = [](std::string m) { return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s", m.c_str()); };
   int64_t T = s.tensor_size;
-  if (T < 1 || s.tensor_rank < 0 || s.tensor_rank >= T) return fail(fmt::format("tensor rank {} of {}", s.tensor_rank, T));
+  if (T < 1 || s.tensor_rank < 0 || s.tensor_rank >= T)
+    return fail(fmt::format("tensor rank {} of {}", s.tensor_rank, T));
   struct Dim {
     const char* name;
     int64_t value;
   };
   for (Dim d : {Dim{"heads", c.heads}, Dim{"kv_heads", c.kv_heads}, Dim{"ffn", c.ffn}, Dim{"vocab", c.vocab}}) {
     if (d.value % T != 0) {
-      return fail(fmt::format("the model's {} = {} does not divide by tensor = {}: each tensor rank needs an equal "
-                              "share (choose a {} that is a multiple of {})",
-                              d.name, d.value, T, d.name, T));
+      return fail(
+          fmt::format("the model's {} = {} does not divide by tensor = {}: each tensor rank needs an equal "
+                      "share (choose a {} that is a multiple of {})",
+                      d.name, d.value, T, d.name, T));
     }
   }
   for (const LayerRange& r : ChunksOf(c, s)) {
     if (r.first < 0 || r.count < 0 || r.first + r.count > c.layers) {
-      return fail(fmt::format("layers {}..{} are not layers of a {}-layer model", r.first, r.first + r.count - 1,
-                              c.layers));
+      return fail(
+          fmt::format("layers {}..{} are not layers of a {}-layer model", r.first, r.first + r.count - 1, c.layers));
     }
   }
   return llvm::Error::success();
@@ -131,7 +135,8 @@ auto LayoutOf(const ModelConfig& c, const ShardSpec& s) -> ParamLayout {
     // A tied model's last stage holds its own copy of wte, kept equal to the
     // first stage's by summing their gradients (the embedding group).
     bool copy = c.tied_embeddings && !s.embedding;
-    if (!c.tied_embeddings || copy) l.lm_head = Add(l, copy ? "wte" : "lm_head.weight", RowsOf(c.vocab, c.hidden, vocab));
+    if (!c.tied_embeddings || copy)
+      l.lm_head = Add(l, copy ? "wte" : "lm_head.weight", RowsOf(c.vocab, c.hidden, vocab));
   }
   return l;
 }

@@ -87,14 +87,14 @@ struct ParamLayout {
   // output projection is wte itself (tied, one stage); on a last stage of a
   // tied model it is that stage's copy of wte.
   int64_t wte = -1, wpe = -1, lnf_w = -1, lnf_b = -1, lm_head = -1;
-  std::vector<BlockParams> blocks;        // the shard's blocks, chunk after chunk
+  std::vector<BlockParams> blocks;  // the shard's blocks, chunk after chunk
   // Each block's tensors are contiguous: elements [first, first + count).
   struct Range {
     int64_t first = 0, count = 0;
   };
   std::vector<Range> block_ranges;
-  std::vector<int64_t> block_layers;      // the model layer of each block
-  std::vector<int64_t> chunk_first_block; // chunk c's blocks start here
+  std::vector<int64_t> block_layers;         // the model layer of each block
+  std::vector<int64_t> chunk_first_block;    // chunk c's blocks start here
   int64_t vocab_first = 0, vocab_count = 0;  // the shard's rows of wte / lm_head
   int64_t total = 0;
 };

@@ -120,8 +120,8 @@ void HeadBackward(const LayerContext<T>& x, const T* in, const uint32_t* targets
   w.logits.Zero(), w.dpartial.Zero();
   x.k.CrossEntropyBackward(dlogits, h.probs.data(), targets, w.dlosses.data(), n, v, l.vocab_first);
   const T* lnf = GatheredRows(x, h.lnf.data(), w.full);
-  x.k.MatmulBackward(w.dpartial.data(), x.G(HeadWeight(x)), static_cast<T*>(nullptr), dlogits, lnf,
-                     x.P(HeadWeight(x)), n, C, v);
+  x.k.MatmulBackward(w.dpartial.data(), x.G(HeadWeight(x)), static_cast<T*>(nullptr), dlogits, lnf, x.P(HeadWeight(x)),
+                     n, C, v);
   const T* dlnf = w.dpartial.data();
   if (x.sequence_parallel) {
     x.tp.ReduceScatter(w.dpartial.data(), w.drows.data(), x.rows() * C);
@@ -137,11 +137,11 @@ void HeadBackward(const LayerContext<T>& x, const T* in, const uint32_t* targets
   }
 }
 
-#define AVF_ENDS(T)                                                                                       \
-  template void ReserveHead<T>(const LayerContext<T>&, HeadActs<T>&);                                     \
-  template void ReserveWorkspace<T>(const LayerContext<T>&);                                              \
-  template void EmbedForward<T>(const LayerContext<T>&, const uint32_t*, T*);                             \
-  template void EmbedBackward<T>(const LayerContext<T>&, const uint32_t*, const T*);                      \
+#define AVF_ENDS(T)                                                                                      \
+  template void ReserveHead<T>(const LayerContext<T>&, HeadActs<T>&);                                    \
+  template void ReserveWorkspace<T>(const LayerContext<T>&);                                             \
+  template void EmbedForward<T>(const LayerContext<T>&, const uint32_t*, T*);                            \
+  template void EmbedBackward<T>(const LayerContext<T>&, const uint32_t*, const T*);                     \
   template auto HeadForward<T>(const LayerContext<T>&, const T*, const uint32_t*, HeadActs<T>&)->double; \
   template void HeadBackward<T>(const LayerContext<T>&, const T*, const uint32_t*, HeadActs<T>&, T*);
 

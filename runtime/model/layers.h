@@ -41,9 +41,9 @@ struct HeadActs {
 // Scratch shared by every block and slot (one layer runs at a time).
 template <typename T>
 struct Workspace {
-  Buffer<T> qkv, full, partial, rows, gate, up;                                  // forward
+  Buffer<T> qkv, full, partial, rows, gate, up;                                                  // forward
   Buffer<T> dfull, dpartial, drows, dx2, dz, dy, dact, dh, dattn, dq, dk, dv, dqkv, dgate, dup;  // backward
-  Buffer<T> logits, row_max, maxes, target, row_sum, dlosses;                    // head
+  Buffer<T> logits, row_max, maxes, target, row_sum, dlosses;                                    // head
 };
 
 // Where the element at a flat-buffer offset lives: in the whole buffer, or

@@ -27,7 +27,8 @@ class TensorGroup {
 
   // Sum over the group, in place.
   void AllReduce(T* data, int64_t count) {
-    if (Active()) Keep(Timed([&] { return comm_->AllReduce(Float(data), static_cast<size_t>(count), comm::ReduceOp::kSum); }));
+    if (Active())
+      Keep(Timed([&] { return comm_->AllReduce(Float(data), static_cast<size_t>(count), comm::ReduceOp::kSum); }));
   }
   // out = size() blocks of per_rank, rank r's `in` in block r.
   void AllGather(const T* in, T* out, int64_t per_rank) {

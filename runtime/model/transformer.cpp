@@ -133,7 +133,8 @@ void Transformer<T>::ZeroGradients() {
 template <typename T>
 auto Transformer<T>::BlocksOf(int64_t chunk) const -> std::pair<int64_t, int64_t> {
   const std::vector<int64_t>& first = layout_.chunk_first_block;
-  int64_t end = chunk + 1 < chunks() ? first[static_cast<size_t>(chunk + 1)] : static_cast<int64_t>(layout_.blocks.size());
+  int64_t end =
+      chunk + 1 < chunks() ? first[static_cast<size_t>(chunk + 1)] : static_cast<int64_t>(layout_.blocks.size());
   return {first[static_cast<size_t>(chunk)], end};
 }
 
@@ -322,9 +323,10 @@ auto BlockBytes(const BlockActs<T>& a) -> int64_t {
 template <typename T>
 auto WorkspaceBytes(const Workspace<T>& w) -> int64_t {
   int64_t sum = 0;
-  for (const Buffer<T>* b : {&w.qkv, &w.full, &w.partial, &w.rows, &w.gate, &w.up, &w.dfull, &w.dpartial, &w.drows,
-                             &w.dx2, &w.dz, &w.dy, &w.dact, &w.dh, &w.dattn, &w.dq, &w.dk, &w.dv, &w.dqkv, &w.dgate,
-                             &w.dup, &w.logits, &w.row_max, &w.maxes, &w.target, &w.row_sum, &w.dlosses}) {
+  for (const Buffer<T>* b :
+       {&w.qkv,  &w.full,  &w.partial, &w.rows,   &w.gate,    &w.up,    &w.dfull,  &w.dpartial, &w.drows,
+        &w.dx2,  &w.dz,    &w.dy,      &w.dact,   &w.dh,      &w.dattn, &w.dq,     &w.dk,       &w.dv,
+        &w.dqkv, &w.dgate, &w.dup,     &w.logits, &w.row_max, &w.maxes, &w.target, &w.row_sum,  &w.dlosses}) {
     sum += Bytes(*b);
   }
   return sum;

@@ -51,9 +51,7 @@ class Transformer {
   void Reserve(int64_t batch, int64_t seq, int64_t slots);
   // Rows of the activations chunks exchange: batch x seq, / T with sequence parallelism.
   auto activation_rows() const -> int64_t { return ctx_.rows(); }
-  auto ActivationBytes() const -> size_t {
-    return static_cast<size_t>(ctx_.rows() * config_.hidden) * sizeof(T);
-  }
+  auto ActivationBytes() const -> size_t { return static_cast<size_t>(ctx_.rows() * config_.hidden) * sizeof(T); }
   auto chunks() const -> int64_t { return static_cast<int64_t>(layout_.chunk_first_block.size()); }
   // Host arrays of batch x seq, for the embedding chunk and the output chunk.
   void SetTokens(int64_t slot, const uint32_t* tokens);

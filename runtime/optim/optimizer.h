@@ -12,7 +12,7 @@ namespace avf::optim {
 enum class Schedule : uint8_t { Cosine, Linear, Constant };
 
 struct OptimizerConfig {
-  double lr = 3e-4;         // peak learning rate
+  double lr = 3e-4;  // peak learning rate
   double beta1 = 0.9, beta2 = 0.95;
   double eps = 1e-8;
   double weight_decay = 0.0;
@@ -20,7 +20,7 @@ struct OptimizerConfig {
   int64_t total_steps = 1;  // the schedule decays to min_lr_ratio x lr at the last step
   double min_lr_ratio = 0.1;
   Schedule schedule = Schedule::Cosine;
-  double clip_norm = 1.0;   // <= 0: no clipping
+  double clip_norm = 1.0;  // <= 0: no clipping
 };
 
 // The learning rate at `step` (0-based): warm-up, then the decay.

@@ -61,15 +61,18 @@ auto DecayMask(const model::ParamLayout& l) -> std::vector<bool> {
 }
 
 auto Engine::Check(const runtime::RunPlan& p) -> llvm::Error {
-  if (p.layout.zero < 0 || p.layout.zero > 3) return Fail(fmt::format("plan.json asks for ZeRO stage {}", p.layout.zero));
-  if (p.optimizer.kind != runtime::OptimizerKind::AdamW) return Fail("this avf-run trains with AdamW only; the plan asks for sgd");
+  if (p.layout.zero < 0 || p.layout.zero > 3)
+    return Fail(fmt::format("plan.json asks for ZeRO stage {}", p.layout.zero));
+  if (p.optimizer.kind != runtime::OptimizerKind::AdamW)
+    return Fail("this avf-run trains with AdamW only; the plan asks for sgd");
   if (llvm::Error e = ValidateShape(ShapeOf(p))) return e;
   model::ModelConfig c = ModelConfigOf(p);
   for (int64_t stage = 0; stage < p.layout.pipeline; ++stage) {
     model::ShardSpec s = ShardOf(p, stage, 0);
     if (llvm::Error e = model::CheckShard(c, s)) return e;
     int64_t have = model::LayoutOf(c, s).total;
-    int64_t want = static_cast<size_t>(stage) < p.stage_parameters.size() ? p.stage_parameters[static_cast<size_t>(stage)] : -1;
+    int64_t want =
+        static_cast<size_t>(stage) < p.stage_parameters.size() ? p.stage_parameters[static_cast<size_t>(stage)] : -1;
     if (have != want) {
       return Fail(fmt::format("plan.json gives stage {} {} parameters per tensor rank, but its layers hold {}", stage,
                               want, have));
@@ -77,9 +80,10 @@ auto Engine::Check(const runtime::RunPlan& p) -> llvm::Error {
   }
   int64_t rows = p.layout.micro_batch * p.model.seq_len;
   if (p.layout.sequence_parallel && rows % p.layout.tensor != 0) {
-    return Fail(fmt::format("sequence parallelism cuts a micro-batch's {} rows (micro_batch x seq_len) into tensor = "
-                            "{} equal parts; they do not divide",
-                            rows, p.layout.tensor));
+    return Fail(
+        fmt::format("sequence parallelism cuts a micro-batch's {} rows (micro_batch x seq_len) into tensor = "
+                    "{} equal parts; they do not divide",
+                    rows, p.layout.tensor));
   }
   return llvm::Error::success();
 }
@@ -160,9 +164,9 @@ void Engine::UseWindows(uint64_t seed) {
       if (!window_error_.empty()) return;
       const auto& seg = model_->segments()[static_cast<size_t>(segment)];
       comm::Communicator* data = groups_ ? groups_->data.get() : nullptr;
-      if (llvm::Error e = GatherFromOwners(window, seg.first, seg.count, optimizer_->slices(),
-                                           optimizer_->slices().size() > 1 ? data_rank_ : 0, data,
-                                           param_slice_.data(), scratch_)) {
+      if (llvm::Error e =
+              GatherFromOwners(window, seg.first, seg.count, optimizer_->slices(),
+                               optimizer_->slices().size() > 1 ? data_rank_ : 0, data, param_slice_.data(), scratch_)) {
         window_error_ = llvm::toString(std::move(e));
       }
     };

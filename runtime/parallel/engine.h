@@ -22,12 +22,12 @@
 #include "comm/communicator.h"
 #include "data/batches.h"
 #include "model/transformer.h"
+#include "optim/optimizer.h"
 #include "parallel/async_comm.h"
 #include "parallel/groups.h"
 #include "parallel/schedule.h"
 #include "parallel/zero_optimizer.h"
 #include "plan/plan.h"
-#include "optim/optimizer.h"
 
 namespace avf::parallel {
 
@@ -38,9 +38,9 @@ auto DecayMask(const model::ParamLayout& layout) -> std::vector<bool>;
 
 struct EngineSetup {
   const runtime::RunPlan* plan = nullptr;
-  int64_t rank = 0;                      // this process's rank in the plan
-  comm::Communicator* world = nullptr;   // null: a one-rank plan
-  RankGroups* groups = nullptr;          // null: a one-rank plan
+  int64_t rank = 0;                     // this process's rank in the plan
+  comm::Communicator* world = nullptr;  // null: a one-rank plan
+  RankGroups* groups = nullptr;         // null: a one-rank plan
   optim::OptimizerConfig optimizer;
   uint64_t seed = 1234;
 };

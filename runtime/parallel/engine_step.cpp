@@ -108,12 +108,13 @@ auto Engine::FinishSharded() -> llvm::Error {
   const auto& segments = model_->segments();
   const auto& back = segments.back();
   if (llvm::Error e = SumTiedCopies(l.wte >= 0 ? model_->FrontGradients() + l.wte
-                                                : model_->BackGradients() + (l.lm_head - back.first))) {
+                                               : model_->BackGradients() + (l.lm_head - back.first))) {
     return e;
   }
   comm::Communicator* data = groups_ ? groups_->data.get() : nullptr;
   int64_t me = optimizer_->slices().size() > 1 ? data_rank_ : 0;
-  for (const auto& end : {std::pair{segments.front(), model_->FrontGradients()}, std::pair{back, model_->BackGradients()}}) {
+  for (const auto& end :
+       {std::pair{segments.front(), model_->FrontGradients()}, std::pair{back, model_->BackGradients()}}) {
     const auto& seg = end.first;
     const float* window = end.second;
     if (seg.count == 0) continue;
@@ -185,9 +186,7 @@ auto Engine::Agree(double loss, int stop_signal) -> llvm::Expected<StepResult> {
   float shared[kStops + kStopCodes] = {
       static_cast<float>(zero2() ? SquaredNormOfSlice() : SquaredNorm(g, counted_)),
       reports_loss ? static_cast<float>(loss / static_cast<double>(plan_->layout.data)) : 0.0f,
-      static_cast<float>(waited_.tensor),
-      static_cast<float>(waited_.pipeline),
-      static_cast<float>(waited_.data)};
+      static_cast<float>(waited_.tensor), static_cast<float>(waited_.pipeline), static_cast<float>(waited_.data)};
   if (stop_signal > 0) shared[kStops + std::min(stop_signal, kStopCodes - 1)] = 1.0f;
   int ranks = world_ ? world_->size() : 1;
   if (ranks > 1) {

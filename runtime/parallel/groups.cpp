@@ -50,8 +50,8 @@ auto Locate(const std::vector<RankGroup>& groups, int ranks, std::string_view ki
     for (size_t i = 0; i < groups[g].size(); ++i) {
       int64_t r = groups[g][i];
       if (r < 0 || r >= ranks) {
-        return Invalid(fmt::format("groups.{}[{}][{}] is rank {}, but the plan has ranks 0 to {}", kind, g, i, r,
-                                   ranks - 1));
+        return Invalid(
+            fmt::format("groups.{}[{}][{}] is rank {}, but the plan has ranks 0 to {}", kind, g, i, r, ranks - 1));
       }
       Slot& s = slots[static_cast<size_t>(r)];
       if (s.group >= 0) {
@@ -73,8 +73,8 @@ auto CheckPipelineOrder(const RunPlan& plan) -> llvm::Error {
   for (size_t g = 0; g < plan.groups.pipeline.size(); ++g) {
     const RankGroup& group = plan.groups.pipeline[g];
     if (static_cast<int64_t>(group.size()) != stages) {
-      return Invalid(fmt::format("groups.pipeline[{}] has {} ranks, but layout.pipeline is {}", g, group.size(),
-                                 stages));
+      return Invalid(
+          fmt::format("groups.pipeline[{}] has {} ranks, but layout.pipeline is {}", g, group.size(), stages));
     }
     for (size_t i = 0; i < group.size(); ++i) {
       int64_t stage = plan.ranks[static_cast<size_t>(group[i])].pipeline;
@@ -94,8 +94,8 @@ struct Layout {
 
 auto CheckPlan(const comm::Communicator& world, const RunPlan& plan) -> llvm::Expected<Layout> {
   if (static_cast<size_t>(world.size()) != plan.ranks.size()) {
-    return Invalid(fmt::format("the world communicator has {} ranks, but the plan has {}", world.size(),
-                               plan.ranks.size()));
+    return Invalid(
+        fmt::format("the world communicator has {} ranks, but the plan has {}", world.size(), plan.ranks.size()));
   }
   for (size_t r = 0; r < plan.ranks.size(); ++r) {
     if (plan.ranks[r].rank != static_cast<int64_t>(r)) {

@@ -24,9 +24,10 @@ auto CheckCounts(const PipelineShape& s) -> llvm::Error {
   // Each bound alone keeps the products below (P·V, 2·M·V) far from overflow.
   if (s.stages > kMaxOpsPerStage || s.micro_batches > kMaxOpsPerStage || s.chunks > kMaxOpsPerStage ||
       s.micro_batches * s.chunks > kMaxOpsPerStage / 2) {
-    return Fail(fmt::format("{} stages, {} micro-batches and {} chunks per stage exceed what a schedule may hold "
-                            "({} ops per stage)",
-                            s.stages, s.micro_batches, s.chunks, kMaxOpsPerStage));
+    return Fail(
+        fmt::format("{} stages, {} micro-batches and {} chunks per stage exceed what a schedule may hold "
+                    "({} ops per stage)",
+                    s.stages, s.micro_batches, s.chunks, kMaxOpsPerStage));
   }
   return llvm::Error::success();
 }
@@ -66,13 +67,14 @@ auto ValidateShape(const PipelineShape& s) -> llvm::Error {
   }
   if (!Interleaves(s)) return llvm::Error::success();
   if (s.stages == 1) {
-    return Fail(fmt::format("the interleaved schedule with {} model chunks needs more than one pipeline stage",
-                            s.chunks));
+    return Fail(
+        fmt::format("the interleaved schedule with {} model chunks needs more than one pipeline stage", s.chunks));
   }
   if (s.micro_batches % s.stages != 0) {
-    return Fail(fmt::format("the interleaved schedule needs the micro-batches per step to be a multiple of the "
-                            "pipeline stages (it runs them in groups of P), but M = {} and P = {}",
-                            s.micro_batches, s.stages));
+    return Fail(
+        fmt::format("the interleaved schedule needs the micro-batches per step to be a multiple of the "
+                    "pipeline stages (it runs them in groups of P), but M = {} and P = {}",
+                    s.micro_batches, s.stages));
   }
   return llvm::Error::success();
 }

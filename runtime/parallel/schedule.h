@@ -80,9 +80,9 @@ struct PipelineOp {
 // The shape every function below takes, so callers cannot swap its integers.
 struct PipelineShape {
   PipelineSchedule kind = PipelineSchedule::OneFOneB;
-  int64_t stages = 1;        // P
-  int64_t micro_batches = 1; // M
-  int64_t chunks = 1;        // V
+  int64_t stages = 1;         // P
+  int64_t micro_batches = 1;  // M
+  int64_t chunks = 1;         // V
 };
 
 // Refuses what no schedule here can run, with one sentence saying why:

@@ -29,8 +29,8 @@ auto CheckStageOps(const PipelineShape& s, int64_t stage, const std::vector<Pipe
   for (size_t i = 0; i < ops.size(); ++i) {
     const PipelineOp& op = ops[i];
     if (op.micro_batch < 0 || op.micro_batch >= s.micro_batches || op.chunk < 0 || op.chunk >= s.chunks) {
-      return Fail(fmt::format("{}: outside micro-batches 0..{} and chunks 0..{}", At(stage, i, op),
-                              s.micro_batches - 1, s.chunks - 1));
+      return Fail(fmt::format("{}: outside micro-batches 0..{} and chunks 0..{}", At(stage, i, op), s.micro_batches - 1,
+                              s.chunks - 1));
     }
     char& st = state[static_cast<size_t>(op.micro_batch * s.chunks + op.chunk)];
     bool forward = op.kind == OpKind::kForward;
@@ -111,9 +111,10 @@ auto CheckChannelOrder(const Wiring& w) -> llvm::Error {
     const std::vector<Message>&sent = w.sent[c], &consumed = w.consumed[c];
     for (size_t i = 0; i < std::min(sent.size(), consumed.size()); ++i) {
       if (sent[i] == consumed[i]) continue;
-      return Fail(fmt::format("stage {} sends {} as message #{} to stage {}, but stage {} expects {} as message #{} "
-                              "(a link delivers in send order)",
-                              from, Describe(sent[i]), i + 1, to, to, Describe(consumed[i]), i + 1));
+      return Fail(
+          fmt::format("stage {} sends {} as message #{} to stage {}, but stage {} expects {} as message #{} "
+                      "(a link delivers in send order)",
+                      from, Describe(sent[i]), i + 1, to, to, Describe(consumed[i]), i + 1));
     }
     if (sent.size() != consumed.size()) {
       return Fail(fmt::format("stage {} sends {} messages of {} to stage {}, which consumes {}", from, sent.size(),
@@ -124,7 +125,7 @@ auto CheckChannelOrder(const Wiring& w) -> llvm::Error {
 }
 
 struct Simulation {
-  std::vector<size_t> next;  // [stage]: index of its next op
+  std::vector<size_t> next;             // [stage]: index of its next op
   std::vector<int64_t> sent, consumed;  // [channel]: messages so far
 };
 

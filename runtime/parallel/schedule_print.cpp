@@ -44,9 +44,10 @@ void PrintSummary(const runtime::RunPlan& plan, const PipelineShape& s, const Sc
   os << "F forward, B backward; recv: where the input comes from (data: the tokens; loss: the last virtual stage's "
         "own loss); send: where the output goes; peak in flight: the most forwards whose backward is still to run\n";
   int64_t busy = 2 * s.micro_batches * s.chunks;
-  os << fmt::format("simulated with equal op times: {} slots per step, {} busy on every stage (bubble {}); at most {} "
-                    "queued on one link\n",
-                    check.rounds, busy, check.rounds - busy, Plural(check.max_queued, "message", "messages"));
+  os << fmt::format(
+      "simulated with equal op times: {} slots per step, {} busy on every stage (bubble {}); at most {} "
+      "queued on one link\n",
+      check.rounds, busy, check.rounds - busy, Plural(check.max_queued, "message", "messages"));
 }
 
 void PrintStageHeader(const runtime::RunPlan& plan, const PipelineShape& s, int64_t p, const StagePhases& ph,
@@ -68,8 +69,8 @@ void PrintStageHeader(const runtime::RunPlan& plan, const PipelineShape& s, int6
                     "send");
 }
 
-void PrintStageOps(const runtime::RunPlan& plan, const PipelineShape& s, int64_t p,
-                   const std::vector<PipelineOp>& ops, llvm::raw_ostream& os) {
+void PrintStageOps(const runtime::RunPlan& plan, const PipelineShape& s, int64_t p, const std::vector<PipelineOp>& ops,
+                   llvm::raw_ostream& os) {
   for (size_t i = 0; i < ops.size(); ++i) {
     const PipelineOp& op = ops[i];
     OpLinks links = Neighbors(op, s.stages, p, s.chunks);
@@ -77,8 +78,8 @@ void PrintStageOps(const runtime::RunPlan& plan, const PipelineShape& s, int64_t
     std::string recv = Peer(links.recv_from, s.chunks, forward ? "data" : "loss");
     std::string send = Peer(links.send_to, s.chunks, forward ? "loss" : "-");
     const runtime::PlanStage& st = plan.stages[static_cast<size_t>(p * s.chunks + op.chunk)];
-    os << fmt::format("  {:>5}  {:<2}  {:>4}  {:>5}  {:<9}  {:<16}  {}\n", i + 1, Name(op.kind).str(),
-                      op.micro_batch, op.chunk, Layers(st), recv, send);
+    os << fmt::format("  {:>5}  {:<2}  {:>4}  {:>5}  {:<9}  {:<16}  {}\n", i + 1, Name(op.kind).str(), op.micro_batch,
+                      op.chunk, Layers(st), recv, send);
   }
 }
 
@@ -88,11 +89,11 @@ auto PrintSchedule(const runtime::RunPlan& plan, llvm::raw_ostream& os, llvm::St
   PipelineShape s = ShapeOf(plan);
   auto all = AllStageSchedules(s);
   if (!all) {
-    return Fail(name, fmt::format("no {} pipeline schedule for {}, {} per stage and {} per step: {}",
-                                  runtime::Name(s.kind).str(), Plural(s.stages, "stage", "stages"),
-                                  Plural(s.chunks, "chunk", "chunks"),
-                                  Plural(s.micro_batches, "micro-batch", "micro-batches"),
-                                  llvm::toString(all.takeError())));
+    return Fail(
+        name,
+        fmt::format("no {} pipeline schedule for {}, {} per stage and {} per step: {}", runtime::Name(s.kind).str(),
+                    Plural(s.stages, "stage", "stages"), Plural(s.chunks, "chunk", "chunks"),
+                    Plural(s.micro_batches, "micro-batch", "micro-batches"), llvm::toString(all.takeError())));
   }
   if (static_cast<int64_t>(plan.stages.size()) != s.stages * s.chunks) {
     return Fail(name, fmt::format("stages has {} entries, expected pipeline x chunks = {} x {}", plan.stages.size(),

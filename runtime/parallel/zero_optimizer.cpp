@@ -11,8 +11,7 @@ ShardedAdamW::ShardedAdamW(optim::OptimizerConfig config, std::vector<OwnedSlice
       decay_(decay.begin() + mine().first, decay.begin() + mine().first + mine().count),
       adam_(config, mine().count) {}
 
-auto ShardedAdamW::Step(float* params, const float* grads, double grad_norm, comm::Communicator* data)
-    -> llvm::Error {
+auto ShardedAdamW::Step(float* params, const float* grads, double grad_norm, comm::Communicator* data) -> llvm::Error {
   Update(params + mine().first, grads + mine().first, grad_norm);
   return Gather(params, data);
 }

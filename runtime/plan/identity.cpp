@@ -16,8 +16,8 @@ namespace avf::runtime {
 
 namespace {
 
-constexpr const char* kVariables[] = {"PET_NODE_RANK", "PET_NPROC_PER_NODE", "PET_NNODES",   "RANK",
-                                      "WORLD_SIZE",    "LOCAL_RANK",         "GROUP_RANK",   "LOCAL_WORLD_SIZE",
+constexpr const char* kVariables[] = {"PET_NODE_RANK", "PET_NPROC_PER_NODE", "PET_NNODES", "RANK",
+                                      "WORLD_SIZE",    "LOCAL_RANK",         "GROUP_RANK", "LOCAL_WORLD_SIZE",
                                       "MASTER_ADDR",   "MASTER_PORT"};
 
 // torchrun's and the manifests' rendezvous port; the address defaults only
@@ -33,8 +33,9 @@ struct Sourced {
 
 // The value as it follows `NAME=`: bare when it is plain, else quoted.
 auto Shown(llvm::StringRef value) -> std::string {
-  bool plain = !value.empty() && value.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                         "0123456789._-:/[]") == llvm::StringRef::npos;
+  bool plain = !value.empty() && value.find_first_not_of(
+                                     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                     "0123456789._-:/[]") == llvm::StringRef::npos;
   return plain ? value.str() : "\"" + Printable(value) + "\"";
 }
 
@@ -49,7 +50,7 @@ auto ParseCount(llvm::StringRef text, int64_t* out) -> CountParse {
     if (MulOverflows(v, 10, &v) || AddOverflows(v, c - '0', &v)) {
       // Keep scanning: "99999999999999999999x" is garbage, not just too large.
       return text.find_first_not_of("0123456789") == llvm::StringRef::npos ? CountParse::TooLarge
-                                                                            : CountParse::NotCount;
+                                                                           : CountParse::NotCount;
     }
   }
   *out = v;
@@ -61,8 +62,8 @@ class Resolver {
   Resolver(const IdentityFlags& flags, const Environment& env, const RunPlan& plan)
       : flags_(flags), env_(env), plan_(plan) {
     pet_ = Has("PET_NODE_RANK") || Has("PET_NPROC_PER_NODE") || Has("PET_NNODES");
-    torchrun_ = !pet_ && (Has("RANK") || Has("WORLD_SIZE") || Has("LOCAL_RANK") || Has("GROUP_RANK") ||
-                          Has("LOCAL_WORLD_SIZE"));
+    torchrun_ = !pet_ &&
+                (Has("RANK") || Has("WORLD_SIZE") || Has("LOCAL_RANK") || Has("GROUP_RANK") || Has("LOCAL_WORLD_SIZE"));
   }
 
   auto Node(NodeIdentity& out) -> llvm::Error;
@@ -124,7 +125,9 @@ void Resolver::Gather() {
   local_ = Pick(flags_.local_rank, "local-rank", any_env ? "LOCAL_RANK" : nullptr);
   node_ = Pick(flags_.node_rank, "node-rank", pet_ ? "PET_NODE_RANK" : torchrun_ ? "GROUP_RANK" : nullptr);
   nproc_ = Pick(flags_.nproc_per_node, "nproc-per-node",
-                pet_ ? "PET_NPROC_PER_NODE" : torchrun_ ? "LOCAL_WORLD_SIZE" : nullptr);
+                pet_        ? "PET_NPROC_PER_NODE"
+                : torchrun_ ? "LOCAL_WORLD_SIZE"
+                            : nullptr);
   nnodes_ = Pick(std::nullopt, "", pet_ ? "PET_NNODES" : nullptr);
   port_ = Pick(flags_.master_port, "master-port", "MASTER_PORT");
   bool any_flag = flags_.rank || flags_.world_size || flags_.local_rank || flags_.node_rank || flags_.nproc_per_node;
@@ -137,9 +140,11 @@ void Resolver::DefaultsAndDerivations() {
   auto plan_ranks = static_cast<int64_t>(plan_.ranks.size());
   if (!nproc_) nproc_ = Sourced{plan_.hardware.ranks_per_node, "plan.json (its ranks per node)", true};
   if (single_ && plan_ranks != 1) {
-    Fail("no rank identity: neither flags (--rank, --node-rank, ...) nor the environment (PET_NODE_RANK, "
-         "PET_NPROC_PER_NODE, PET_NNODES as the manifests set them, or torchrun's RANK, WORLD_SIZE, LOCAL_RANK) "
-         "say which rank this is, and plan.json has {} ranks", plan_ranks);
+    Fail(
+        "no rank identity: neither flags (--rank, --node-rank, ...) nor the environment (PET_NODE_RANK, "
+        "PET_NPROC_PER_NODE, PET_NNODES as the manifests set them, or torchrun's RANK, WORLD_SIZE, LOCAL_RANK) "
+        "say which rank this is, and plan.json has {} ranks",
+        plan_ranks);
     return;
   }
   if (single_) node_ = local_ = rank_ = Sourced{0, "default (one-rank plan, no rank set)", true};
@@ -154,11 +159,14 @@ void Resolver::DefaultsAndDerivations() {
     Fail("{} must be at least 1", nproc_->origin);
     return;
   }
-  if (rank_ && !node_) node_ = Sourced{rank_->value / nproc_->value, fmt::format("{} / {}", rank_->origin, nproc_->origin), true};
+  if (rank_ && !node_)
+    node_ = Sourced{rank_->value / nproc_->value, fmt::format("{} / {}", rank_->origin, nproc_->origin), true};
   if (!node_ && plan_.hardware.nodes == 1) node_ = Sourced{0, "default (plan.json uses one node)", true};
   if (!node_) {
-    Fail("the node rank is not set: pass --node-rank or --rank, or set PET_NODE_RANK (or torchrun's RANK); "
-         "plan.json has {} ranks on {} nodes", plan_ranks, plan_.hardware.nodes);
+    Fail(
+        "the node rank is not set: pass --node-rank or --rank, or set PET_NODE_RANK (or torchrun's RANK); "
+        "plan.json has {} ranks on {} nodes",
+        plan_ranks, plan_.hardware.nodes);
   }
 }
 
@@ -195,14 +203,14 @@ void Resolver::CheckNodeRanks() {
   auto plan_ranks = static_cast<int64_t>(plan_.ranks.size());
   for (int64_t r : ranks) {
     if (r >= plan_ranks) {
-      Fail("{} with {} runs ranks {}..{}, but plan.json has ranks 0..{}", node_->origin, nproc_->origin,
-           ranks.first, ranks.first + ranks.count - 1, plan_ranks - 1);
+      Fail("{} with {} runs ranks {}..{}, but plan.json has ranks 0..{}", node_->origin, nproc_->origin, ranks.first,
+           ranks.first + ranks.count - 1, plan_ranks - 1);
       return;
     }
     const PlanRank& pr = plan_.ranks[r];
     if (pr.node != node_->value || pr.gpu != r - ranks.first) {
-      Fail("{} runs rank {} as local rank {}, but plan.json puts rank {} on node {}, GPU {} (ranks[{}])",
-           node_->origin, r, r - ranks.first, r, pr.node, pr.gpu, r);
+      Fail("{} runs rank {} as local rank {}, but plan.json puts rank {} on node {}, GPU {} (ranks[{}])", node_->origin,
+           r, r - ranks.first, r, pr.node, pr.gpu, r);
       return;
     }
   }
@@ -225,8 +233,10 @@ void Resolver::CheckLocal() {
   }
   if (!local_ && nproc == 1) local_ = Sourced{0, "default (one process per node)", true};
   if (!local_) {
-    Fail("the local rank is not set: {} starts {} processes on node {}; pass --local-rank or set LOCAL_RANK "
-         "(a per-node avf-run starts RanksOfNode with --local-rank each)", nproc_->origin, nproc, node_->value);
+    Fail(
+        "the local rank is not set: {} starts {} processes on node {}; pass --local-rank or set LOCAL_RANK "
+        "(a per-node avf-run starts RanksOfNode with --local-rank each)",
+        nproc_->origin, nproc, node_->value);
     return;
   }
   if (local_->value >= nproc) {
@@ -253,9 +263,9 @@ void Resolver::Master() {
   }
   // Whitespace, quotes and control characters are never part of a host name.
   bool bad_addr = addr_.empty() || std::any_of(addr_.begin(), addr_.end(), [](char c) {
-    auto u = static_cast<unsigned char>(c);
-    return u <= 0x20 || u == 0x7f || c == '"' || c == '\\';
-  });
+                    auto u = static_cast<unsigned char>(c);
+                    return u <= 0x20 || u == 0x7f || c == '"' || c == '\\';
+                  });
   if (!addr_origin_.empty() && bad_addr) Fail("{} is not a host name or address", addr_origin_);
   if (!port_) port_ = Sourced{kDefaultPort, "default (torchrun's port)", true};
   else if (port_->value < 1 || port_->value > 65535) Fail("{} is not a TCP port (1..65535)", port_->origin);
@@ -268,8 +278,8 @@ void Resolver::Fill(NodeIdentity& out) const {
   out.nnodes = nnodes_ ? nnodes_->value : plan_.hardware.nodes;
   out.master_addr = addr_;
   out.master_port = static_cast<int>(port_->value);
-  out.convention = single_  ? IdentityConvention::SingleRank
-                   : pet_   ? IdentityConvention::Pet
+  out.convention = single_     ? IdentityConvention::SingleRank
+                   : pet_      ? IdentityConvention::Pet
                    : torchrun_ ? IdentityConvention::Torchrun
                                : IdentityConvention::Flags;
   out.origin.node_rank = node_->origin;

@@ -112,7 +112,9 @@ auto Node::Require() const -> bool {
   return false;
 }
 
-void Node::WrongType(llvm::StringRef expected) const { Report(fmt::format("expected {}, found {}", expected.str(), Describe())); }
+void Node::WrongType(llvm::StringRef expected) const {
+  Report(fmt::format("expected {}, found {}", expected.str(), Describe()));
+}
 
 auto Node::IsObject() const -> bool {
   if (!Require()) return false;

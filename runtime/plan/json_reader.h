@@ -110,8 +110,8 @@ class Node {
 
   const llvm::json::Value* value_ = nullptr;
   const Node* parent_ = nullptr;
-  llvm::StringRef key_;          // set for an object field
-  size_t index_ = SIZE_MAX;      // set for an array element
+  llvm::StringRef key_;      // set for an object field
+  size_t index_ = SIZE_MAX;  // set for an array element
   bool quiet_ = false;
   Problems* problems_ = nullptr;
 };

@@ -34,9 +34,15 @@ class Scanner {
  private:
   void Step(char c) {
     switch (c) {
-      case '{': case '[': Open(c == '{'); break;
-      case '}': case ']': if (!stack_.empty()) stack_.pop_back(); break;
-      case ',': if (!stack_.empty() && stack_.back().object) stack_.back().expect_key = true; break;
+      case '{':
+      case '[': Open(c == '{'); break;
+      case '}':
+      case ']':
+        if (!stack_.empty()) stack_.pop_back();
+        break;
+      case ',':
+        if (!stack_.empty() && stack_.back().object) stack_.back().expect_key = true;
+        break;
       case '"': String(); break;
       default: break;
     }

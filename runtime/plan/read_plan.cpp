@@ -11,8 +11,8 @@
 #include <llvm/Support/JSON.h>
 
 #include "io/regular_file.h"
-#include "plan/json_scan.h"
 #include "plan/check_plan.h"
+#include "plan/json_scan.h"
 #include "plan/read_sections.h"
 
 namespace avf::runtime {
@@ -78,13 +78,15 @@ auto CheckFormat(const Node& root) -> bool {
   std::optional<int64_t> v = version.TryInt(INT64_MIN);
   if (!v) return false;
   if (*v > kPlanFormatVersion) {
-    version.Report(fmt::format("the plan is format version {}, newer than version {}, the one this avf-run reads; "
-                               "run the avf-run built with the aviflowc that wrote it",
-                               *v, kPlanFormatVersion));
+    version.Report(
+        fmt::format("the plan is format version {}, newer than version {}, the one this avf-run reads; "
+                    "run the avf-run built with the aviflowc that wrote it",
+                    *v, kPlanFormatVersion));
     return false;
   }
   if (*v < kPlanFormatVersion) {
-    version.Report(fmt::format("{} is not a plan format version (this avf-run reads version {})", *v, kPlanFormatVersion));
+    version.Report(
+        fmt::format("{} is not a plan format version (this avf-run reads version {})", *v, kPlanFormatVersion));
     return false;
   }
   return true;

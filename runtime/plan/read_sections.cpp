@@ -167,8 +167,8 @@ void ReadPredicted(const Node& n, PlanPredicted& out) {
   }
   out.step_time_s = n.Number(K::PredictedStepTime);
   if (Node t = n[K::PredictedTimeBreakdown]; t.IsObject()) {
-    out.time_breakdown_s = {t.Number(K::TimeCompute),      t.Number(K::TimeTensorComm), t.Number(K::TimePipelineComm),
-                            t.Number(K::TimeBubble),       t.Number(K::TimeDataComm),   t.Number(K::TimeOptimizer)};
+    out.time_breakdown_s = {t.Number(K::TimeCompute), t.Number(K::TimeTensorComm), t.Number(K::TimePipelineComm),
+                            t.Number(K::TimeBubble),  t.Number(K::TimeDataComm),   t.Number(K::TimeOptimizer)};
   }
   out.tokens_per_s = n.Number(K::PredictedTokensPerS);
   out.tflops_per_gpu = n.Number(K::PredictedTflopsPerGpu);

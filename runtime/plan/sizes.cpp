@@ -46,8 +46,8 @@ auto CheckHeads(const PlanModel& m, Problems& p) -> bool {
     return false;
   }
   if (m.heads % m.kv_heads != 0) {
-    p.Addf("model.kv_heads", "{} key/value heads do not divide model.heads = {} (grouped-query attention)",
-           m.kv_heads, m.heads);
+    p.Addf("model.kv_heads", "{} key/value heads do not divide model.heads = {} (grouped-query attention)", m.kv_heads,
+           m.heads);
     return false;
   }
   return true;
@@ -70,7 +70,8 @@ auto ModelCounts(const RunPlan& plan) -> std::vector<Derived> {
   std::optional<int64_t> mlp_weights = Product({mlp, m.ffn, m.hidden});
   std::optional<int64_t> qkv = qkv_rows ? Product({*qkv_rows, m.hidden}) : std::nullopt;
   std::optional<int64_t> embedding = Product({m.vocab, m.hidden}), positions = Product({m.seq_len, m.hidden});
-  std::optional<int64_t> layer = Sum({qkv, Product({m.hidden, m.hidden}), mlp_weights, qkv_rows, m.ffn, Product({6, m.hidden})});
+  std::optional<int64_t> layer =
+      Sum({qkv, Product({m.hidden, m.hidden}), mlp_weights, qkv_rows, m.ffn, Product({6, m.hidden})});
   std::optional<int64_t> all = layer ? Product({m.layers, *layer}) : std::nullopt;
   const PlanLayout& l = plan.layout;
   return {
@@ -81,8 +82,8 @@ auto ModelCounts(const RunPlan& plan) -> std::vector<Derived> {
       {"model.hidden", "a layer's attention weights",
        fmt::format("(model.heads + 2 x model.kv_heads) x head size x model.hidden, with model.hidden = {}", m.hidden),
        qkv},
-      {"model.ffn", "a layer's MLP weights", fmt::format("{} x model.ffn x model.hidden = {} x {} x {}", mlp, mlp,
-                                                        m.ffn, m.hidden), mlp_weights},
+      {"model.ffn", "a layer's MLP weights",
+       fmt::format("{} x model.ffn x model.hidden = {} x {} x {}", mlp, mlp, m.ffn, m.hidden), mlp_weights},
       {"model.layers", "the model's parameters",
        fmt::format("model.layers x the parameters of a layer + the embeddings = {} x {} + ...", m.layers,
                    layer ? fmt::format("{}", *layer) : std::string("(too many)")),
@@ -116,8 +117,8 @@ void CheckSizes(const RunPlan& plan, Problems& p) {
                     Product({plan.data.tokens, plan.data.token_bytes})});
   for (size_t s = 0; s < plan.stage_parameters.size(); ++s) {
     int64_t n = plan.stage_parameters[s];
-    counts.push_back({"stage_parameters", "a stage's parameters", fmt::format("stage_parameters[{}] = {}", s, n),
-                      Product({n})});
+    counts.push_back(
+        {"stage_parameters", "a stage's parameters", fmt::format("stage_parameters[{}] = {}", s, n), Product({n})});
   }
   for (const Derived& d : counts) {
     if (d.count) continue;

@@ -29,14 +29,14 @@ void CheckRankPlace(const RunPlan& plan, int64_t i, Problems& p) {
   const PlanHardware& hw = plan.hardware;
   auto [node, gpu, leaf] = plan_format::PlaceOf(i, hw.gpus_per_node, hw.nodes_per_leaf);
   if (r.node != node) {
-    p.Addf(fmt::format("ranks[{}].node", i), "{}, but rank {} is on node {} (rank / gpus_per_node {})", r.node, i,
-           node, hw.gpus_per_node);
+    p.Addf(fmt::format("ranks[{}].node", i), "{}, but rank {} is on node {} (rank / gpus_per_node {})", r.node, i, node,
+           hw.gpus_per_node);
   } else if (r.node >= hw.nodes) {
     p.Addf(fmt::format("ranks[{}].node", i), "node {} is beyond the {} nodes the job uses", r.node, hw.nodes);
   }
   if (r.gpu != gpu) {
-    p.Addf(fmt::format("ranks[{}].gpu", i), "{}, but rank {} is GPU {} of its node (rank mod gpus_per_node {})",
-           r.gpu, i, gpu, hw.gpus_per_node);
+    p.Addf(fmt::format("ranks[{}].gpu", i), "{}, but rank {} is GPU {} of its node (rank mod gpus_per_node {})", r.gpu,
+           i, gpu, hw.gpus_per_node);
   }
   if (r.leaf != leaf) {
     p.Addf(fmt::format("ranks[{}].leaf", i), "{}, but node {} is under leaf {} (node / nodes_per_leaf {})", r.leaf,
@@ -140,11 +140,16 @@ auto CheckExtents(const RunPlan& plan, Problems& p) -> bool {
     int64_t value, min;
   };
   const Extent extents[] = {
-      {"layout.data", plan.layout.data, 1},          {"layout.tensor", plan.layout.tensor, 1},
-      {"layout.pipeline", plan.layout.pipeline, 1},  {"layout.virtual_stages", plan.layout.virtual_stages, 1},
-      {"layout.micro_batch", plan.layout.micro_batch, 1}, {"hardware.gpus_per_node", plan.hardware.gpus_per_node, 1},
-      {"hardware.nodes_per_leaf", plan.hardware.nodes_per_leaf, 0}, {"model.layers", plan.model.layers, 1},
-      {"data.tokens", plan.data.tokens, 1},          {"data.shards", plan.data.shards, 1},
+      {"layout.data", plan.layout.data, 1},
+      {"layout.tensor", plan.layout.tensor, 1},
+      {"layout.pipeline", plan.layout.pipeline, 1},
+      {"layout.virtual_stages", plan.layout.virtual_stages, 1},
+      {"layout.micro_batch", plan.layout.micro_batch, 1},
+      {"hardware.gpus_per_node", plan.hardware.gpus_per_node, 1},
+      {"hardware.nodes_per_leaf", plan.hardware.nodes_per_leaf, 0},
+      {"model.layers", plan.model.layers, 1},
+      {"data.tokens", plan.data.tokens, 1},
+      {"data.shards", plan.data.shards, 1},
   };
   bool ok = true;
   for (const Extent& e : extents) {
@@ -168,8 +173,8 @@ auto CheckWorld(const RunPlan& plan, Problems& p) -> std::optional<int64_t> {
            world);
   }
   if (world != static_cast<int64_t>(plan.ranks.size())) {
-    p.Addf("ranks", "{} ranks, but data x tensor x pipeline = {} x {} x {} = {}", plan.ranks.size(), l.data,
-           l.tensor, l.pipeline, world);
+    p.Addf("ranks", "{} ranks, but data x tensor x pipeline = {} x {} x {} = {}", plan.ranks.size(), l.data, l.tensor,
+           l.pipeline, world);
     return std::nullopt;
   }
   return world;
@@ -183,8 +188,8 @@ void CheckHardware(const RunPlan& plan, int64_t world, Problems& p) {
            hw.gpus_per_node, per);
   }
   if (hw.nodes != need) {
-    p.Addf("hardware.nodes", "{} nodes, but {} ranks on {} GPUs per node need {}", hw.nodes, world,
-           hw.gpus_per_node, need);
+    p.Addf("hardware.nodes", "{} nodes, but {} ranks on {} GPUs per node need {}", hw.nodes, world, hw.gpus_per_node,
+           need);
   }
   if (hw.nodes > hw.cluster_nodes) {
     p.Addf("hardware.nodes", "{} nodes used, but the cluster has {}", hw.nodes, hw.cluster_nodes);
@@ -212,8 +217,10 @@ void CheckGroups(const RunPlan& plan, int64_t world, Problems& p) {
   for (const GroupKind& k : MakeKinds(plan, a, world)) CheckKind(k, world, p);
   bool tied = plan.model.tied_embeddings && a.pipeline > 1;
   if (tied && plan.groups.embedding.empty()) {
-    p.Addf("groups", "no `embedding` groups, but the model ties its embeddings and pipeline = {}: the first and "
-           "last stage must sum the shared embedding's gradient", a.pipeline);
+    p.Addf("groups",
+           "no `embedding` groups, but the model ties its embeddings and pipeline = {}: the first and "
+           "last stage must sum the shared embedding's gradient",
+           a.pipeline);
   } else if (!tied && !plan.groups.embedding.empty()) {
     p.Add("groups.embedding", "embedding groups exist only with tied embeddings and pipeline > 1");
   } else if (tied) {

@@ -60,8 +60,8 @@ void CheckLayerCoverage(const RunPlan& plan, Problems& p) {
     if (first > next) {
       p.Addf("stages", "layers {}..{} are held by no stage", next, first - 1);
     } else if (first < next) {
-      p.Addf(fmt::format("stages[{}]", i), "layers {}..{} are also held by stages[{}]", first,
-             std::min(end, next) - 1, holder);
+      p.Addf(fmt::format("stages[{}]", i), "layers {}..{} are also held by stages[{}]", first, std::min(end, next) - 1,
+             holder);
     }
     if (end > next) {
       next = end;
@@ -152,8 +152,8 @@ void CheckZeroSlices(const RunPlan& plan, Problems& p) {
     return;
   }
   if (MulOverflows(D, P, &entries) || entries != static_cast<int64_t>(zero.slices.size())) {
-    p.Addf("zero.slices", "{} slices, expected data x pipeline = {} x {} (each stage's data ranks)",
-           zero.slices.size(), D, P);
+    p.Addf("zero.slices", "{} slices, expected data x pipeline = {} x {} (each stage's data ranks)", zero.slices.size(),
+           D, P);
     return;
   }
   int64_t offset = 0;

@@ -32,9 +32,9 @@ inline constexpr std::string_view kRankOrder = "tensor,data,pipeline";
 // The spellings of each enumeration, value i at index i.
 template <typename E>
 struct EnumTraits;
-#define PLAN_ENUM_BEGIN(Type)                 \
-  template <>                                 \
-  struct EnumTraits<Type> {                   \
+#define PLAN_ENUM_BEGIN(Type)                        \
+  template <>                                        \
+  struct EnumTraits<Type> {                          \
     static constexpr std::string_view kType = #Type; \
     static constexpr std::string_view kNames[] = {
 #define PLAN_ENUM_VALUE(Type, Enumerator, Spelling) Spelling,
@@ -109,19 +109,19 @@ enum class ValueType : uint8_t {
   AtLeastOne,            // a number >= 1
   Fraction,              // a number 0..1
   Bool,
-  Enum,                  // one spelling of the key's enumeration
+  Enum,  // one spelling of the key's enumeration
   EnumOrNull,
-  Object,                // the keys whose parent is this key
+  Object,  // the keys whose parent is this key
   ObjectOrNull,
-  SharedObject,          // a shape referred to by other keys (Location)
-  Objects,               // an array of at least one object of this key's children
-  ObjectsOrEmpty,        // the same, possibly empty
-  Positives,             // an array of at least one integer >= 1
-  GroupList,             // an array of groups, each an array of distinct rank numbers
-  OptionalGroupList,     // the same, present only when such groups exist
-  Location,              // the Location object
+  SharedObject,       // a shape referred to by other keys (Location)
+  Objects,            // an array of at least one object of this key's children
+  ObjectsOrEmpty,     // the same, possibly empty
+  Positives,          // an array of at least one integer >= 1
+  GroupList,          // an array of groups, each an array of distinct rank numbers
+  OptionalGroupList,  // the same, present only when such groups exist
+  Location,           // the Location object
   LocationOrNull,
-  BetasOrNull,           // [beta1, beta2], each 0..1, or null
+  BetasOrNull,  // [beta1, beta2], each 0..1, or null
 };
 
 enum class Json : uint8_t { String, Integer, Number, Boolean, Object, Array };

@@ -39,8 +39,13 @@ auto MakeError(StoreErrc code, std::string message) -> llvm::Error {
 auto TakeFailure(llvm::Error error) -> Failure {
   Failure f;
   llvm::handleAllErrors(
-      std::move(error), [&](const StoreError& e) { f = Failure{e.code(), e.message()}; },
-      [&](const llvm::ErrorInfoBase& e) { f = Failure{StoreErrc::kIo, e.message()}; });
+      std::move(error),
+      [&](const StoreError& e) {
+        f = Failure{e.code(), e.message()};
+      },
+      [&](const llvm::ErrorInfoBase& e) {
+        f = Failure{StoreErrc::kIo, e.message()};
+      });
   return f;
 }
 

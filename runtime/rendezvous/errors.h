@@ -16,21 +16,21 @@
 namespace avf::rendezvous {
 
 enum class StoreErrc {
-  kTimeout,           // a key, a rank or a reply did not come within the timeout
-  kUnreachable,       // no connection to the store before the connect deadline
-  kConnectionLost,    // the store (or the peer) closed the connection, or an I/O error on it
-  kShutdown,          // the store was shut down while the request was pending
-  kBadMagic,          // the peer does not speak this protocol
-  kBadVersion,        // same protocol, other version
-  kBadToken,          // the job token does not match the store's
-  kWorldSizeMismatch, // the rank's world size differs from the store's
-  kRankOutOfRange,    // rank < 0 or rank >= world size
-  kDuplicateRank,     // the rank is already connected
-  kMalformed,         // a frame that does not decode as the message it claims to be
-  kFrameTooLarge,     // a frame over the size limit (checked before anything is allocated)
-  kInvalidArgument,   // an empty or too long key, a bad option
-  kNotCounter,        // Add on a key whose value is not a decimal integer, or an overflow
-  kIo,                // a local system call failed (socket, bind, /dev/urandom, a token file)
+  kTimeout,            // a key, a rank or a reply did not come within the timeout
+  kUnreachable,        // no connection to the store before the connect deadline
+  kConnectionLost,     // the store (or the peer) closed the connection, or an I/O error on it
+  kShutdown,           // the store was shut down while the request was pending
+  kBadMagic,           // the peer does not speak this protocol
+  kBadVersion,         // same protocol, other version
+  kBadToken,           // the job token does not match the store's
+  kWorldSizeMismatch,  // the rank's world size differs from the store's
+  kRankOutOfRange,     // rank < 0 or rank >= world size
+  kDuplicateRank,      // the rank is already connected
+  kMalformed,          // a frame that does not decode as the message it claims to be
+  kFrameTooLarge,      // a frame over the size limit (checked before anything is allocated)
+  kInvalidArgument,    // an empty or too long key, a bad option
+  kNotCounter,         // Add on a key whose value is not a decimal integer, or an overflow
+  kIo,                 // a local system call failed (socket, bind, /dev/urandom, a token file)
 };
 
 // The code's name, for logs and test output ("timeout", "bad-token", ...).

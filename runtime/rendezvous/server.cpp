@@ -233,8 +233,7 @@ auto StoreServer::Impl::BuildPollSet(std::vector<pollfd>& fds, std::vector<ConnI
 void StoreServer::Impl::Dispatch(const std::vector<pollfd>& fds, const std::vector<ConnId>& ids) {
   if (fds[0].revents != 0) {
     char buf[64];
-    while (::read(wake_r_.get(), buf, sizeof buf) > 0) {
-    }
+    while (::read(wake_r_.get(), buf, sizeof buf) > 0) {}
   }
   if (stop_) return;
   if (fds[1].revents != 0) AcceptAll();
@@ -321,8 +320,9 @@ void StoreServer::Impl::ProcessInput(Conn& c) {
     if (c.dead) return;
     c.in.erase(0, wire::kHeaderBytes + len);
     if (c.parked != Parked::kNone && !c.in.empty()) {
-      return Reject(c, StoreErrc::kMalformed, "sent another request while one was waiting; a client sends one "
-                                              "request and waits for the reply");
+      return Reject(c, StoreErrc::kMalformed,
+                    "sent another request while one was waiting; a client sends one "
+                    "request and waits for the reply");
     }
   }
 }
@@ -357,7 +357,8 @@ void StoreServer::Impl::HandleHello(Conn& c, std::string_view payload) {
   r.U8();
   r.U32();  // type and magic: CheckFrameHeader has seen them
   uint16_t version = r.U16();
-  if (r.failed()) return Reject(c, StoreErrc::kMalformed, fmt::format("sent a hello of {} bytes, too short", payload.size()));
+  if (r.failed())
+    return Reject(c, StoreErrc::kMalformed, fmt::format("sent a hello of {} bytes, too short", payload.size()));
   if (version != wire::kVersion) {
     return Reject(c, StoreErrc::kBadVersion,
                   fmt::format("the rank speaks rendezvous protocol version {}, this store version {} (every rank "
@@ -366,7 +367,8 @@ void StoreServer::Impl::HandleHello(Conn& c, std::string_view payload) {
   }
   std::string token = r.Str(wire::kMaxTokenBytes);
   uint32_t rank = r.U32(), world = r.U32();
-  if (!r.ok_at_end()) return Reject(c, StoreErrc::kMalformed, fmt::format("sent a malformed hello ({} bytes)", payload.size()));
+  if (!r.ok_at_end())
+    return Reject(c, StoreErrc::kMalformed, fmt::format("sent a malformed hello ({} bytes)", payload.size()));
   // The token comes first: a peer without it learns nothing about the job.
   if (!TokensEqual(opts_.token, token)) {
     return Reject(c, StoreErrc::kBadToken,
@@ -442,7 +444,8 @@ void StoreServer::Impl::HandleGet(Conn& c, wire::Reader& r) {
   std::string key = r.Str(wire::kMaxKeyBytes);
   milliseconds timeout(r.U32());
   if (!r.ok_at_end()) return Reject(c, StoreErrc::kMalformed, "sent a malformed GET request");
-  if (auto it = kv_.find(key); it != kv_.end()) return Reply(c, std::move(wire::Writer().U8(0).Str(it->second)).Finish());
+  if (auto it = kv_.find(key); it != kv_.end())
+    return Reply(c, std::move(wire::Writer().U8(0).Str(it->second)).Finish());
   Park(c, Parked::kGet, {std::move(key)}, timeout);
 }
 
@@ -460,9 +463,9 @@ void StoreServer::Impl::HandleAdd(Conn& c, wire::Reader& r) {
   }
   int64_t before = value;
   if (__builtin_add_overflow(before, delta, &value)) {
-    return ReplyError(c, StoreErrc::kNotCounter,
-                      fmt::format("adding {} to key {} (now {}) overflows a 64-bit counter", delta, QuoteKey(key),
-                                  before));
+    return ReplyError(
+        c, StoreErrc::kNotCounter,
+        fmt::format("adding {} to key {} (now {}) overflows a 64-bit counter", delta, QuoteKey(key), before));
   }
   kv_[key] = std::to_string(value);
   Reply(c, std::move(wire::Writer().U8(0).I64(value)).Finish());
@@ -570,8 +573,8 @@ void StoreServer::Impl::TimeOutParked(Conn& c) {
       if (!kv_.count(k)) missing.push_back(k);
     }
     std::string of = c.wait_keys.size() > 1 ? fmt::format(" ({} of {})", missing.size(), c.wait_keys.size()) : "";
-    message = fmt::format("{} {}{} {} not set within {}", missing.size() == 1 ? "key" : "keys", FormatKeys(missing),
-                          of, missing.size() == 1 ? "was" : "were", FormatSeconds(c.wait_timeout));
+    message = fmt::format("{} {}{} {} not set within {}", missing.size() == 1 ? "key" : "keys", FormatKeys(missing), of,
+                          missing.size() == 1 ? "was" : "were", FormatSeconds(c.wait_timeout));
   }
   Unpark(c);
   ReplyError(c, StoreErrc::kTimeout, message);
@@ -699,8 +702,7 @@ void StoreServer::Impl::Stop() {
     joined_cv_.notify_all();
   }
   char b = 1;
-  while (::write(wake_w_.get(), &b, 1) < 0 && errno == EINTR) {
-  }
+  while (::write(wake_w_.get(), &b, 1) < 0 && errno == EINTR) {}
   if (thread_.joinable()) thread_.join();
 }
 
@@ -710,10 +712,10 @@ auto StoreServer::Impl::WaitForAll(milliseconds timeout) -> llvm::Error {
   if (joined_count_ == opts_.world_size) return llvm::Error::success();
   if (stop_) return MakeError(StoreErrc::kShutdown, "the rendezvous store shut down before every rank joined");
   auto missing = MissingRanks();
-  return MakeError(StoreErrc::kTimeout,
-                   fmt::format("{} did not join the rendezvous store on port {} within {} ({} of {} joined)",
-                               FormatRanks(missing), listener_.port, FormatSeconds(timeout), joined_count_,
-                               opts_.world_size));
+  return MakeError(
+      StoreErrc::kTimeout,
+      fmt::format("{} did not join the rendezvous store on port {} within {} ({} of {} joined)", FormatRanks(missing),
+                  listener_.port, FormatSeconds(timeout), joined_count_, opts_.world_size));
 }
 
 auto StoreServer::Impl::Stats() const -> ServerStats {
@@ -740,15 +742,15 @@ auto StoreServer::Stats() const -> ServerStats { return impl_->Stats(); }
 
 auto StoreServer::Start(ServerOptions options) -> llvm::Expected<std::unique_ptr<StoreServer>> {
   if (options.world_size < 1 || options.world_size > (1 << 24)) {
-    return MakeError(StoreErrc::kInvalidArgument,
-                     fmt::format("the rendezvous store needs a world size from 1 to {}, not {}", 1 << 24,
-                                 options.world_size));
+    return MakeError(
+        StoreErrc::kInvalidArgument,
+        fmt::format("the rendezvous store needs a world size from 1 to {}, not {}", 1 << 24, options.world_size));
   }
   if (auto err = ValidateToken(options.token, "the store's options")) return err;
   if (options.max_frame_bytes < wire::kMaxHelloBytes || options.max_frame_bytes > wire::kMaxFrameBytes) {
-    return MakeError(StoreErrc::kInvalidArgument, fmt::format("max_frame_bytes must be from {} to {}, not {}",
-                                                              wire::kMaxHelloBytes, wire::kMaxFrameBytes,
-                                                              options.max_frame_bytes));
+    return MakeError(StoreErrc::kInvalidArgument,
+                     fmt::format("max_frame_bytes must be from {} to {}, not {}", wire::kMaxHelloBytes,
+                                 wire::kMaxFrameBytes, options.max_frame_bytes));
   }
   auto listener = net::Listen(options.host, options.port);
   if (!listener) return listener.takeError();
@@ -756,8 +758,8 @@ auto StoreServer::Start(ServerOptions options) -> llvm::Expected<std::unique_ptr
   if (::pipe2(pipe_fds, O_NONBLOCK | O_CLOEXEC) != 0) {
     return MakeError(StoreErrc::kIo, fmt::format("cannot create the store's wake-up pipe: {}", net::ErrnoText(errno)));
   }
-  auto impl = std::make_unique<Impl>(std::move(options), std::move(*listener), net::Fd(pipe_fds[0]),
-                                     net::Fd(pipe_fds[1]));
+  auto impl =
+      std::make_unique<Impl>(std::move(options), std::move(*listener), net::Fd(pipe_fds[0]), net::Fd(pipe_fds[1]));
   if (auto err = impl->StartThread()) return err;
   return std::unique_ptr<StoreServer>(new StoreServer(std::move(impl)));
 }

@@ -142,7 +142,8 @@ auto PeerName(int fd) -> std::string {
     return "?";
   }
   std::string_view h = host;
-  if (h.starts_with("::ffff:") && h.find('.') != std::string_view::npos) h.remove_prefix(7);  // IPv4 on a dual-stack socket
+  if (h.starts_with("::ffff:") && h.find('.') != std::string_view::npos)
+    h.remove_prefix(7);  // IPv4 on a dual-stack socket
   return JoinHostPort(h, static_cast<uint16_t>(std::atoi(serv)));
 }
 
@@ -177,7 +178,8 @@ auto Resolve(const char* host, uint16_t port, int flags, std::string* why) -> Ad
   std::string service = std::to_string(port);
   int rc = ::getaddrinfo(host, service.c_str(), &hints, &res);
   if (rc != 0) {
-    *why = fmt::format("cannot resolve '{}': {}", host ? host : "", rc == EAI_SYSTEM ? ErrnoText(errno) : gai_strerror(rc));
+    *why = fmt::format("cannot resolve '{}': {}", host ? host : "",
+                       rc == EAI_SYSTEM ? ErrnoText(errno) : gai_strerror(rc));
     return nullptr;
   }
   return AddrInfoPtr(res);
@@ -315,11 +317,11 @@ auto ConnectWithRetry(const std::string& host, uint16_t port, Deadline deadline,
   }
   if (stats) stats->attempts = attempts;
   auto total = std::chrono::round<std::chrono::milliseconds>(deadline - start);
-  return MakeError(StoreErrc::kUnreachable,
-                   fmt::format("cannot reach the rendezvous store at {} after {} ({} attempt{}): {} (is rank 0 "
-                               "running, and are MASTER_ADDR and MASTER_PORT the same on every rank?)",
-                               JoinHostPort(host, port), FormatSeconds(total), attempts, attempts == 1 ? "" : "s",
-                               why));
+  return MakeError(
+      StoreErrc::kUnreachable,
+      fmt::format("cannot reach the rendezvous store at {} after {} ({} attempt{}): {} (is rank 0 "
+                  "running, and are MASTER_ADDR and MASTER_PORT the same on every rank?)",
+                  JoinHostPort(host, port), FormatSeconds(total), attempts, attempts == 1 ? "" : "s", why));
 }
 
 }  // namespace avf::rendezvous::net

@@ -56,8 +56,9 @@ namespace {
 
 auto ValidateClientOptions(const ClientOptions& o) -> llvm::Error {
   if (o.world_size < 1 || o.world_size > (1 << 24)) {
-    return MakeError(StoreErrc::kInvalidArgument,
-                     fmt::format("the world size must be from 1 to {}, not {} (check WORLD_SIZE)", 1 << 24, o.world_size));
+    return MakeError(
+        StoreErrc::kInvalidArgument,
+        fmt::format("the world size must be from 1 to {}, not {} (check WORLD_SIZE)", 1 << 24, o.world_size));
   }
   if (o.rank < 0 || o.rank >= o.world_size) {
     return MakeError(StoreErrc::kInvalidArgument,
@@ -79,8 +80,8 @@ auto StoreClient::Join(const ClientOptions& options) -> llvm::Expected<std::uniq
   auto fd = net::ConnectWithRetry(options.host, options.port, Clock::now() + options.connect_timeout);
   if (!fd) return fd.takeError();
   std::unique_ptr<StoreClient> client(new StoreClient(std::move(*fd), options));
-  auto hello = EncodeHello(options.token, static_cast<uint32_t>(options.rank),
-                           static_cast<uint32_t>(options.world_size));
+  auto hello =
+      EncodeHello(options.token, static_cast<uint32_t>(options.rank), static_cast<uint32_t>(options.world_size));
   auto body = client->Call(std::move(hello), milliseconds(0), "JOIN");
   if (!body) return body.takeError();
   wire::Reader r(*body);
@@ -131,7 +132,8 @@ auto StoreClient::CallLocked(const std::string& frame, milliseconds reply_within
   }
   wire::Reader r(std::string_view(*payload).substr(1));
   std::string detail = r.Str();
-  if (!r.ok_at_end()) return Broken(StoreErrc::kMalformed, fmt::format("{}: the store's error reply is malformed", subject));
+  if (!r.ok_at_end())
+    return Broken(StoreErrc::kMalformed, fmt::format("{}: the store's error reply is malformed", subject));
   StoreErrc code = wire::ToErrc(status);
   if (what == "JOIN") subject = fmt::format("the rendezvous store at {} rejected rank {}", where_, rank_);
   std::string message = fmt::format("{}: {}", subject, detail);
@@ -154,9 +156,8 @@ auto StoreClient::ReadReply(net::Deadline deadline, std::string_view subject) ->
                                                             subject));
     }
     std::string why = io.kind == net::IoResult::kClosed ? "the store closed the connection" : net::ErrnoText(io.err);
-    return Broken(StoreErrc::kConnectionLost,
-                  fmt::format("{}: {} in the middle of the {} ({} of {} bytes received)", subject, why, part, io.done,
-                              want));
+    return Broken(StoreErrc::kConnectionLost, fmt::format("{}: {} in the middle of the {} ({} of {} bytes received)",
+                                                          subject, why, part, io.done, want));
   };
   char header[wire::kHeaderBytes];
   auto io = net::RecvExact(fd_.get(), header, sizeof header, deadline);
@@ -182,7 +183,8 @@ auto StoreClient::ReadReply(net::Deadline deadline, std::string_view subject) ->
 }
 
 auto StoreClient::CheckKey(std::string_view key) const -> llvm::Error {
-  if (key.empty()) return MakeError(StoreErrc::kInvalidArgument, fmt::format("rank {}: a store key cannot be empty", rank_));
+  if (key.empty())
+    return MakeError(StoreErrc::kInvalidArgument, fmt::format("rank {}: a store key cannot be empty", rank_));
   if (key.size() > wire::kMaxKeyBytes) {
     return MakeError(StoreErrc::kInvalidArgument, fmt::format("rank {}: the key {} has {} bytes; a key has at most {}",
                                                               rank_, QuoteKey(key), key.size(), wire::kMaxKeyBytes));
@@ -205,16 +207,17 @@ auto StoreClient::Set(std::string_view key, std::string_view value) -> llvm::Err
 
 auto StoreClient::Get(std::string_view key, milliseconds timeout) -> llvm::Expected<std::string> {
   if (auto err = CheckKey(key)) return err;
-  auto frame = std::move(wire::Writer().U8(static_cast<uint8_t>(wire::MsgType::kGet)).Str(key).U32(WireTimeout(timeout)))
-                   .Finish();
+  auto frame =
+      std::move(wire::Writer().U8(static_cast<uint8_t>(wire::MsgType::kGet)).Str(key).U32(WireTimeout(timeout)))
+          .Finish();
   std::string what = fmt::format("GET {}", QuoteKey(key));
   auto body = Call(std::move(frame), timeout, what);
   if (!body) return body.takeError();
   // The body is one string: its u32 length, then exactly that many bytes.
   if (body->size() < 4 || wire::LoadU32(body->data()) != body->size() - 4) {
     std::lock_guard lock(mu_);
-    return Broken(StoreErrc::kMalformed, fmt::format("rank {}: {} on the rendezvous store at {}: malformed reply",
-                                                     rank_, what, where_));
+    return Broken(StoreErrc::kMalformed,
+                  fmt::format("rank {}: {} on the rendezvous store at {}: malformed reply", rank_, what, where_));
   }
   body->erase(0, 4);
   return body;
@@ -230,8 +233,8 @@ auto StoreClient::Add(std::string_view key, int64_t delta) -> llvm::Expected<int
   int64_t value = r.I64();
   if (!r.ok_at_end()) {
     std::lock_guard lock(mu_);
-    return Broken(StoreErrc::kMalformed, fmt::format("rank {}: {} on the rendezvous store at {}: malformed reply",
-                                                     rank_, what, where_));
+    return Broken(StoreErrc::kMalformed,
+                  fmt::format("rank {}: {} on the rendezvous store at {}: malformed reply", rank_, what, where_));
   }
   return value;
 }
@@ -285,15 +288,15 @@ auto StoreClient::Check(std::span<const std::string> keys) -> llvm::Expected<std
   for (size_t i = 0; i < present.size(); ++i) present[i] = r.U8() != 0;
   if (!r.ok_at_end() || present.size() != keys.size()) {
     std::lock_guard lock(mu_);
-    return Broken(StoreErrc::kMalformed, fmt::format("rank {}: {} on the rendezvous store at {}: malformed reply",
-                                                     rank_, what, where_));
+    return Broken(StoreErrc::kMalformed,
+                  fmt::format("rank {}: {} on the rendezvous store at {}: malformed reply", rank_, what, where_));
   }
   return present;
 }
 
 auto StoreClient::WaitForAll(milliseconds timeout) -> llvm::Error {
-  auto frame = std::move(wire::Writer().U8(static_cast<uint8_t>(wire::MsgType::kWaitAll)).U32(WireTimeout(timeout)))
-                   .Finish();
+  auto frame =
+      std::move(wire::Writer().U8(static_cast<uint8_t>(wire::MsgType::kWaitAll)).U32(WireTimeout(timeout))).Finish();
   auto body = Call(std::move(frame), timeout, "WAIT_ALL");
   if (!body) return body.takeError();
   return llvm::Error::success();
@@ -301,9 +304,8 @@ auto StoreClient::WaitForAll(milliseconds timeout) -> llvm::Error {
 
 auto StoreClient::Barrier(std::string_view name, int participants, milliseconds timeout) -> llvm::Error {
   if (participants < 1 || participants > world_size_) {
-    return MakeError(StoreErrc::kInvalidArgument,
-                     fmt::format("rank {}: barrier {} needs 1 to {} participants, not {}", rank_, QuoteKey(name),
-                                 world_size_, participants));
+    return MakeError(StoreErrc::kInvalidArgument, fmt::format("rank {}: barrier {} needs 1 to {} participants, not {}",
+                                                              rank_, QuoteKey(name), world_size_, participants));
   }
   auto deadline = Clock::now() + timeout;
   int64_t generation = 0;

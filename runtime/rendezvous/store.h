@@ -50,11 +50,11 @@ struct ServerOptions {
 };
 
 struct ServerStats {
-  int connections = 0;     // open sockets, joined or not
-  int joined_ranks = 0;    // ranks that ever joined
-  int connected_ranks = 0; // ranks with an open connection now
-  int parked = 0;          // GET/WAIT/WAIT_ALL requests waiting for a key or a rank
-  int rejected = 0;        // connections closed for a bad hello or a protocol error
+  int connections = 0;      // open sockets, joined or not
+  int joined_ranks = 0;     // ranks that ever joined
+  int connected_ranks = 0;  // ranks with an open connection now
+  int parked = 0;           // GET/WAIT/WAIT_ALL requests waiting for a key or a rank
+  int rejected = 0;         // connections closed for a bad hello or a protocol error
   size_t keys = 0;
 };
 
@@ -143,8 +143,7 @@ class StoreClient {
   auto ReadReply(net::Deadline deadline, std::string_view what) -> llvm::Expected<std::string>;
   auto Broken(StoreErrc code, std::string message) -> llvm::Error;
   auto CheckKey(std::string_view key) const -> llvm::Error;
-  auto BarrierTimeout(std::string_view name, int64_t generation, int participants, milliseconds timeout)
-      -> llvm::Error;
+  auto BarrierTimeout(std::string_view name, int64_t generation, int participants, milliseconds timeout) -> llvm::Error;
 
   net::Fd fd_;
   std::string where_;

@@ -47,8 +47,9 @@ auto ValidateToken(std::string_view token, std::string_view origin) -> llvm::Err
                                  origin, token.size(), token.size() == 1 ? "" : "s", kMinTokenBytes));
   }
   if (token.size() > wire::kMaxTokenBytes) {
-    return MakeError(StoreErrc::kInvalidArgument, fmt::format("the job token from {} has {} bytes; at most {} are allowed",
-                                                              origin, token.size(), wire::kMaxTokenBytes));
+    return MakeError(StoreErrc::kInvalidArgument,
+                     fmt::format("the job token from {} has {} bytes; at most {} are allowed", origin, token.size(),
+                                 wire::kMaxTokenBytes));
   }
   return llvm::Error::success();
 }

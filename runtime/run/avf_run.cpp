@@ -1,21 +1,21 @@
 // avf-run: executes one rank of a plan.json (docs/deploy.md, "avf-run"), and
 // `avf-run tokenize`, which makes token shards from text so that a local run
-// needs no download, and `avf-run check-plan FILE`, which checks a plan. Exit status: 0 success, 1 an error in the plan, the data
-// or a checkpoint, 2 a usage error.
+// needs no download, and `avf-run check-plan FILE`, which checks a plan. Exit status: 0 success, 1 an error in the
+// plan, the data or a checkpoint, 2 a usage error.
 #include <unistd.h>
 
 #include <atomic>
 #include <charconv>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstring>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/raw_ostream.h>
+#include <CLI/CLI.hpp>
 
 #include "comm/tcp_communicator.h"
 #include "data/shard_format.h"
@@ -63,7 +63,9 @@ auto Report(llvm::Error e) -> int {
 auto ReadInputs(const std::vector<std::string>& paths, std::string& text) -> llvm::Error {
   for (const std::string& p : paths) {
     auto buffer = llvm::MemoryBuffer::getFile(p, /*IsText=*/false, /*RequiresNullTerminator=*/false);
-    if (!buffer) return llvm::createStringError(buffer.getError(), "%s: cannot read: %s", p.c_str(), buffer.getError().message().c_str());
+    if (!buffer)
+      return llvm::createStringError(buffer.getError(), "%s: cannot read: %s", p.c_str(),
+                                     buffer.getError().message().c_str());
     text += (*buffer)->getBuffer().str();
   }
   return llvm::Error::success();
@@ -73,25 +75,33 @@ auto Tokenize(const TokenizeFlags& f) -> int {
   std::string text;
   if (llvm::Error e = ReadInputs(f.inputs, text)) return Report(std::move(e));
   uint32_t width = f.format == "tokens_u32" ? 4 : 2;
-  if (width == 2 && f.vocab > 65536) return Report(llvm::createStringError(llvm::inconvertibleErrorCode(), "a vocabulary of %u does not fit tokens_u16; use --format tokens_u32", f.vocab));
+  if (width == 2 && f.vocab > 65536)
+    return Report(llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                          "a vocabulary of %u does not fit tokens_u16; use --format tokens_u32",
+                                          f.vocab));
   avf::data::Tokenizer tok = avf::data::Tokenizer::Train(text, f.vocab);
   std::vector<uint32_t> ids = tok.Encode(text);
   auto n = static_cast<int64_t>(ids.size());
-  if (n < f.shards) return Report(llvm::createStringError(llvm::inconvertibleErrorCode(), "%lld tokens cannot fill %lld shards", static_cast<long long>(n), static_cast<long long>(f.shards)));
-  if (std::error_code ec = llvm::sys::fs::create_directories(f.out_dir)) return Report(llvm::createStringError(ec, "%s: %s", f.out_dir.c_str(), ec.message().c_str()));
+  if (n < f.shards)
+    return Report(llvm::createStringError(llvm::inconvertibleErrorCode(), "%lld tokens cannot fill %lld shards",
+                                          static_cast<long long>(n), static_cast<long long>(f.shards)));
+  if (std::error_code ec = llvm::sys::fs::create_directories(f.out_dir))
+    return Report(llvm::createStringError(ec, "%s: %s", f.out_dir.c_str(), ec.message().c_str()));
   int64_t per = n / f.shards;
   for (int64_t s = 0; s < f.shards; ++s) {
     int64_t first = s * per, count = s == f.shards - 1 ? n - first : per;
     std::vector<uint32_t> shard(ids.begin() + first, ids.begin() + first + count);
-    if (llvm::Error e = avf::data::WriteShard(f.out_dir + "/" + avf::data::ShardFileName(s), width, shard)) return Report(std::move(e));
+    if (llvm::Error e = avf::data::WriteShard(f.out_dir + "/" + avf::data::ShardFileName(s), width, shard))
+      return Report(std::move(e));
   }
   std::error_code ec;
   llvm::raw_fd_ostream json(f.out_dir + "/tokenizer.json", ec);
   if (ec) return Report(llvm::createStringError(ec, "%s/tokenizer.json: %s", f.out_dir.c_str(), ec.message().c_str()));
   json << tok.ToJson();
-  llvm::outs() << fmt::format("wrote {} tokens in {} shards to {} (vocabulary {}); the dataset is\n"
-                              "  tokens = {}; shards = {}; format = {}\n",
-                              n, f.shards, f.out_dir, tok.vocab_size(), n, f.shards, f.format);
+  llvm::outs() << fmt::format(
+      "wrote {} tokens in {} shards to {} (vocabulary {}); the dataset is\n"
+      "  tokens = {}; shards = {}; format = {}\n",
+      n, f.shards, f.out_dir, tok.vocab_size(), n, f.shards, f.format);
   return 0;
 }
 
@@ -132,8 +142,7 @@ auto Connect(const avf::runtime::RankIdentity& id, const RunFlags& f) -> llvm::E
     if (!server) return server.takeError();
     w.server = std::move(*server);
   }
-  auto store = avf::rendezvous::StoreClient::Join(
-      {id.master_addr, port, rank, size, *token, Millis(f.join_timeout_s)});
+  auto store = avf::rendezvous::StoreClient::Join({id.master_addr, port, rank, size, *token, Millis(f.join_timeout_s)});
   if (!store) return store.takeError();
   w.store = std::move(*store);
   avf::comm::TcpOptions options;
@@ -265,7 +274,8 @@ auto Run(const RunFlags& f, const std::vector<std::string>& args) -> int {
   if (llvm::Error e = avf::runtime::CheckHostMemory(*plan, identity->rank, avf::runtime::PhysicalMemoryBytes())) {
     return Report(std::move(e));
   }
-  if (llvm::Error e = avf::train::CheckSupported(*plan, static_cast<int>(identity->world_size))) return Report(std::move(e));
+  if (llvm::Error e = avf::train::CheckSupported(*plan, static_cast<int>(identity->world_size)))
+    return Report(std::move(e));
   World world;
   if (identity->world_size > 1) {
     auto connected = Connect(*identity, f);
@@ -277,8 +287,10 @@ auto Run(const RunFlags& f, const std::vector<std::string>& args) -> int {
   InstallStopHandlers();
   auto result = avf::train::Train(*plan, o, llvm::outs());
   if (!result) return Report(result.takeError());
-  if (llvm::Error e = avf::run::WriteMemoryReport(f.run_dir, identity->rank, *plan, *result)) return Report(std::move(e));
-  if (identity->rank == 0 && result->last_step > result->first_step) avf::run::PrintMemory(llvm::outs(), 0, *plan, *result);
+  if (llvm::Error e = avf::run::WriteMemoryReport(f.run_dir, identity->rank, *plan, *result))
+    return Report(std::move(e));
+  if (identity->rank == 0 && result->last_step > result->first_step)
+    avf::run::PrintMemory(llvm::outs(), 0, *plan, *result);
   return Finish(*plan, *result, identity->rank);
 }
 
@@ -311,12 +323,14 @@ auto main(int argc, char** argv) -> int {
   TokenizeFlags tok;
   app.add_option("--plan", run.plan, "The plan.json to execute")->type_name("FILE");
   app.add_option("--data-dir", run.data_dir, "Folder of the dataset's shard files")->type_name("DIR");
-  app.add_option("--checkpoint-dir", run.checkpoint_dir, "Where checkpoints are written and resumed from")->type_name("DIR");
+  app.add_option("--checkpoint-dir", run.checkpoint_dir, "Where checkpoints are written and resumed from")
+      ->type_name("DIR");
   app.add_option("--resume", run.resume, "latest (default): resume from the newest committed checkpoint; never")
       ->check(CLI::IsMember({"latest", "never"}));
   app.add_option("--run-dir", run.run_dir, "Folder for metrics.jsonl (default: .)")->type_name("DIR");
   app.add_option("--metrics", run.metrics, "The metrics file (default: RUN_DIR/metrics.jsonl)")->type_name("FILE");
-  app.add_option("--max-steps", run.max_steps, "Stop after N steps (default: the plan's)")->check(CLI::NonNegativeNumber);
+  app.add_option("--max-steps", run.max_steps, "Stop after N steps (default: the plan's)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--seed", run.seed, "Seed of the parameter initialisation (default 1234)")->check(Seed());
   app.add_option("--join-timeout", run.join_timeout_s, "Seconds to wait for every rank to join (default 300)")
       ->check(Seconds());
@@ -327,11 +341,14 @@ auto main(int argc, char** argv) -> int {
   CLI::App* tokenize = app.add_subcommand("tokenize", "Make token shards from text files (a BPE trained on them)");
   tokenize->add_option("files", tok.inputs, "Text files")->required();
   tokenize->add_option("-o,--output", tok.out_dir, "Folder for shard_NNNNNN.bin and tokenizer.json")->required();
-  tokenize->add_option("--shards", tok.shards, "Number of shard files (default 1)")->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+  tokenize->add_option("--shards", tok.shards, "Number of shard files (default 1)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
   tokenize->add_option("--vocab", tok.vocab, "Vocabulary size (default 512)")->check(CLI::Range(256u, 1u << 24));
-  tokenize->add_option("--format", tok.format, "tokens_u16 (default) or tokens_u32")->check(CLI::IsMember({"tokens_u16", "tokens_u32"}));
+  tokenize->add_option("--format", tok.format, "tokens_u16 (default) or tokens_u32")
+      ->check(CLI::IsMember({"tokens_u16", "tokens_u32"}));
   std::string check_path;
-  CLI::App* check = app.add_subcommand("check-plan", "Check a plan.json strictly (every rule, no unknown key, the "
+  CLI::App* check = app.add_subcommand("check-plan",
+                                       "Check a plan.json strictly (every rule, no unknown key, the "
                                        "predicted totals) and exit");
   check->add_option("file", check_path, "The plan.json, or - for standard input")->required();
   try {

@@ -261,9 +261,8 @@ auto LaunchNode(const std::vector<std::string>& args, const runtime::NodeIdentit
     llvm::errs() << fmt::format("avf-run: error: {} ranks per node; at most {} are supported\n", nproc, kMaxChildren);
     return 1;
   }
-  llvm::outs() << fmt::format("avf-run: node {} of {}: starting {} ranks ({}..{} of {})\n", node.node_rank,
-                              node.nnodes, nproc, node.node_rank * nproc, node.node_rank * nproc + nproc - 1,
-                              node.world_size);
+  llvm::outs() << fmt::format("avf-run: node {} of {}: starting {} ranks ({}..{} of {})\n", node.node_rank, node.nnodes,
+                              nproc, node.node_rank * nproc, node.node_rank * nproc + nproc - 1, node.world_size);
   llvm::outs().flush();
   std::vector<std::string> argv = args;
   argv[0] = SelfPath(argv[0]);

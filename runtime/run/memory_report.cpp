@@ -45,12 +45,12 @@ auto WriteMemoryReport(const std::string& run_dir, int64_t rank, const runtime::
 void PrintMemory(llvm::raw_ostream& os, int64_t rank, const runtime::RunPlan& plan, const train::TrainResult& result) {
   const parallel::Engine::MemoryUse& m = result.memory;
   const runtime::PlanPredicted::Memory& p = plan.predicted.memory_breakdown_bytes;
-  os << fmt::format("memory of rank {} (stage {}): weights {}, gradients {}, optimizer {}, activations {} (+ {} "
-                    "scratch, peak RSS {}); the planner's largest stage: weights {}, gradients {}, optimizer {}, "
-                    "activations {}\n",
-                    rank, result.stage, Size(m.weights), Size(m.gradients), Size(m.optimizer), Size(m.activations),
-                    Size(m.scratch), Size(PeakRssBytes()), Size(p.weights), Size(p.gradients), Size(p.optimizer),
-                    Size(p.activations));
+  os << fmt::format(
+      "memory of rank {} (stage {}): weights {}, gradients {}, optimizer {}, activations {} (+ {} "
+      "scratch, peak RSS {}); the planner's largest stage: weights {}, gradients {}, optimizer {}, "
+      "activations {}\n",
+      rank, result.stage, Size(m.weights), Size(m.gradients), Size(m.optimizer), Size(m.activations), Size(m.scratch),
+      Size(PeakRssBytes()), Size(p.weights), Size(p.gradients), Size(p.optimizer), Size(p.activations));
 }
 
 }  // namespace avf::run

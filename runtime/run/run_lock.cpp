@@ -77,9 +77,10 @@ auto LockDirectory(const std::string& dir, llvm::StringRef flag) -> llvm::Error 
   std::string holder = HolderPid(fd);
   if (!inherited) close(fd);
   if (error != EWOULDBLOCK) return Fail(fmt::format("{}: cannot lock: {}", path, std::strerror(error)));
-  return Fail(fmt::format("{} is in use by a running job ({}{} is locked); wait for it to end or stop it, or pass "
-                          "another {}",
-                          dir, holder.empty() ? "" : fmt::format("started by process {}; ", holder), path, flag));
+  return Fail(
+      fmt::format("{} is in use by a running job ({}{} is locked); wait for it to end or stop it, or pass "
+                  "another {}",
+                  dir, holder.empty() ? "" : fmt::format("started by process {}; ", holder), path, flag));
 }
 
 }  // namespace avf::run

@@ -96,9 +96,11 @@ auto CheckpointDir(const std::string& root, int64_t step) -> std::string {
 }
 
 auto SaveRank(const std::string& root, int32_t rank, int32_t world, const RankState& s) -> llvm::Error {
-  if (s.m.size() != s.v.size() || s.m.size() > s.params.size()) return Fail("checkpoint: the moments do not fit the parameters");
+  if (s.m.size() != s.v.size() || s.m.size() > s.params.size())
+    return Fail("checkpoint: the moments do not fit the parameters");
   std::string dir = CheckpointDir(root, s.step);
-  if (std::error_code ec = llvm::sys::fs::create_directories(dir)) return Fail(fmt::format("{}: {}", dir, ec.message()));
+  if (std::error_code ec = llvm::sys::fs::create_directories(dir))
+    return Fail(fmt::format("{}: {}", dir, ec.message()));
   std::vector<uint8_t> payload = Payload(s), file;
   Put(file, kMagic, 4), Put(file, kVersion, 4), Put(file, static_cast<uint32_t>(world), 4);
   Put(file, static_cast<uint32_t>(rank), 4), Put(file, static_cast<uint64_t>(s.step), 8);
@@ -121,7 +123,8 @@ auto SaveRank(const std::string& root, int32_t rank, int32_t world, const RankSt
 auto Commit(const std::string& root, int64_t step) -> llvm::Error {
   std::string path = CheckpointDir(root, step) + "/COMMITTED";
   std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f || std::fclose(f) != 0) return Fail(fmt::format("{}: cannot commit the checkpoint: {}", path, std::strerror(errno)));
+  if (!f || std::fclose(f) != 0)
+    return Fail(fmt::format("{}: cannot commit the checkpoint: {}", path, std::strerror(errno)));
   return llvm::Error::success();
 }
 
@@ -158,11 +161,14 @@ auto ParseRank(llvm::ArrayRef<uint8_t> bytes, const std::string& path, int32_t r
   if (size < kHeaderBytes || Get(p, 4) != kMagic) return Fail(path + ": not an aviflow checkpoint");
   uint64_t version = Get(p + 4, 4);
   if (version != 1 && version != kVersion) {
-    return Fail(fmt::format("{}: checkpoint version {}; this avf-run reads versions 1 and {}", path, version, kVersion));
+    return Fail(
+        fmt::format("{}: checkpoint version {}; this avf-run reads versions 1 and {}", path, version, kVersion));
   }
   if (Get(p + 8, 4) != static_cast<uint32_t>(world) || Get(p + 12, 4) != static_cast<uint32_t>(rank)) {
-    return Fail(fmt::format("{}: written by rank {} of {}, but this is rank {} of {}; resuming with another layout needs "
-                            "the reshardable format", path, Get(p + 12, 4), Get(p + 8, 4), rank, world));
+    return Fail(
+        fmt::format("{}: written by rank {} of {}, but this is rank {} of {}; resuming with another layout needs "
+                    "the reshardable format",
+                    path, Get(p + 12, 4), Get(p + 8, 4), rank, world));
   }
   uint64_t count = Get(p + 40, 8), moment_count = version == 1 ? count : Get(p + 52, 8);
   // The counts are checked against the bytes present before any arithmetic on them.
@@ -170,9 +176,10 @@ auto ParseRank(llvm::ArrayRef<uint8_t> bytes, const std::string& path, int32_t r
   bool fits = count <= payload_bytes / 4 && moment_count <= payload_bytes / 8;
   if (!fits || count != static_cast<uint64_t>(params) || moment_count != static_cast<uint64_t>(moments) ||
       size != expected) {
-    return Fail(fmt::format("{}: holds {} parameters and {} optimizer moments in {} bytes; this rank has {} and {} "
-                            "(expected {} bytes)",
-                            path, count, moment_count, size, params, moments, expected));
+    return Fail(
+        fmt::format("{}: holds {} parameters and {} optimizer moments in {} bytes; this rank has {} and {} "
+                    "(expected {} bytes)",
+                    path, count, moment_count, size, params, moments, expected));
   }
   llvm::ArrayRef<uint8_t> payload(p + kHeaderBytes, size - kHeaderBytes);
   if (llvm::crc32(payload) != Get(p + 48, 4)) return Fail(path + ": the checkpoint is corrupted (CRC mismatch)");

@@ -13,7 +13,7 @@
 namespace avf::train {
 
 struct StepMetrics {
-  int64_t step = 0;        // 1-based: the step just completed
+  int64_t step = 0;  // 1-based: the step just completed
   int64_t total_steps = 0;
   double loss = 0;
   double lr = 0;
@@ -37,7 +37,9 @@ auto DurationText(double seconds) -> std::string;
 class MetricsFile {
  public:
   static auto Open(const std::string& path) -> llvm::Expected<MetricsFile>;
-  MetricsFile(MetricsFile&& other) noexcept : file_(other.file_), path_(std::move(other.path_)) { other.file_ = nullptr; }
+  MetricsFile(MetricsFile&& other) noexcept : file_(other.file_), path_(std::move(other.path_)) {
+    other.file_ = nullptr;
+  }
   ~MetricsFile();
   auto Append(const StepMetrics& m) -> llvm::Error;
 

@@ -1,7 +1,7 @@
 #include "train/trainer.h"
 
-#include <chrono>
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -45,8 +45,8 @@ auto OptimizerOf(const RunPlan& p) -> OptimizerConfig {
 auto CheckSupported(const RunPlan& p, int world) -> llvm::Error {
   if (llvm::Error e = parallel::Engine::Check(p)) return e;
   if (static_cast<int64_t>(p.ranks.size()) != world) {
-    return Fail(fmt::format("plan.json has {} ranks but {} {} running", p.ranks.size(), world,
-                            world == 1 ? "is" : "are"));
+    return Fail(
+        fmt::format("plan.json has {} ranks but {} {} running", p.ranks.size(), world, world == 1 ? "is" : "are"));
   }
   return llvm::Error::success();
 }
@@ -83,8 +83,10 @@ auto Loop::OneStep(double& loss, double& norm, int& stop) -> llvm::Error {
   if (!result) return result.takeError();
   loss = result->loss, norm = result->grad_norm, stop = result->stop_signal, comm = result->comm;
   if (!std::isfinite(loss) || !std::isfinite(norm)) {
-    return Fail(fmt::format("step {}: the loss or the gradient is not finite (loss {}, gradient norm {}); lower the "
-                            "learning rate", step + 1, loss, norm));
+    return Fail(
+        fmt::format("step {}: the loss or the gradient is not finite (loss {}, gradient norm {}); lower the "
+                    "learning rate",
+                    step + 1, loss, norm));
   }
   return llvm::Error::success();
 }
@@ -160,9 +162,17 @@ auto Run(Loop& loop, TrainResult& result) -> llvm::Error {
     if (llvm::Error e = loop.OneStep(loss, norm, stop)) return e;
     ++loop.step;
     double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    StepMetrics m{loop.step, total, loss, LearningRate(loop.adam().config(), loop.step - 1), norm, seconds,
-                  tokens_per_step / seconds, p.model.flops_per_token * tokens_per_step / seconds,
-                  loop.comm.tensor, loop.comm.pipeline, loop.comm.data};
+    StepMetrics m{loop.step,
+                  total,
+                  loss,
+                  LearningRate(loop.adam().config(), loop.step - 1),
+                  norm,
+                  seconds,
+                  tokens_per_step / seconds,
+                  p.model.flops_per_token * tokens_per_step / seconds,
+                  loop.comm.tensor,
+                  loop.comm.pipeline,
+                  loop.comm.data};
     if (loop.metrics) {
       if (llvm::Error e = loop.metrics->Append(m)) return e;
     }
@@ -187,7 +197,8 @@ auto Run(Loop& loop, TrainResult& result) -> llvm::Error {
 
 }  // namespace
 
-auto Train(const RunPlan& plan, const TrainOptions& options, llvm::raw_ostream& progress) -> llvm::Expected<TrainResult> {
+auto Train(const RunPlan& plan, const TrainOptions& options, llvm::raw_ostream& progress)
+    -> llvm::Expected<TrainResult> {
   if (llvm::Error e = CheckSupported(plan, options.world ? options.world->size() : 1)) return e;
   data::DatasetLayout layout{options.data_dir, plan.data.tokens, plan.data.shards,
                              static_cast<uint32_t>(plan.data.token_bytes), plan.model.vocab};

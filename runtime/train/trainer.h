@@ -38,10 +38,10 @@ struct TrainResult {
   int64_t first_step = 0;  // 0, or the step resumed from
   int64_t last_step = 0;
   double first_loss = 0, last_loss = 0;
-  bool stopped = false;     // a stop signal ended the run before its last step
-  int stop_signal = 0;      // the signal some rank was asked to stop on (the largest)
-  bool checkpointed = false;  // the last step's checkpoint is committed
-  int64_t stage = 0;          // this rank's pipeline stage
+  bool stopped = false;                // a stop signal ended the run before its last step
+  int stop_signal = 0;                 // the signal some rank was asked to stop on (the largest)
+  bool checkpointed = false;           // the last step's checkpoint is committed
+  int64_t stage = 0;                   // this rank's pipeline stage
   parallel::Engine::MemoryUse memory;  // what this rank held
 };
 

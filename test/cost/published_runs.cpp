@@ -175,7 +175,8 @@ auto Build(const Row& r, Case& c) -> std::string {
   for (const char* fp8 : {"Float8", "float8", "FP8", "fp8"}) {
     if (Has(r, "notes", fp8)) return "FP8 run: MFU against the bf16 peak is not comparable";
   }
-  for (const char* key : {"layers", "hidden", "heads", "vocab", "seq_len", "tp", "pp", "dp", "global_batch_seqs", "num_gpus"}) {
+  for (const char* key :
+       {"layers", "hidden", "heads", "vocab", "seq_len", "tp", "pp", "dp", "global_batch_seqs", "num_gpus"}) {
     if (!Number(r, key)) return fmt::format("no {}", key);
   }
   c.hw = *hw;

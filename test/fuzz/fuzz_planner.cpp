@@ -14,8 +14,8 @@
 
 #include "check/check.h"
 #include "deploy/lower.h"
-#include "emit/manifests.h"
 #include "diag/render.h"
+#include "emit/manifests.h"
 #include "emit/plan_json.h"
 #include "emit/plan_report.h"
 #include "imports/imports.h"

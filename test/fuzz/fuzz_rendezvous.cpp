@@ -30,9 +30,11 @@ constexpr int kCloseWithinMs = 5000;
 
 auto Server() -> avf::rendezvous::StoreServer& {
   static std::unique_ptr<avf::rendezvous::StoreServer> server = [] {
-    auto s = avf::rendezvous::StoreServer::Start(
-        {.host = "127.0.0.1", .port = 0, .world_size = avf::fuzz::kRendezvousWorld,
-         .token = avf::fuzz::kRendezvousToken, .log = [](std::string_view) {}});
+    auto s = avf::rendezvous::StoreServer::Start({.host = "127.0.0.1",
+                                                  .port = 0,
+                                                  .world_size = avf::fuzz::kRendezvousWorld,
+                                                  .token = avf::fuzz::kRendezvousToken,
+                                                  .log = [](std::string_view) {}});
     if (!s) {
       std::fprintf(stderr, "fuzz_rendezvous: cannot start the store: %s\n", llvm::toString(s.takeError()).c_str());
       std::abort();

@@ -24,9 +24,7 @@ namespace wire = avf::rendezvous::wire;
 
 namespace {
 
-void WriteFile(const fs::path& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary) << bytes;
-}
+void WriteFile(const fs::path& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
 
 auto Frame(wire::MsgType type) -> wire::Writer {
   wire::Writer w;
@@ -60,8 +58,9 @@ auto WriteShardSeeds(const fs::path& dir) -> bool {
   std::vector<uint32_t> tokens = {50256, 464, 2068, 7586, 21831, 50256};
   std::array<uint8_t, avf::data::kHeaderBytes> llmc{};
   // llm.c's header: magic, version, 32-bit token count (docs/data-format.md).
-  for (auto [word, value] : {std::pair<size_t, uint32_t>{0, avf::data::kLlmcMagicU16}, {1, avf::data::kLlmcVersionU16},
-                            {2, static_cast<uint32_t>(tokens.size())}}) {
+  for (auto [word, value] : {std::pair<size_t, uint32_t>{0, avf::data::kLlmcMagicU16},
+                             {1, avf::data::kLlmcVersionU16},
+                             {2, static_cast<uint32_t>(tokens.size())}}) {
     for (size_t k = 0; k < 4; ++k) llmc[4 * word + k] = static_cast<uint8_t>(value >> (8 * k));
   }
   std::string llmc_file(llmc.begin(), llmc.end());

@@ -67,8 +67,8 @@ class CheckedBackend final : public Kernels<double> {
                         int64_t vf, int64_t vc) override {
     Kernel({o, t, wte, wpe}), cpu_.EmbeddingForward(o, t, wte, wpe, b, s, c, vf, vc);
   }
-  void EmbeddingBackward(D* dwte, D* dwpe, const D* dy, const uint32_t* t, int64_t b, int64_t s, int64_t c,
-                         int64_t vf, int64_t vc) override {
+  void EmbeddingBackward(D* dwte, D* dwpe, const D* dy, const uint32_t* t, int64_t b, int64_t s, int64_t c, int64_t vf,
+                         int64_t vc) override {
     Kernel({dwte, dwpe, dy, t}), cpu_.EmbeddingBackward(dwte, dwpe, dy, t, b, s, c, vf, vc);
   }
   void LayerNormForward(D* o, D* m, D* r, const D* i, const D* w, const D* b, int64_t n, int64_t c) override {
@@ -81,8 +81,7 @@ class CheckedBackend final : public Kernels<double> {
   void RmsNormForward(D* o, D* r, const D* i, const D* w, int64_t n, int64_t c) override {
     Kernel({o, r, i, w}), cpu_.RmsNormForward(o, r, i, w, n, c);
   }
-  void RmsNormBackward(D* di, D* dw, const D* dy, const D* i, const D* w, const D* r, int64_t n,
-                       int64_t c) override {
+  void RmsNormBackward(D* di, D* dw, const D* dy, const D* i, const D* w, const D* r, int64_t n, int64_t c) override {
     Kernel({di, dw, dy, i, w, r}), cpu_.RmsNormBackward(di, dw, dy, i, w, r, n, c);
   }
   void GeluForward(D* o, const D* i, int64_t n) override { Kernel({o, i}), cpu_.GeluForward(o, i, n); }
@@ -165,7 +164,8 @@ void ExpectSameTraining(Arch arch) {
     on_cpu.Initialize(3), elsewhere.Initialize(3);
     // Twice, so reused activations and accumulated gradients are covered too.
     for (int pass = 0; pass < 2; ++pass) {
-      EXPECT_EQ(on_cpu.Forward(tokens.data(), targets.data(), 2, 5), elsewhere.Forward(tokens.data(), targets.data(), 2, 5));
+      EXPECT_EQ(on_cpu.Forward(tokens.data(), targets.data(), 2, 5),
+                elsewhere.Forward(tokens.data(), targets.data(), 2, 5));
       on_cpu.Backward(), elsewhere.Backward();
     }
     std::vector<double> want(on_cpu.gradients().begin(), on_cpu.gradients().end());

@@ -25,9 +25,7 @@ auto Header(uint64_t params, uint64_t moments) -> std::vector<uint8_t> {
   return file;
 }
 
-auto Message(llvm::Expected<RankState> s) -> std::string {
-  return s ? "accepted" : llvm::toString(s.takeError());
-}
+auto Message(llvm::Expected<RankState> s) -> std::string { return s ? "accepted" : llvm::toString(s.takeError()); }
 
 TEST(ParseRank, AnEmptyRankReadsBack) {
   llvm::Expected<RankState> s = ParseRank(Header(0, 0), "rank.bin", 0, 1, 0, 0);

@@ -69,8 +69,12 @@ TEST(CommErrors, AStoreTimeoutDuringCreateIsACommError) {
   so.token = testing::kToken;
   auto server = rendezvous::StoreServer::Start(std::move(so));
   ASSERT_TRUE(static_cast<bool>(server)) << testing::Text(server.takeError());
-  auto store = rendezvous::StoreClient::Join({.port = (*server)->port(), .rank = 1, .world_size = 2,
-                                              .token = testing::kToken, .connect_timeout = 3s, .io_timeout = 3s});
+  auto store = rendezvous::StoreClient::Join({.port = (*server)->port(),
+                                              .rank = 1,
+                                              .world_size = 2,
+                                              .token = testing::kToken,
+                                              .connect_timeout = 3s,
+                                              .io_timeout = 3s});
   ASSERT_TRUE(static_cast<bool>(store)) << testing::Text(store.takeError());
   TcpOptions o;
   o.store = std::shared_ptr<rendezvous::StoreClient>(std::move(*store));

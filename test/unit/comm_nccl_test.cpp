@@ -42,10 +42,8 @@ using testing::Text;
 auto ExpectFailure(llvm::Error e, CommErrc code, std::initializer_list<std::string_view> parts) -> std::string {
   if (!e) return "succeeded, expected a failure";
   auto f = TakeFailure(std::move(e));
-  std::fprintf(stderr, "[expected failure, %s] %s\n", std::string(ErrcName(f.code)).c_str(),
-               f.message.c_str());
-  if (f.code != code) return fmt::format("code {} instead of {}: {}", ErrcName(f.code),
-                                         ErrcName(code), f.message);
+  std::fprintf(stderr, "[expected failure, %s] %s\n", std::string(ErrcName(f.code)).c_str(), f.message.c_str());
+  if (f.code != code) return fmt::format("code {} instead of {}: {}", ErrcName(f.code), ErrcName(code), f.message);
   for (auto part : parts) {
     if (f.message.find(part) == std::string::npos) return fmt::format("'{}' lacks '{}'", f.message, part);
   }
@@ -86,12 +84,11 @@ auto DeviceProbe() -> const Probe& {
   return probe;
 }
 
-#define REQUIRE_GPUS(n)                                                                                    \
-  do {                                                                                                     \
-    if (DeviceProbe().devices < (n)) {                                                                     \
-      GTEST_SKIP() << "needs " << (n) << " CUDA device(s), one per NCCL rank; this machine: "              \
-                   << DeviceProbe().why;                                                                   \
-    }                                                                                                      \
+#define REQUIRE_GPUS(n)                                                                                             \
+  do {                                                                                                              \
+    if (DeviceProbe().devices < (n)) {                                                                              \
+      GTEST_SKIP() << "needs " << (n) << " CUDA device(s), one per NCCL rank; this machine: " << DeviceProbe().why; \
+    }                                                                                                               \
   } while (0)
 
 // One rank's setting: its store client and the world it belongs to.
@@ -108,7 +105,7 @@ using Body = std::function<std::string(const Rank&)>;
 struct World {
   int size = 1;
   std::vector<int> present{};  // the ranks that run (default: all)
-  milliseconds limit = 60s;  // when the parent kills what is left
+  milliseconds limit = 60s;    // when the parent kills what is left
   // Called with the store's port after every rank finished (the store is
   // still up), to read what the ranks left there.
   std::function<void(uint16_t)> inspect{};
@@ -122,8 +119,8 @@ auto RunRanks(const World& w, const Body& body) -> std::vector<std::string> {
   std::vector<Child> children;
   for (int r : ranks) {
     children.push_back(Spawn([&, r](uint16_t port) -> std::string {
-      auto store = rendezvous::StoreClient::Join({.port = port, .rank = r, .world_size = w.size, .token = kToken,
-                                                  .connect_timeout = 5s, .io_timeout = 5s});
+      auto store = rendezvous::StoreClient::Join(
+          {.port = port, .rank = r, .world_size = w.size, .token = kToken, .connect_timeout = 5s, .io_timeout = 5s});
       if (!store) return "join: " + Text(store.takeError());
       return body(Rank{r, w.size, std::shared_ptr<rendezvous::StoreClient>(std::move(*store))});
     }));
@@ -248,7 +245,8 @@ auto CheckCollectives(Communicator& comm, size_t count) -> std::string {
   // ReduceScatter: block r of the sum goes to rank r.
   DeviceVector<T> in(Inputs<T>(me, count * n));
   DeviceVector<T> out(count);
-  if (auto e = comm.ReduceScatter(in.get(), out.get(), count, ReduceOp::kSum)) return "ReduceScatter: " + Text(std::move(e));
+  if (auto e = comm.ReduceScatter(in.get(), out.get(), count, ReduceOp::kSum))
+    return "ReduceScatter: " + Text(std::move(e));
   auto want = Reduced<T>(n, count, ReduceOp::kSum, count * me);
   if (auto d = Compare(out.Host(), want, "ReduceScatter"); !d.empty()) return d;
   if (auto e = comm.ReduceScatter(in.get(), in.get() + count * me, count, ReduceOp::kSum)) {
@@ -292,8 +290,7 @@ TEST(NcclInfo, VersionMatchesTheHeader) {
 TEST(NcclInfo, AvailableMatchesTheDeviceProbe) {
   Child c = Spawn([](uint16_t) -> std::string { return NcclAvailable() ? "available" : "unavailable"; });
   Give(c, 0);
-  EXPECT_EQ(Reap(c, Clock::now() + 30s), DeviceProbe().devices > 0 ? "available" : "unavailable")
-      << DeviceProbe().why;
+  EXPECT_EQ(Reap(c, Clock::now() + 30s), DeviceProbe().devices > 0 ? "available" : "unavailable") << DeviceProbe().why;
 }
 
 TEST(NcclCreate, RefusesBadOptionsBeforeTouchingCuda) {
@@ -311,8 +308,10 @@ TEST(NcclCreate, RefusesBadOptionsBeforeTouchingCuda) {
   auto client = rendezvous::StoreClient::Join({.port = (*server)->port(), .token = kToken, .connect_timeout = 5s});
   ASSERT_TRUE(static_cast<bool>(client)) << Text(client.takeError());
   std::shared_ptr<rendezvous::StoreClient> store(std::move(*client));
-  for (auto [rank, size, device, why] : {std::tuple{2, 2, 0, "a rank from 0"}, {-1, 2, 0, "a rank from 0"},
-                                         {0, 0, 0, "a rank from 0"}, {0, 1, -1, "a CUDA device index >= 0"}}) {
+  for (auto [rank, size, device, why] : {std::tuple{2, 2, 0, "a rank from 0"},
+                                         {-1, 2, 0, "a rank from 0"},
+                                         {0, 0, 0, "a rank from 0"},
+                                         {0, 1, -1, "a CUDA device index >= 0"}}) {
     auto made = NcclCommunicator::Create({.store = store, .rank = rank, .size = size, .device = device});
     EXPECT_EQ(ExpectFailure(made.takeError(), CommErrc::kInvalidArgument,
                             {why, fmt::format("(rank {}, size {}, device {})", rank, size, device)}),

@@ -539,9 +539,9 @@ TEST(CommFailures, StrangersAreRefusedAndTheMeshStillForms) {
                    std::string other = KnockOnRankZero(*o.store, detail::EncodeHello(kToken, "other", 2, 0, 3));
                    // A refusal is a frame: u32 length, u8 CommErrc, str sentence.
                    bool refused = garbage.empty() && wrong.find("the job token does not match") != std::string::npos &&
-                                  other.find("not rank 0 of 'other'") != std::string::npos &&
-                                  wrong.size() > 4 && wrong[4] == static_cast<char>(CommErrc::kBadToken) &&
-                                  other.size() > 4 && other[4] == static_cast<char>(CommErrc::kInvalidArgument);
+                                  other.find("not rank 0 of 'other'") != std::string::npos && wrong.size() > 4 &&
+                                  wrong[4] == static_cast<char>(CommErrc::kBadToken) && other.size() > 4 &&
+                                  other[4] == static_cast<char>(CommErrc::kInvalidArgument);
                    if (!refused) o.size = 0;  // fails Create, so the test sees it
                  }};
   ExpectAllOk(RunRanks(

@@ -115,9 +115,9 @@ TEST(CostParams, Gpt2_1558M) { EXPECT_EQ(CountParams(Gpt2_1558M()).total, 155761
 TEST(CostParams, Llama2_7B) {
   ParamCounts c = CountParams(Llama2_7B());
   EXPECT_EQ(c.total, 6738415616);
-  EXPECT_EQ(c.positions, 0);             // RoPE: no learned positions
-  EXPECT_EQ(c.output, 32000 * 4096);     // untied output layer
-  EXPECT_EQ(c.final_norm, 4096);         // RMSNorm: weight only
+  EXPECT_EQ(c.positions, 0);          // RoPE: no learned positions
+  EXPECT_EQ(c.output, 32000 * 4096);  // untied output layer
+  EXPECT_EQ(c.final_norm, 4096);      // RMSNorm: weight only
 }
 
 TEST(CostParams, Llama2_13B) { EXPECT_EQ(CountParams(Llama2_13B()).total, 13015864320); }
@@ -681,14 +681,14 @@ TEST(CostSpan, GroupsFromRankZero) {
   Hardware hw = Node8();
   auto span = [&](int64_t stride, int64_t size) { return SpanOf(stride, size, hw); };
   EXPECT_EQ(span(1, 1).nodes, 1);
-  EXPECT_EQ(span(1, 8).nodes, 1);   // a tensor group of 8: one node
+  EXPECT_EQ(span(1, 8).nodes, 1);  // a tensor group of 8: one node
   EXPECT_EQ(span(1, 16).nodes, 2);
-  EXPECT_EQ(span(2, 4).nodes, 1);   // ranks 0, 2, 4, 6
-  EXPECT_EQ(span(2, 8).nodes, 2);   // ranks 0 .. 14
-  EXPECT_EQ(span(3, 4).nodes, 2);   // ranks 0, 3, 6, 9
-  EXPECT_EQ(span(8, 4).nodes, 4);   // one rank per node
-  EXPECT_EQ(span(16, 4).nodes, 4);  // nodes 0, 2, 4, 6
-  EXPECT_EQ(span(16, 4).leaves, 1); // no leaf size: one flat switch
+  EXPECT_EQ(span(2, 4).nodes, 1);    // ranks 0, 2, 4, 6
+  EXPECT_EQ(span(2, 8).nodes, 2);    // ranks 0 .. 14
+  EXPECT_EQ(span(3, 4).nodes, 2);    // ranks 0, 3, 6, 9
+  EXPECT_EQ(span(8, 4).nodes, 4);    // one rank per node
+  EXPECT_EQ(span(16, 4).nodes, 4);   // nodes 0, 2, 4, 6
+  EXPECT_EQ(span(16, 4).leaves, 1);  // no leaf size: one flat switch
 }
 
 TEST(CostSpan, Leaves) {

@@ -289,8 +289,8 @@ TEST(CpuKernels, VocabParallelEmbeddingMatchesFull) {
   for (int64_t rank = 0; rank < 2; ++rank) {
     Vec out(b * t * c), d(half * c);
     // Only rank 0 adds the (replicated) position embedding, so the sum has it once.
-    EmbeddingForward(out.data(), tokens.data(), wte.data() + rank * half * c, rank == 0 ? wpe.data() : nullptr, b, t,
-                     c, rank * half, half);
+    EmbeddingForward(out.data(), tokens.data(), wte.data() + rank * half * c, rank == 0 ? wpe.data() : nullptr, b, t, c,
+                     rank * half, half);
     for (size_t i = 0; i < out.size(); ++i) sum[i] += out[i];
     EmbeddingBackward<double>(d.data(), nullptr, r.data(), tokens.data(), b, t, c, rank * half, half);
     for (int64_t i = 0; i < half * c; ++i) EXPECT_NEAR(d[i], dfull[rank * half * c + i], 1e-12);

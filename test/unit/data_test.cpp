@@ -11,11 +11,11 @@
 #include <numeric>
 
 #include "data/batches.h"
-#include "temp_dir.h"
 #include "data/shard_format.h"
 #include "data/shard_writer.h"
 #include "data/token_reader.h"
 #include "data/tokenizer.h"
+#include "temp_dir.h"
 
 namespace avf::data {
 namespace {
@@ -118,7 +118,7 @@ TEST_F(Shards, SliceAcrossShardsAndEpochs) {
 // Targets are the inputs shifted by one, batches follow each other without a
 // gap, and a loader resumed at a saved position gives the same batches.
 TEST_F(Shards, BatchesAndResume) {
-  DatasetLayout l = Write(20, 3, 2);  // values 7..26
+  DatasetLayout l = Write(20, 3, 2);                                                   // values 7..26
   auto open = [&] { return BatchLoader(std::move(*TokenReader::Open(l, {4, 10}))); };  // values 11..20
   BatchLoader loader = open();
   Batch b;
@@ -207,8 +207,9 @@ TEST_F(Shards, TokenOutsideTheVocabularyIsNamed) {
   std::vector<uint32_t> out;
   ASSERT_FALSE((*reader)->Read(5, out));  // tokens 0..4: 7, 8, 9, 10, 11
   EXPECT_EQ(Message((*reader)->Read(1, out)),
-            ShardPath(l, 1) + ": token 2 of shard 1 (byte offset 1028) is 12, not below the model's vocabulary of 12; "
-                              "the data was tokenized for another vocabulary");
+            ShardPath(l, 1) +
+                ": token 2 of shard 1 (byte offset 1028) is 12, not below the model's vocabulary of 12; "
+                "the data was tokenized for another vocabulary");
   l.vocab = 0;
   EXPECT_NE(Message(TokenReader::Open(l, {0, 10}).takeError()).find("for a vocabulary of 0 cannot be read"),
             std::string::npos);
@@ -216,7 +217,8 @@ TEST_F(Shards, TokenOutsideTheVocabularyIsNamed) {
 
 TEST_F(Shards, BadRequests) {
   DatasetLayout l = Write(10, 3, 2);
-  EXPECT_NE(Message(TokenReader::Open(l, {5, 6}).takeError()).find("outside the dataset's 10 tokens"), std::string::npos);
+  EXPECT_NE(Message(TokenReader::Open(l, {5, 6}).takeError()).find("outside the dataset's 10 tokens"),
+            std::string::npos);
   EXPECT_FALSE(bool(TokenReader::Open(l, {0, 0})));
   EXPECT_FALSE(bool(TokenReader::Open({dir_, 2, 3, 2, 512}, {0, 1})));  // fewer tokens than shards
   EXPECT_FALSE(bool(TokenReader::Open({dir_, 10, 3, 3, 512}, {0, 1})));
@@ -273,7 +275,8 @@ TEST(Tokenizer, JsonRoundTripAndErrors) {
   EXPECT_EQ(back->merges(), t.merges());
   EXPECT_EQ(back->Encode(kText), t.Encode(kText));
   EXPECT_NE(Message(Tokenizer::FromJson("{").takeError()).find("not JSON"), std::string::npos);
-  EXPECT_NE(Message(Tokenizer::FromJson(R"({"format":"x"})").takeError()).find("not an aviflow-bpe"), std::string::npos);
+  EXPECT_NE(Message(Tokenizer::FromJson(R"({"format":"x"})").takeError()).find("not an aviflow-bpe"),
+            std::string::npos);
   EXPECT_NE(Message(Tokenizer::FromJson(R"({"format":"aviflow-bpe","version":1,"merges":[[1,300]]})").takeError())
                 .find("merge 0 is not a pair of earlier ids"),
             std::string::npos);

@@ -73,10 +73,13 @@ TEST(YamlWriter, StringsThatLookLikeOtherTypesStayStrings) {
 }
 
 TEST(YamlWriter, ScriptsKeepTheirText) {
-  for (std::string script : {"set -e\necho \"$RANK\"\n", "one line\n", " leading space\n", "two\n\n", "no newline",
-                             "tab\there\n"}) {
+  for (std::string script :
+       {"set -e\necho \"$RANK\"\n", "one line\n", " leading space\n", "two\n\n", "no newline", "tab\there\n"}) {
     YamlWriter w("");
-    w.Map([&] { w.Key("script"); w.Text(script); });
+    w.Map([&] {
+      w.Key("script");
+      w.Text(script);
+    });
     YAML::Node n = YAML::Load(w.Output());
     EXPECT_EQ(n["script"].as<std::string>(), script) << w.Output();
   }

@@ -88,9 +88,8 @@ auto CompareParameters(Engine& mine, Engine& whole) -> std::string {
   const model::ParamLayout& full = whole.model().layout();
   std::map<std::string, const model::ParamTensor*> by_name;
   for (const model::ParamTensor& t : full.tensors) by_name[t.name] = &t;
-  int64_t kept = mine.kept_parameter_count(), first = mine.kept_parameter_count() == mine.model().layout().total
-                                                          ? 0
-                                                          : mine.optimizer().mine().first;
+  int64_t kept = mine.kept_parameter_count(),
+          first = mine.kept_parameter_count() == mine.model().layout().total ? 0 : mine.optimizer().mine().first;
   double tolerance = 1e-2 * Optimizer().lr;
   for (const model::ParamTensor& t : mine.model().layout().tensors) {
     const model::ParamTensor& w = *by_name.at(t.name);
@@ -105,7 +104,8 @@ auto CompareParameters(Engine& mine, Engine& whole) -> std::string {
     // matmul's sum, and where a gradient is a small difference of large terms
     // the 1e-7 rounding becomes 1e-4 of that gradient, which Adam's ratio of
     // moments can turn into ~0.5% of a step after three steps.
-    if (worst > tolerance) return fmt::format("{}: a parameter differs by {:.2e} (tolerance {:.0e})", t.name, worst, tolerance);
+    if (worst > tolerance)
+      return fmt::format("{}: a parameter differs by {:.2e} (tolerance {:.0e})", t.name, worst, tolerance);
   }
   return "";
 }
@@ -152,25 +152,23 @@ auto Shape(int64_t t, int64_t d, int64_t p, int64_t v, PipelineSchedule k, int64
 
 INSTANTIATE_TEST_SUITE_P(
     Matrix, Equivalence,
-    ::testing::Values(Shape(1, 2, 1, 1, k1F1B, 0, 1, false), Shape(1, 2, 1, 1, k1F1B, 1, 4, false),
-                      Shape(1, 4, 1, 1, k1F1B, 1, 1, false), Shape(2, 1, 1, 1, k1F1B, 0, 1, false),
-                      Shape(4, 1, 1, 1, k1F1B, 0, 4, false), Shape(2, 1, 1, 1, k1F1B, 0, 1, true),
-                      Shape(4, 1, 1, 1, k1F1B, 0, 1, true), Shape(1, 1, 2, 1, k1F1B, 0, 4, false),
-                      Shape(1, 1, 4, 1, k1F1B, 0, 4, false), Shape(1, 1, 2, 2, kInterleaved, 0, 4, false),
-                      Shape(1, 1, 2, 1, kGpipe, 0, 4, false), Shape(1, 1, 4, 2, kInterleaved, 0, 4, false,
-                                                                    model::Arch::Gpt2, 8),
-                      Shape(2, 2, 2, 1, k1F1B, 1, 4, true), Shape(2, 1, 2, 2, kInterleaved, 0, 4, false,
-                                                                  model::Arch::Llama),
-                      Shape(1, 2, 2, 1, k1F1B, 1, 4, false, model::Arch::Llama),
-                      Shape(2, 2, 1, 1, k1F1B, 0, 1, true, model::Arch::Llama),
-                      Shape(1, 2, 4, 1, k1F1B, 1, 1, false), Shape(2, 4, 1, 1, k1F1B, 1, 4, false),
-                      Shape(2, 4, 1, 1, k1F1B, 0, 4, false), Shape(1, 8, 1, 1, k1F1B, 1, 2, false),
-                      Shape(4, 2, 1, 1, k1F1B, 1, 1, true), Shape(2, 1, 4, 1, kGpipe, 0, 4, true),
-                      Shape(1, 1, 4, 1, k1F1B, 0, 1, false), Shape(1, 2, 1, 1, k1F1B, 2, 4, false),
-                      Shape(1, 4, 1, 1, k1F1B, 3, 2, false), Shape(2, 2, 1, 1, k1F1B, 2, 1, true),
-                      Shape(1, 2, 2, 1, k1F1B, 3, 4, false), Shape(2, 2, 2, 1, k1F1B, 3, 4, true),
-                      Shape(1, 2, 2, 2, kInterleaved, 2, 4, false, model::Arch::Llama),
-                      Shape(2, 2, 1, 1, k1F1B, 3, 4, false, model::Arch::Llama), Shape(1, 1, 2, 1, kGpipe, 3, 2, false)),
+    ::testing::Values(
+        Shape(1, 2, 1, 1, k1F1B, 0, 1, false), Shape(1, 2, 1, 1, k1F1B, 1, 4, false),
+        Shape(1, 4, 1, 1, k1F1B, 1, 1, false), Shape(2, 1, 1, 1, k1F1B, 0, 1, false),
+        Shape(4, 1, 1, 1, k1F1B, 0, 4, false), Shape(2, 1, 1, 1, k1F1B, 0, 1, true),
+        Shape(4, 1, 1, 1, k1F1B, 0, 1, true), Shape(1, 1, 2, 1, k1F1B, 0, 4, false),
+        Shape(1, 1, 4, 1, k1F1B, 0, 4, false), Shape(1, 1, 2, 2, kInterleaved, 0, 4, false),
+        Shape(1, 1, 2, 1, kGpipe, 0, 4, false), Shape(1, 1, 4, 2, kInterleaved, 0, 4, false, model::Arch::Gpt2, 8),
+        Shape(2, 2, 2, 1, k1F1B, 1, 4, true), Shape(2, 1, 2, 2, kInterleaved, 0, 4, false, model::Arch::Llama),
+        Shape(1, 2, 2, 1, k1F1B, 1, 4, false, model::Arch::Llama),
+        Shape(2, 2, 1, 1, k1F1B, 0, 1, true, model::Arch::Llama), Shape(1, 2, 4, 1, k1F1B, 1, 1, false),
+        Shape(2, 4, 1, 1, k1F1B, 1, 4, false), Shape(2, 4, 1, 1, k1F1B, 0, 4, false),
+        Shape(1, 8, 1, 1, k1F1B, 1, 2, false), Shape(4, 2, 1, 1, k1F1B, 1, 1, true),
+        Shape(2, 1, 4, 1, kGpipe, 0, 4, true), Shape(1, 1, 4, 1, k1F1B, 0, 1, false),
+        Shape(1, 2, 1, 1, k1F1B, 2, 4, false), Shape(1, 4, 1, 1, k1F1B, 3, 2, false),
+        Shape(2, 2, 1, 1, k1F1B, 2, 1, true), Shape(1, 2, 2, 1, k1F1B, 3, 4, false),
+        Shape(2, 2, 2, 1, k1F1B, 3, 4, true), Shape(1, 2, 2, 2, kInterleaved, 2, 4, false, model::Arch::Llama),
+        Shape(2, 2, 1, 1, k1F1B, 3, 4, false, model::Arch::Llama), Shape(1, 1, 2, 1, kGpipe, 3, 2, false)),
     [](const ::testing::TestParamInfo<PlanShape>& info) { return testing::ShapeName(info.param); });
 
 }  // namespace

@@ -18,9 +18,9 @@
 #include <thread>
 #include <vector>
 
+#include "comm/errors.h"
 #include "forked_ranks.h"
 #include "plan_builder.h"
-#include "comm/errors.h"
 
 namespace avf::parallel {
 namespace {
@@ -51,8 +51,8 @@ void PrintTo(const Shape& s, std::ostream* os) { *os << ShapeName(s); }
 // The shared plan builder (plan_builder.h), with as many layers as the
 // pipeline has chunks.
 auto MakePlan(const Shape& s) -> RunPlan {
-  testing::PlanShape p{.tensor = s.tensor, .data = s.data, .pipeline = s.pipeline, .chunks = s.chunks,
-                       .schedule = s.schedule};
+  testing::PlanShape p{
+      .tensor = s.tensor, .data = s.data, .pipeline = s.pipeline, .chunks = s.chunks, .schedule = s.schedule};
   p.model.tied_embeddings = s.tied;
   p.model.layers = s.pipeline * s.chunks;
   return testing::MakePlan(p);
@@ -171,8 +171,7 @@ auto CheckLinkSet(const RankGroups& g, const std::vector<StageLink>& pairs) -> s
 // A sender thread sends on every SendLink while this thread receives on every
 // RecvLink, both in `pairs` order (so the lowest unfinished link always has
 // both ends at it: no deadlock), kLinkRounds messages each.
-auto CheckLinkTraffic(const RankGroups& g, const RunPlan& plan, const std::vector<StageLink>& pairs)
-    -> std::string {
+auto CheckLinkTraffic(const RankGroups& g, const RunPlan& plan, const std::vector<StageLink>& pairs) -> std::string {
   const int64_t me = g.coords.pipeline;
   const RankGroup& pipe = GroupOf(plan.groups.pipeline, g.world_rank);
   std::string sent;
@@ -220,10 +219,10 @@ auto CheckRank(Communicator& world, const RunPlan& plan) -> std::string {
                        g.world_rank);
   }
   const auto& groups = plan.groups;
-  for (auto [c, list, kind] : {std::tuple{g.tensor.get(), &groups.tensor, "tensor"},
-                               std::tuple{g.data.get(), &groups.data, "data"},
-                               std::tuple{g.pipeline.get(), &groups.pipeline, "pipeline"},
-                               std::tuple{g.embedding.get(), &groups.embedding, "embedding"}}) {
+  for (auto [c, list, kind] :
+       {std::tuple{g.tensor.get(), &groups.tensor, "tensor"}, std::tuple{g.data.get(), &groups.data, "data"},
+        std::tuple{g.pipeline.get(), &groups.pipeline, "pipeline"},
+        std::tuple{g.embedding.get(), &groups.embedding, "embedding"}}) {
     if (auto s = CheckGroup(c, GroupOf(*list, me), me, kind); !s.empty()) return s;
   }
   // Only the first and last stage of a tied plan with P > 1 sum embeddings.

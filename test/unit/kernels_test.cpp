@@ -24,9 +24,9 @@ auto NoDevice() -> std::string {
   return n > 0 ? "" : "no CUDA device is visible";
 }
 
-#define REQUIRE_GPU()                                                         \
-  do {                                                                        \
-    if (std::string why = NoDevice(); !why.empty()) GTEST_SKIP() << why;      \
+#define REQUIRE_GPU()                                                    \
+  do {                                                                   \
+    if (std::string why = NoDevice(); !why.empty()) GTEST_SKIP() << why; \
   } while (0)
 
 // A device copy of a host vector, freed at scope exit.
@@ -109,9 +109,9 @@ TEST(Kernels, AdamWMatchesTheCpuOptimizer) {
     std::vector<float> grads = Random(n, -0.1f, 0.1f, 10 + static_cast<uint32_t>(step));
     double norm = optim::GlobalNorm(grads.data(), static_cast<int64_t>(n));  // about 18: clipped
     Device<float> d_grads(grads);
-    ASSERT_EQ(AdamWUpdate(d_params.get(), d_grads.get(), d_m.get(), d_v.get(), d_decay.get(), n, c, step, norm,
-                          nullptr),
-              cudaSuccess);
+    ASSERT_EQ(
+        AdamWUpdate(d_params.get(), d_grads.get(), d_m.get(), d_v.get(), d_decay.get(), n, c, step, norm, nullptr),
+        cudaSuccess);
     cpu_adam.Step(params.data(), grads.data(), decay, norm);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     ExpectClose(d_params.Host(), params, "params");

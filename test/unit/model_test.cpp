@@ -11,9 +11,7 @@
 namespace avf::model {
 namespace {
 
-auto Gpt2Small() -> ModelConfig {
-  return {Arch::Gpt2, 12, 768, 12, 12, 3072, 50257, 1024, true, 10000.0};
-}
+auto Gpt2Small() -> ModelConfig { return {Arch::Gpt2, 12, 768, 12, 12, 3072, 50257, 1024, true, 10000.0}; }
 
 TEST(ModelLayout, PublishedParameterCounts) {
   EXPECT_EQ(LayoutOf(Gpt2Small()).total, 124'439'808);  // GPT-2 124M

@@ -33,8 +33,8 @@ void AddStages(RunPlan& p, const PlanShape& s) {
 
 auto ShapeName(const PlanShape& s) -> std::string {
   const char* kind = s.schedule == runtime::PipelineSchedule::Interleaved ? "interleaved"
-                     : s.schedule == runtime::PipelineSchedule::Gpipe    ? "gpipe"
-                                                                         : "1f1b";
+                     : s.schedule == runtime::PipelineSchedule::Gpipe     ? "gpipe"
+                                                                          : "1f1b";
   return fmt::format("{}_T{}D{}P{}V{}_{}_zero{}_mb{}x{}{}", s.model.arch == model::Arch::Gpt2 ? "gpt2" : "llama",
                      s.tensor, s.data, s.pipeline, s.chunks, kind, s.zero, s.micro_batches, s.micro_batch,
                      s.sequence_parallel ? "_sp" : "");
@@ -45,7 +45,8 @@ auto MakePlan(const PlanShape& s) -> RunPlan {
   const model::ModelConfig& m = s.model;
   p.model.arch = m.arch == model::Arch::Llama ? runtime::Arch::Llama : runtime::Arch::Gpt2;
   p.model.layers = m.layers, p.model.hidden = m.hidden, p.model.heads = m.heads, p.model.kv_heads = m.kv_heads;
-  p.model.ffn = m.ffn, p.model.vocab = m.vocab, p.model.seq_len = m.seq_len, p.model.tied_embeddings = m.tied_embeddings;
+  p.model.ffn = m.ffn, p.model.vocab = m.vocab, p.model.seq_len = m.seq_len,
+  p.model.tied_embeddings = m.tied_embeddings;
   p.layout.tensor = s.tensor, p.layout.data = s.data, p.layout.pipeline = s.pipeline;
   p.layout.virtual_stages = s.chunks, p.layout.schedule = s.schedule, p.layout.zero = s.zero;
   p.layout.micro_batch = s.micro_batch, p.layout.sequence_parallel = s.sequence_parallel;

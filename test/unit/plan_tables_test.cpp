@@ -184,10 +184,9 @@ void ExpectStages(const Plan& plan, const std::vector<ChunkRow>& expected) {
 }
 
 TEST(PlanTables, StagesOneFOneB) {
-  ExpectStages(Plan16(), {{0, 0, 0, 4, true, false},
-                          {1, 0, 4, 4, false, false},
-                          {2, 0, 8, 4, false, false},
-                          {3, 0, 12, 4, false, true}});
+  ExpectStages(
+      Plan16(),
+      {{0, 0, 0, 4, true, false}, {1, 0, 4, 4, false, false}, {2, 0, 8, 4, false, false}, {3, 0, 12, 4, false, true}});
 }
 
 auto Interleaved(int64_t pipeline, int64_t chunks) -> Plan {
@@ -204,10 +203,9 @@ auto Interleaved(int64_t pipeline, int64_t chunks) -> Plan {
 
 TEST(PlanTables, InterleavedStagesTwoByTwo) {
   // 16 layers, p = 2, v = 2: stage 0 holds layers 0-3 and 8-11.
-  ExpectStages(Interleaved(2, 2), {{0, 0, 0, 4, true, false},
-                                   {0, 1, 8, 4, false, false},
-                                   {1, 0, 4, 4, false, false},
-                                   {1, 1, 12, 4, false, true}});
+  ExpectStages(
+      Interleaved(2, 2),
+      {{0, 0, 0, 4, true, false}, {0, 1, 8, 4, false, false}, {1, 0, 4, 4, false, false}, {1, 1, 12, 4, false, true}});
 }
 
 TEST(PlanTables, InterleavedStagesFourByTwo) {

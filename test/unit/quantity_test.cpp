@@ -36,29 +36,60 @@ struct UnitCase {
 };
 
 constexpr UnitCase kExpectedUnits[] = {
-    {"k", kCount, 1000, 1}, {"M", kCount, 1000000, 1}, {"G", kCount, 1000000000, 1},
-    {"T", kCount, 1000000000000, 1}, {"P", kCount, 1000000000000000, 1}, {"%", kCount, 1, 100},
-    {"B", kBytes, 1, 1}, {"KB", kBytes, 1000, 1}, {"MB", kBytes, 1000000, 1},
-    {"GB", kBytes, 1000000000, 1}, {"TB", kBytes, 1000000000000, 1},
-    {"PB", kBytes, 1000000000000000, 1}, {"KiB", kBytes, 1024, 1}, {"MiB", kBytes, 1 << 20, 1},
-    {"GiB", kBytes, 1 << 30, 1}, {"TiB", kBytes, int64_t{1} << 40, 1},
-    {"PiB", kBytes, int64_t{1} << 50, 1}, {"B/s", kBandwidth, 1, 1}, {"KB/s", kBandwidth, 1000, 1},
-    {"MB/s", kBandwidth, 1000000, 1}, {"GB/s", kBandwidth, 1000000000, 1},
-    {"TB/s", kBandwidth, 1000000000000, 1}, {"PB/s", kBandwidth, 1000000000000000, 1},
-    {"KiB/s", kBandwidth, 1024, 1}, {"MiB/s", kBandwidth, 1 << 20, 1},
-    {"GiB/s", kBandwidth, 1 << 30, 1}, {"TiB/s", kBandwidth, int64_t{1} << 40, 1},
-    {"PiB/s", kBandwidth, int64_t{1} << 50, 1}, {"b/s", kBandwidth, 1, 8},
-    {"Kb/s", kBandwidth, 1000, 8}, {"Mb/s", kBandwidth, 1000000, 8},
-    {"Gb/s", kBandwidth, 1000000000, 8}, {"Tb/s", kBandwidth, 1000000000000, 8},
-    {"Pb/s", kBandwidth, 1000000000000000, 8}, {"ns", kTime, 1, 1000000000},
-    {"us", kTime, 1, 1000000}, {"ms", kTime, 1, 1000}, {"s", kTime, 1, 1}, {"min", kTime, 60, 1},
-    {"h", kTime, 3600, 1}, {"d", kTime, 86400, 1}, {"FLOP/s", kComputeRate, 1, 1},
-    {"MFLOP/s", kComputeRate, 1000000, 1}, {"GFLOP/s", kComputeRate, 1000000000, 1},
-    {"TFLOP/s", kComputeRate, 1000000000000, 1}, {"PFLOP/s", kComputeRate, 1000000000000000, 1},
-    {"EFLOP/s", kComputeRate, 1000000000000000000, 1}, {"FLOP", kFlops, 1, 1},
-    {"GFLOP", kFlops, 1000000000, 1}, {"TFLOP", kFlops, 1000000000000, 1},
-    {"PFLOP", kFlops, 1000000000000000, 1}, {"EFLOP", kFlops, 1000000000000000000, 1},
-    {"W", kPower, 1, 1}, {"kW", kPower, 1000, 1},
+    {"k", kCount, 1000, 1},
+    {"M", kCount, 1000000, 1},
+    {"G", kCount, 1000000000, 1},
+    {"T", kCount, 1000000000000, 1},
+    {"P", kCount, 1000000000000000, 1},
+    {"%", kCount, 1, 100},
+    {"B", kBytes, 1, 1},
+    {"KB", kBytes, 1000, 1},
+    {"MB", kBytes, 1000000, 1},
+    {"GB", kBytes, 1000000000, 1},
+    {"TB", kBytes, 1000000000000, 1},
+    {"PB", kBytes, 1000000000000000, 1},
+    {"KiB", kBytes, 1024, 1},
+    {"MiB", kBytes, 1 << 20, 1},
+    {"GiB", kBytes, 1 << 30, 1},
+    {"TiB", kBytes, int64_t{1} << 40, 1},
+    {"PiB", kBytes, int64_t{1} << 50, 1},
+    {"B/s", kBandwidth, 1, 1},
+    {"KB/s", kBandwidth, 1000, 1},
+    {"MB/s", kBandwidth, 1000000, 1},
+    {"GB/s", kBandwidth, 1000000000, 1},
+    {"TB/s", kBandwidth, 1000000000000, 1},
+    {"PB/s", kBandwidth, 1000000000000000, 1},
+    {"KiB/s", kBandwidth, 1024, 1},
+    {"MiB/s", kBandwidth, 1 << 20, 1},
+    {"GiB/s", kBandwidth, 1 << 30, 1},
+    {"TiB/s", kBandwidth, int64_t{1} << 40, 1},
+    {"PiB/s", kBandwidth, int64_t{1} << 50, 1},
+    {"b/s", kBandwidth, 1, 8},
+    {"Kb/s", kBandwidth, 1000, 8},
+    {"Mb/s", kBandwidth, 1000000, 8},
+    {"Gb/s", kBandwidth, 1000000000, 8},
+    {"Tb/s", kBandwidth, 1000000000000, 8},
+    {"Pb/s", kBandwidth, 1000000000000000, 8},
+    {"ns", kTime, 1, 1000000000},
+    {"us", kTime, 1, 1000000},
+    {"ms", kTime, 1, 1000},
+    {"s", kTime, 1, 1},
+    {"min", kTime, 60, 1},
+    {"h", kTime, 3600, 1},
+    {"d", kTime, 86400, 1},
+    {"FLOP/s", kComputeRate, 1, 1},
+    {"MFLOP/s", kComputeRate, 1000000, 1},
+    {"GFLOP/s", kComputeRate, 1000000000, 1},
+    {"TFLOP/s", kComputeRate, 1000000000000, 1},
+    {"PFLOP/s", kComputeRate, 1000000000000000, 1},
+    {"EFLOP/s", kComputeRate, 1000000000000000000, 1},
+    {"FLOP", kFlops, 1, 1},
+    {"GFLOP", kFlops, 1000000000, 1},
+    {"TFLOP", kFlops, 1000000000000, 1},
+    {"PFLOP", kFlops, 1000000000000000, 1},
+    {"EFLOP", kFlops, 1000000000000000000, 1},
+    {"W", kPower, 1, 1},
+    {"kW", kPower, 1000, 1},
 };
 
 TEST(Units, AllUnitsIsExactlyTheSpecList) {
@@ -174,12 +205,11 @@ TEST(Literals, SuffixSplitting) {
     size_t offset;
     std::string_view unit;
   };
-  for (const Case& c : {Case{"80GiB", 2, "GiB"}, Case{"4.2T", 3, "T"}, Case{"1E5GB", 3, "GB"},
-                        Case{"3e-4", 4, ""}, Case{"42", 2, ""}, Case{"1_000GB", 5, "GB"},
-                        Case{"2e", 1, "e"}, Case{"2e+", 1, "e+"}, Case{"2e-s", 1, "e-s"},
-                        Case{"5.", 1, "."}, Case{"5.s", 1, ".s"}, Case{"1__000", 1, "__000"},
-                        Case{"1_", 1, "_"}, Case{"1._5", 1, "._5"}, Case{"93%", 2, "%"},
-                        Case{"1.5e3.2", 5, ".2"}, Case{"2EFLOP", 1, "EFLOP"}}) {
+  for (const Case& c :
+       {Case{"80GiB", 2, "GiB"}, Case{"4.2T", 3, "T"}, Case{"1E5GB", 3, "GB"}, Case{"3e-4", 4, ""}, Case{"42", 2, ""},
+        Case{"1_000GB", 5, "GB"}, Case{"2e", 1, "e"}, Case{"2e+", 1, "e+"}, Case{"2e-s", 1, "e-s"}, Case{"5.", 1, "."},
+        Case{"5.s", 1, ".s"}, Case{"1__000", 1, "__000"}, Case{"1_", 1, "_"}, Case{"1._5", 1, "._5"},
+        Case{"93%", 2, "%"}, Case{"1.5e3.2", 5, ".2"}, Case{"2EFLOP", 1, "EFLOP"}}) {
     LiteralResult r = ParseLiteral(c.text);
     EXPECT_EQ(r.unit_offset, c.offset) << c.text;
     EXPECT_EQ(r.unit, c.unit) << c.text;
@@ -233,13 +263,13 @@ TEST(Literals, Suggestions) {
     std::string_view text;
     std::string_view suggestion;
   };
-  for (const Case& c : {Case{"1GiBs", "GiB"}, Case{"1gib", "GiB"}, Case{"1tflop/s", "TFLOP/s"},
-                        Case{"1gb", "GB"}, Case{"1KIB", "KiB"}, Case{"1Gbps", "Gb/s"},
-                        Case{"1GBps", "GB/s"}, Case{"1mb/s", "Mb/s"}, Case{"1mins", "min"},
-                        Case{"1hr", "h"}, Case{"1S", "s"}, Case{"1kw", "kW"}, Case{"1TFLOPS", "TFLOP/s"},
-                        Case{"1flops", "FLOP/s"}, Case{"1MBps", "MB/s"}, Case{"1GiBps", "GiB/s"},
-                        Case{"1e", ""}, Case{"1x", ""}, Case{"1xyz", ""}, Case{"1seconds", ""},
-                        Case{"1__000", ""}}) {
+  for (const Case& c : {Case{"1GiBs", "GiB"},       Case{"1gib", "GiB"},      Case{"1tflop/s", "TFLOP/s"},
+                        Case{"1gb", "GB"},          Case{"1KIB", "KiB"},      Case{"1Gbps", "Gb/s"},
+                        Case{"1GBps", "GB/s"},      Case{"1mb/s", "Mb/s"},    Case{"1mins", "min"},
+                        Case{"1hr", "h"},           Case{"1S", "s"},          Case{"1kw", "kW"},
+                        Case{"1TFLOPS", "TFLOP/s"}, Case{"1flops", "FLOP/s"}, Case{"1MBps", "MB/s"},
+                        Case{"1GiBps", "GiB/s"},    Case{"1e", ""},           Case{"1x", ""},
+                        Case{"1xyz", ""},           Case{"1seconds", ""},     Case{"1__000", ""}}) {
     LiteralResult r = ParseLiteral(c.text);
     EXPECT_EQ(r.error, LiteralError::kUnknownUnit) << c.text;
     EXPECT_EQ(r.suggestion, c.suggestion) << c.text;
@@ -397,25 +427,49 @@ TEST(Display, ChoosesReadableUnits) {
     std::string_view text;
   };
   for (const Case& c : {
-           Case{Int(1000), "1000"}, Case{Int(1500), "1500"}, Case{Int(100000), "100000"},
-           Case{Int(1000000), "1M"}, Case{Real(0.0003), "0.0003"},
-           Case{Int(1000000000000000000), "1000P"}, Case{Int(0), "0"}, Case{Real(0.93), "0.93"},
-           Case{Int(80000000000, kBytes), "80GB"}, Case{Int(1536, kBytes), "1.5KiB"},
-           Case{Int(1000000, kBytes), "1MB"}, Case{Int(500, kBytes), "500B"}, Case{Int(0, kBytes), "0B"},
-           Case{Int(50000000000, kBandwidth), "50GB/s"}, Case{Int(12500000000, kBandwidth), "100Gb/s"},
-           Case{Int(1 << 30, kBandwidth), "1GiB/s"}, Case{Real(0.125, kBandwidth), "1b/s"},
-           Case{Int(0, kTime), "0s"}, Case{Int(1, kTime), "1s"}, Case{Int(60, kTime), "1min"},
-           Case{Int(90, kTime), "90s"}, Case{Int(5400, kTime), "90min"}, Case{Int(7200, kTime), "2h"},
-           Case{Int(86400, kTime), "1d"}, Case{Int(90000, kTime), "25h"},
-           Case{Real(2e-6, kTime), "2us"}, Case{Real(0.0015, kTime), "1.5ms"},
-           Case{Real(1.5, kTime), "1.5s"}, Case{Real(1800.0, kTime), "30min"},
-           Case{Real(1e-12, kTime), "0.001ns"}, Case{Real(1e-20, kTime), "1e-11ns"},
-           Case{Int(700, kPower), "700W"}, Case{Int(10200, kPower), "10.2kW"},
-           Case{Int(1000000000000000000, kFlops), "1EFLOP"}, Case{Int(123, kFlops), "123FLOP"},
-           Case{Int(5, kComputeRate), "5FLOP/s"}, Case{Real(1e30), "1e30"},
-           Case{Real(1e25, kBytes), "1e10PB"}, Case{Int(-85899345920, kBytes), "-80GiB"},
-           Case{Real(-2e-6, kTime), "-2us"}, Case{Int(kMin, kBytes), "-8192PiB"},
-           Case{Int(3, {2, 0, 0, 0}), "3 bytes²"}, Case{Real(0.5, {0, -1, 0, 0}), "0.5 s⁻¹"},
+           Case{Int(1000), "1000"},
+           Case{Int(1500), "1500"},
+           Case{Int(100000), "100000"},
+           Case{Int(1000000), "1M"},
+           Case{Real(0.0003), "0.0003"},
+           Case{Int(1000000000000000000), "1000P"},
+           Case{Int(0), "0"},
+           Case{Real(0.93), "0.93"},
+           Case{Int(80000000000, kBytes), "80GB"},
+           Case{Int(1536, kBytes), "1.5KiB"},
+           Case{Int(1000000, kBytes), "1MB"},
+           Case{Int(500, kBytes), "500B"},
+           Case{Int(0, kBytes), "0B"},
+           Case{Int(50000000000, kBandwidth), "50GB/s"},
+           Case{Int(12500000000, kBandwidth), "100Gb/s"},
+           Case{Int(1 << 30, kBandwidth), "1GiB/s"},
+           Case{Real(0.125, kBandwidth), "1b/s"},
+           Case{Int(0, kTime), "0s"},
+           Case{Int(1, kTime), "1s"},
+           Case{Int(60, kTime), "1min"},
+           Case{Int(90, kTime), "90s"},
+           Case{Int(5400, kTime), "90min"},
+           Case{Int(7200, kTime), "2h"},
+           Case{Int(86400, kTime), "1d"},
+           Case{Int(90000, kTime), "25h"},
+           Case{Real(2e-6, kTime), "2us"},
+           Case{Real(0.0015, kTime), "1.5ms"},
+           Case{Real(1.5, kTime), "1.5s"},
+           Case{Real(1800.0, kTime), "30min"},
+           Case{Real(1e-12, kTime), "0.001ns"},
+           Case{Real(1e-20, kTime), "1e-11ns"},
+           Case{Int(700, kPower), "700W"},
+           Case{Int(10200, kPower), "10.2kW"},
+           Case{Int(1000000000000000000, kFlops), "1EFLOP"},
+           Case{Int(123, kFlops), "123FLOP"},
+           Case{Int(5, kComputeRate), "5FLOP/s"},
+           Case{Real(1e30), "1e30"},
+           Case{Real(1e25, kBytes), "1e10PB"},
+           Case{Int(-85899345920, kBytes), "-80GiB"},
+           Case{Real(-2e-6, kTime), "-2us"},
+           Case{Int(kMin, kBytes), "-8192PiB"},
+           Case{Int(3, {2, 0, 0, 0}), "3 bytes²"},
+           Case{Real(0.5, {0, -1, 0, 0}), "0.5 s⁻¹"},
        }) {
     EXPECT_EQ(c.q.DisplayText(), c.text) << c.q.ValueText() << " " << DimensionName(c.q.dimension());
   }
@@ -423,8 +477,25 @@ TEST(Display, ChoosesReadableUnits) {
 
 // Integers chosen to exercise every unit and boundary, plus pseudo-random ones.
 auto RoundTripValues() -> std::vector<int64_t> {
-  std::vector<int64_t> values = {0, 1, 7, 59, 60, 61, 999, 1000, 1001, 1023, 1024, 1536, 3600, 86399,
-                                 86400, 1000000007, kMax, kMax - 1, kMax / 1024 * 1024};
+  std::vector<int64_t> values = {0,
+                                 1,
+                                 7,
+                                 59,
+                                 60,
+                                 61,
+                                 999,
+                                 1000,
+                                 1001,
+                                 1023,
+                                 1024,
+                                 1536,
+                                 3600,
+                                 86399,
+                                 86400,
+                                 1000000007,
+                                 kMax,
+                                 kMax - 1,
+                                 kMax / 1024 * 1024};
   for (int shift = 0; shift < 63; ++shift) {
     values.push_back(int64_t{1} << shift);
     if (shift < 62) values.push_back((int64_t{1} << shift) * 3 / 2);
@@ -457,8 +528,8 @@ TEST(Display, IntegersRoundTripThroughParseLiteral) {
 
 TEST(Display, RealsReadBackToTheSameDouble) {
   for (Dimension dim : {kCount, kBytes, kTime, kBandwidth, kComputeRate, kFlops, kPower}) {
-    for (double v : {0.93, 2e-6, 1.0 / 3.0, 1e-300, 4.9e-324, 1e300, 1.7976931348623157e308, 12345.678,
-                     0.1 + 0.2, 1e19, 9.3e18, 1.5, 2.0 / 3.0 * 3600}) {
+    for (double v : {0.93, 2e-6, 1.0 / 3.0, 1e-300, 4.9e-324, 1e300, 1.7976931348623157e308, 12345.678, 0.1 + 0.2, 1e19,
+                     9.3e18, 1.5, 2.0 / 3.0 * 3600}) {
       Quantity q = Real(v, dim);
       std::string text = q.DisplayText();
       LiteralResult r = ParseLiteral(text);

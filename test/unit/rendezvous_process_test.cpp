@@ -60,7 +60,8 @@ auto Fork(int rank, int world, const RankBody& body) -> Child {
 
 void SendPort(Child& c, uint16_t port) {
   std::string_view bytes(reinterpret_cast<const char*>(&port), sizeof port);
-  if (net::SendAll(c.port_pipe, bytes, Clock::now() + 1s).kind != net::IoResult::kOk) ADD_FAILURE() << "cannot send the port";
+  if (net::SendAll(c.port_pipe, bytes, Clock::now() + 1s).kind != net::IoResult::kOk)
+    ADD_FAILURE() << "cannot send the port";
   ::close(c.port_pipe);
 }
 

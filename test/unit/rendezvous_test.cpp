@@ -131,7 +131,8 @@ TEST(RendezvousWire, FramesRoundTripAndTruncationIsCaught) {
   wire::Reader h(std::string_view(huge).substr(4));
   h.Str();
   EXPECT_TRUE(h.failed());  // a length beyond the bytes present: refused, nothing allocated
-  EXPECT_EQ(EncodeHello(kToken, 1, 2).substr(4, 5), std::string("\x01" "AVFR"));
+  EXPECT_EQ(EncodeHello(kToken, 1, 2).substr(4, 5), std::string("\x01"
+                                                                "AVFR"));
 }
 
 // ---- operations ----
@@ -204,7 +205,8 @@ TEST(RendezvousStore, GetBlocksUntilAnotherClientSets) {
   std::string got;
   std::thread th([&] {
     auto v = waiter->Get("nccl/id", 2s);
-    if (v) got = *v; else ADD_FAILURE() << ErrText(v.takeError());
+    if (v) got = *v;
+    else ADD_FAILURE() << ErrText(v.takeError());
   });
   ASSERT_TRUE(WaitUntil([&] { return t->server->Stats().parked == 1; }));
   RDZV_OK(setter->Set("nccl/id", "the-id"));
@@ -280,9 +282,9 @@ TEST(RendezvousStore, BarrierIsReusableAndItsTimeoutNamesAbsentRanks) {
   }
   for (auto& th : threads) th.join();
   std::thread late([&] {
-    ExpectFailure(clients[1]->Barrier("final", kWorld, 300ms), StoreErrc::kTimeout,
-                  {"rank 1: barrier 'final'", "timed out after 0.3 s", "2 of 3 participants arrived",
-                   "rank 2 never arrived"});
+    ExpectFailure(
+        clients[1]->Barrier("final", kWorld, 300ms), StoreErrc::kTimeout,
+        {"rank 1: barrier 'final'", "timed out after 0.3 s", "2 of 3 participants arrived", "rank 2 never arrived"});
   });
   ExpectFailure(clients[0]->Barrier("final", kWorld, 300ms), StoreErrc::kTimeout, {"rank 2 never arrived"});
   late.join();
@@ -296,9 +298,9 @@ TEST(RendezvousJoin, WrongTokenIsRefusedAndLogged) {
   ASSERT_TRUE(t);
   auto o = t->Options(1, 2);
   o.token = "another-jobs-token-0000000";
-  ExpectFailure(StoreClient::Join(o), StoreErrc::kBadToken,
-                {"the rendezvous store at 127.0.0.1:", "rejected rank 1", "job token", "not this job's",
-                 "AVF_JOB_TOKEN"});
+  ExpectFailure(
+      StoreClient::Join(o), StoreErrc::kBadToken,
+      {"the rendezvous store at 127.0.0.1:", "rejected rank 1", "job token", "not this job's", "AVF_JOB_TOKEN"});
   EXPECT_NE(t->log.WaitFor("claiming rank 1"), "");
   EXPECT_EQ(t->server->Stats().joined_ranks, 0);
 }

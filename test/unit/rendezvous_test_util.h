@@ -31,10 +31,10 @@ inline auto ErrText(llvm::Error e) -> std::string { return e ? TakeFailure(std::
 #define RDZV_CAT2(a, b) a##b
 #define RDZV_CAT(a, b) RDZV_CAT2(a, b)
 // `decl = *expr`, or the test fails with the error's message.
-#define RDZV_ASSIGN(decl, expr)                                                                      \
-  auto RDZV_CAT(rdzv_e_, __LINE__) = (expr);                                                         \
-  ASSERT_TRUE(static_cast<bool>(RDZV_CAT(rdzv_e_, __LINE__)))                                        \
-      << ::avf::rendezvous::testing::ErrText(RDZV_CAT(rdzv_e_, __LINE__).takeError());               \
+#define RDZV_ASSIGN(decl, expr)                                                        \
+  auto RDZV_CAT(rdzv_e_, __LINE__) = (expr);                                           \
+  ASSERT_TRUE(static_cast<bool>(RDZV_CAT(rdzv_e_, __LINE__)))                          \
+      << ::avf::rendezvous::testing::ErrText(RDZV_CAT(rdzv_e_, __LINE__).takeError()); \
   decl = std::move(*RDZV_CAT(rdzv_e_, __LINE__))
 #define RDZV_OK(expr) ASSERT_EQ(::avf::rendezvous::testing::ErrText(expr), "")
 

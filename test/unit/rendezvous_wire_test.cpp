@@ -76,7 +76,9 @@ TEST(RendezvousWireServer, OversizedHelloIsRefusedFromItsHeader) {
   auto t = StartTestServer(2);
   ASSERT_TRUE(t);
   net::Fd fd = RawConnect(t->port());
-  ASSERT_TRUE(RawSend(fd, std::string("\x00\x00\x10\x00\x01" "AVFR", 9)));  // claims 1 MiB
+  ASSERT_TRUE(RawSend(fd, std::string("\x00\x00\x10\x00\x01"
+                                      "AVFR",
+                                      9)));  // claims 1 MiB
   auto reply = RawReadReply(fd);
   ASSERT_TRUE(reply);
   EXPECT_EQ(reply->status, static_cast<uint8_t>(wire::WireStatus::kFrameTooLarge));
@@ -143,10 +145,10 @@ TEST(RendezvousWireServer, MalformedRequestsAreRefused) {
       {std::move(Frame(wire::MsgType::kSet).U32(1000).Str("short")).Finish(), "malformed SET"},
       {std::move(Frame(wire::MsgType::kGet).Str("k")).Finish(), "malformed GET"},  // no timeout
       {std::move(Frame(wire::MsgType::kAdd).Str("k").U32(1)).Finish(), "malformed ADD"},
-      {std::move(Frame(wire::MsgType::kWait).U32(0xFFFFFFFF)).Finish(), "malformed WAIT"},  // count not trusted
+      {std::move(Frame(wire::MsgType::kWait).U32(0xFFFFFFFF)).Finish(), "malformed WAIT"},          // count not trusted
       {std::move(Frame(wire::MsgType::kCheck).U32(1).Str("a").U8(0)).Finish(), "malformed CHECK"},  // trailing byte
-      {std::move(Frame(wire::MsgType::kHello).U32(wire::kMagic)).Finish(), "unknown type 1"},  // a second hello
-      {std::string("\0\0\0\0", 4), "unknown type 0"},  // an empty frame
+      {std::move(Frame(wire::MsgType::kHello).U32(wire::kMagic)).Finish(), "unknown type 1"},       // a second hello
+      {std::string("\0\0\0\0", 4), "unknown type 0"},                                               // an empty frame
   };
   for (const auto& c : cases) {
     net::Fd fd = RawJoin(t->port(), 0, 1);
@@ -257,7 +259,8 @@ extern "C" void IgnoreSignal(int) {}
 
 TEST(RendezvousWireServer, SignalsDoNotBreakBlockingCalls) {
   // A handler without SA_RESTART: poll(), recv() and send() return EINTR.
-  struct sigaction act {}, old {};
+  struct sigaction act {
+  }, old{};
   act.sa_handler = IgnoreSignal;
   ::sigaction(SIGUSR1, &act, &old);
   auto t = StartTestServer(2);
@@ -267,7 +270,8 @@ TEST(RendezvousWireServer, SignalsDoNotBreakBlockingCalls) {
   std::string got;
   std::thread getter([&] {
     auto v = b->Get("late", 2s);
-    if (v) got = *v; else ADD_FAILURE() << ErrText(v.takeError());
+    if (v) got = *v;
+    else ADD_FAILURE() << ErrText(v.takeError());
   });
   ASSERT_TRUE(WaitUntil([&] { return t->server->Stats().parked == 1; }));
   for (int i = 0; i < 30; ++i) {

@@ -16,8 +16,8 @@
 namespace avf::runtime {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::Fixture;
+using ::testing::HasSubstr;
 using testing::MakePlan;
 using testing::MustParse;
 using testing::Shape;
@@ -44,7 +44,7 @@ auto JobSetEnv(const std::string& node) -> Environment {
 
 // What the training operator sets for a PyTorchJob pod: RANK is the pod's.
 auto PyTorchJobEnv(const std::string& pod) -> Environment {
-  return {{"MASTER_ADDR", "job-master-0"}, {"MASTER_PORT", "23456"}, {"WORLD_SIZE", "32"}, {"RANK", pod},
+  return {{"MASTER_ADDR", "job-master-0"}, {"MASTER_PORT", "23456"},    {"WORLD_SIZE", "32"}, {"RANK", pod},
           {"PET_NODE_RANK", pod},          {"PET_NPROC_PER_NODE", "8"}, {"PET_NNODES", "4"}};
 }
 
@@ -137,7 +137,8 @@ TEST(RankIdentity, PetProcessNeedsALocalRank) {
   RankIdentity id = Resolve(flags, JobSetEnv("2"), Hgx());
   EXPECT_EQ(id.rank, 21);
   EXPECT_EQ(id.local_rank, 5);
-  EXPECT_EQ(id.origin.rank, "PET_NODE_RANK=2 (environment) x PET_NPROC_PER_NODE=8 (environment) + --local-rank=5 (flag)");
+  EXPECT_EQ(id.origin.rank,
+            "PET_NODE_RANK=2 (environment) x PET_NPROC_PER_NODE=8 (environment) + --local-rank=5 (flag)");
   RankIdentity env_local = Resolve({}, With(JobSetEnv("2"), "LOCAL_RANK", "7"), Hgx());
   EXPECT_EQ(env_local.rank, 23);
   EXPECT_EQ(env_local.origin.local_rank, "LOCAL_RANK=7 (environment)");
@@ -167,8 +168,8 @@ TEST(RankIdentity, PyTorchJobRankIsThePodsRank) {
 }
 
 TEST(RankIdentity, Torchrun) {
-  Environment env{{"RANK", "13"}, {"WORLD_SIZE", "32"}, {"LOCAL_RANK", "5"}, {"MASTER_ADDR", "node0"},
-                  {"MASTER_PORT", "29400"}};
+  Environment env{
+      {"RANK", "13"}, {"WORLD_SIZE", "32"}, {"LOCAL_RANK", "5"}, {"MASTER_ADDR", "node0"}, {"MASTER_PORT", "29400"}};
   RankIdentity id = Resolve({}, env, Hgx());
   EXPECT_EQ(id.rank, 13);
   EXPECT_EQ(id.local_rank, 5);
@@ -206,8 +207,9 @@ TEST(RankIdentity, FlagsOverrideTheEnvironment) {
   flags.nproc_per_node = "8";
   flags.master_addr = "10.1.2.3";
   flags.master_port = "40000";
-  Environment env{{"RANK", "7"},         {"WORLD_SIZE", "16"},      {"LOCAL_RANK", "7"},      {"GROUP_RANK", "2"},
-                  {"LOCAL_WORLD_SIZE", "4"}, {"MASTER_ADDR", "stale"}, {"MASTER_PORT", "1"}};
+  Environment env{{"RANK", "7"},       {"WORLD_SIZE", "16"},      {"LOCAL_RANK", "7"},
+                  {"GROUP_RANK", "2"}, {"LOCAL_WORLD_SIZE", "4"}, {"MASTER_ADDR", "stale"},
+                  {"MASTER_PORT", "1"}};
   RankIdentity id = Resolve(flags, env, Hgx());
   EXPECT_EQ(id.rank, 3);
   EXPECT_EQ(id.world_size, 32);
@@ -396,9 +398,9 @@ TEST(RankIdentity, ProcessEnvironmentReadsOnlyIdentityVariables) {
   EXPECT_EQ(env.count("AVF_UNRELATED_VARIABLE"), 0u);
   for (const auto& entry : env) {
     const std::string& name = entry.first;
-    EXPECT_NE(std::find_if(IdentityVariables().begin(), IdentityVariables().end(),
-                           [&](const char* v) { return name == v; }),
-              IdentityVariables().end());
+    EXPECT_NE(
+        std::find_if(IdentityVariables().begin(), IdentityVariables().end(), [&](const char* v) { return name == v; }),
+        IdentityVariables().end());
   }
   ::unsetenv("PET_NODE_RANK");
   ::unsetenv("AVF_UNRELATED_VARIABLE");

@@ -18,11 +18,11 @@
 namespace avf::runtime {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::Not;
 using testing::Fixture;
 using testing::FixturePath;
+using ::testing::HasSubstr;
 using testing::MustParse;
+using ::testing::Not;
 using testing::ParseFailure;
 using testing::RemoveAt;
 using testing::SetAt;
@@ -198,7 +198,8 @@ TEST(RunPlanRead, ReadPlanFileNamesThePath) {
 
   llvm::Expected<RunPlan> dir = ReadPlanFile(FixturePath(""));
   ASSERT_FALSE(static_cast<bool>(dir));
-  EXPECT_THAT(llvm::toString(dir.takeError()), HasSubstr("cannot open the plan: it is a directory, not a regular file"));
+  EXPECT_THAT(llvm::toString(dir.takeError()),
+              HasSubstr("cannot open the plan: it is a directory, not a regular file"));
 }
 
 TEST(RunPlanRead, ProblemsCarryFileAndKeyPath) {
@@ -214,8 +215,7 @@ TEST(RunPlanRead, ProblemsCarryFileAndKeyPath) {
   ASSERT_FALSE(static_cast<bool>(p));
   llvm::Error e = p.takeError();
   EXPECT_TRUE(e.isA<PlanError>());
-  EXPECT_EQ(llvm::toString(std::move(e)),
-            path + ": ranks[0].tensor: expected an integer, found the string \"0\"");
+  EXPECT_EQ(llvm::toString(std::move(e)), path + ": ranks[0].tensor: expected an integer, found the string \"0\"");
   std::remove(path.c_str());
 }
 
@@ -273,66 +273,86 @@ void ExpectMutationsFail(const std::string& fixture, std::initializer_list<Mutat
 }
 
 TEST(RunPlanTypes, WrongTypes) {
-  ExpectMutationsFail("hgx_h100_platform.json", {
-      {"job", "[]", "plan.json: job: expected an object, found an array"},
-      {"job.name", "5", "plan.json: job.name: expected a string, found the number 5"},
-      {"job.name", "\"\"", "plan.json: job.name: is empty"},
-      {"job.image", "\"\"", "plan.json: job.image: is empty (a value not set is null, never \"\")"},
-      {"job.source_sha256", "\"ABC\"", "job.source_sha256: expected 64 lowercase hexadecimal digits"},
-      {"job.target", "\"k8s\"", "job.target: expected `kubeflow`, `jobset` or `slurm`, found the string \"k8s\""},
-      {"model.arch", "\"gpt3\"", "model.arch: expected `gpt2` or `llama`, found the string \"gpt3\""},
-      {"model.layers", "2.5", "plan.json: model.layers: 2.5 is not an integer"},
-      {"model.layers", "0", "plan.json: model.layers: 0 is below the minimum 1"},
-      {"model.tied_embeddings", "1", "model.tied_embeddings: expected true or false, found the number 1"},
-      {"model.flops_per_token", "0", "model.flops_per_token: 0 is not above 0"},
-      {"hardware.oversubscription", "0.5", "hardware.oversubscription: 0.5 is below the minimum 1"},
-      {"hardware.gpu_hour_price", "\"free\"", "hardware.gpu_hour_price: expected a number, found the string"},
-      {"training.precision", "\"fp8\"", "training.precision: expected `bf16`, `fp16` or `fp32`"},
-      {"training.length_field", "\"hours\"", "training.length_field: expected `steps`, `tokens` or `epochs`"},
-      {"layout.schedule", "\"zigzag\"", "layout.schedule: expected `one_f_one_b`, `interleaved` or `gpipe`"},
-      {"layout.zero", "4", "plan.json: layout.zero: 4 is outside 0..3"},
-      {"layout.rank_order", "\"pipeline,data,tensor\"",
-       "layout.rank_order: \"pipeline,data,tensor\" is not \"tensor,data,pipeline\", the only rank order"},
-      {"ranks", "{}", "plan.json: ranks: expected an array, found an object"},
-      {"ranks", "[]", "plan.json: ranks: has 0 entries, at least 1 expected"},
-      {"ranks[3]", "7", "plan.json: ranks[3]: expected an object, found the number 7"},
-      {"ranks[17].tensor", "\"1\"", "plan.json: ranks[17].tensor: expected an integer, found the string \"1\""},
-      {"ranks[17].tensor", "-1", "plan.json: ranks[17].tensor: -1 is below the minimum 0"},
-      {"groups.tensor[2]", "3", "plan.json: groups.tensor[2]: expected an array, found the number 3"},
-      {"groups.tensor[2]", "[]", "plan.json: groups.tensor[2]: has 0 entries, at least 1 expected"},
-      {"groups.data[0][1]", "null", "plan.json: groups.data[0][1]: expected an integer, found null"},
-      {"groups.embedding", "[]", "plan.json: groups.embedding: has 0 entries, at least 1 expected"},
-      {"stages[0].embedding", "\"yes\"", "stages[0].embedding: expected true or false"},
-      {"stage_parameters[1]", "0", "plan.json: stage_parameters[1]: 0 is below the minimum 1"},
-      {"data.format", "\"tokens_u8\"", "data.format: expected `tokens_u16` or `tokens_u32`"},
-      {"data.token_bytes", "3", "data.token_bytes: 3 is not a token size (2 or 4 bytes)"},
-      {"data.token_bytes", "8", "data.token_bytes: 8 is outside 2..4"},
-      {"data.source", "null", "plan.json: data.source: expected an object, found null"},
-      {"data.source.kind", "\"ftp\"", "data.source.kind: expected `ceph`, `s3`, `minio`, `beegfs`, `lustre`"},
-      {"data.slices[1].tokens", "0", "data.slices[1].tokens: 0 is below the minimum 1"},
-      {"zero.slices", "null", "plan.json: zero.slices: expected an array, found null"},
-      {"optimizer.betas", "[0.9]", "plan.json: optimizer.betas: has 1 entries, at least 2 expected"},
-      {"optimizer.betas", "[0.9, 0.95, 0.99]", "optimizer.betas: has 3 entries, expected 2 (beta1, beta2)"},
-      {"optimizer.betas", "[0.9, 1.5]", "plan.json: optimizer.betas[1]: 1.5 is above the maximum 1"},
-      {"optimizer.lr", "0", "optimizer.lr: 0 is not above 0"},
-      {"optimizer.schedule", "\"step\"", "optimizer.schedule: expected `cosine`, `linear` or `constant`"},
-      {"checkpoint", "5", "plan.json: checkpoint: expected an object, found the number 5"},
-      {"checkpoint.keep", "0", "checkpoint.keep: 0 is below the minimum 1"},
-      {"checkpoint.dir", "\"/ckpt\"", "checkpoint.dir: expected an object, found the string \"/ckpt\""},
-      {"predicted.mfu", "1.5", "predicted.mfu: 1.5 is above the maximum 1"},
-      {"predicted.binding", "\"\"", "predicted.binding: is empty"},
-      {"predicted.data_group_span.nodes", "0", "predicted.data_group_span.nodes: 0 is below the minimum 1"},
-  });
+  ExpectMutationsFail(
+      "hgx_h100_platform.json",
+      {
+          {"job", "[]", "plan.json: job: expected an object, found an array"},
+          {"job.name", "5", "plan.json: job.name: expected a string, found the number 5"},
+          {"job.name", "\"\"", "plan.json: job.name: is empty"},
+          {"job.image", "\"\"", "plan.json: job.image: is empty (a value not set is null, never \"\")"},
+          {"job.source_sha256", "\"ABC\"", "job.source_sha256: expected 64 lowercase hexadecimal digits"},
+          {"job.target", "\"k8s\"", "job.target: expected `kubeflow`, `jobset` or `slurm`, found the string \"k8s\""},
+          {"model.arch", "\"gpt3\"", "model.arch: expected `gpt2` or `llama`, found the string \"gpt3\""},
+          {"model.layers", "2.5", "plan.json: model.layers: 2.5 is not an integer"},
+          {"model.layers", "0", "plan.json: model.layers: 0 is below the minimum 1"},
+          {"model.tied_embeddings", "1", "model.tied_embeddings: expected true or false, found the number 1"},
+          {"model.flops_per_token", "0", "model.flops_per_token: 0 is not above 0"},
+          {"hardware.oversubscription", "0.5", "hardware.oversubscription: 0.5 is below the minimum 1"},
+          {"hardware.gpu_hour_price", "\"free\"", "hardware.gpu_hour_price: expected a number, found the string"},
+          {"training.precision", "\"fp8\"", "training.precision: expected `bf16`, `fp16` or `fp32`"},
+          {"training.length_field", "\"hours\"", "training.length_field: expected `steps`, `tokens` or `epochs`"},
+          {"layout.schedule", "\"zigzag\"", "layout.schedule: expected `one_f_one_b`, `interleaved` or `gpipe`"},
+          {"layout.zero", "4", "plan.json: layout.zero: 4 is outside 0..3"},
+          {"layout.rank_order", "\"pipeline,data,tensor\"",
+           "layout.rank_order: \"pipeline,data,tensor\" is not \"tensor,data,pipeline\", the only rank order"},
+          {"ranks", "{}", "plan.json: ranks: expected an array, found an object"},
+          {"ranks", "[]", "plan.json: ranks: has 0 entries, at least 1 expected"},
+          {"ranks[3]", "7", "plan.json: ranks[3]: expected an object, found the number 7"},
+          {"ranks[17].tensor", "\"1\"", "plan.json: ranks[17].tensor: expected an integer, found the string \"1\""},
+          {"ranks[17].tensor", "-1", "plan.json: ranks[17].tensor: -1 is below the minimum 0"},
+          {"groups.tensor[2]", "3", "plan.json: groups.tensor[2]: expected an array, found the number 3"},
+          {"groups.tensor[2]", "[]", "plan.json: groups.tensor[2]: has 0 entries, at least 1 expected"},
+          {"groups.data[0][1]", "null", "plan.json: groups.data[0][1]: expected an integer, found null"},
+          {"groups.embedding", "[]", "plan.json: groups.embedding: has 0 entries, at least 1 expected"},
+          {"stages[0].embedding", "\"yes\"", "stages[0].embedding: expected true or false"},
+          {"stage_parameters[1]", "0", "plan.json: stage_parameters[1]: 0 is below the minimum 1"},
+          {"data.format", "\"tokens_u8\"", "data.format: expected `tokens_u16` or `tokens_u32`"},
+          {"data.token_bytes", "3", "data.token_bytes: 3 is not a token size (2 or 4 bytes)"},
+          {"data.token_bytes", "8", "data.token_bytes: 8 is outside 2..4"},
+          {"data.source", "null", "plan.json: data.source: expected an object, found null"},
+          {"data.source.kind", "\"ftp\"", "data.source.kind: expected `ceph`, `s3`, `minio`, `beegfs`, `lustre`"},
+          {"data.slices[1].tokens", "0", "data.slices[1].tokens: 0 is below the minimum 1"},
+          {"zero.slices", "null", "plan.json: zero.slices: expected an array, found null"},
+          {"optimizer.betas", "[0.9]", "plan.json: optimizer.betas: has 1 entries, at least 2 expected"},
+          {"optimizer.betas", "[0.9, 0.95, 0.99]", "optimizer.betas: has 3 entries, expected 2 (beta1, beta2)"},
+          {"optimizer.betas", "[0.9, 1.5]", "plan.json: optimizer.betas[1]: 1.5 is above the maximum 1"},
+          {"optimizer.lr", "0", "optimizer.lr: 0 is not above 0"},
+          {"optimizer.schedule", "\"step\"", "optimizer.schedule: expected `cosine`, `linear` or `constant`"},
+          {"checkpoint", "5", "plan.json: checkpoint: expected an object, found the number 5"},
+          {"checkpoint.keep", "0", "checkpoint.keep: 0 is below the minimum 1"},
+          {"checkpoint.dir", "\"/ckpt\"", "checkpoint.dir: expected an object, found the string \"/ckpt\""},
+          {"predicted.mfu", "1.5", "predicted.mfu: 1.5 is above the maximum 1"},
+          {"predicted.binding", "\"\"", "predicted.binding: is empty"},
+          {"predicted.data_group_span.nodes", "0", "predicted.data_group_span.nodes: 0 is below the minimum 1"},
+      });
 }
 
 TEST(RunPlanTypes, MissingKeys) {
   const char* kMissing = ": missing (every key of plan-format.md is always present, null when not set)";
   std::string tiny = Fixture("gpt2_tiny_local.json");
-  for (const char* path : {"job", "job.image", "model.seq_len", "hardware.gpus_per_node", "training.steps",
-                           "layout.tensor", "ranks", "ranks[0].gpu", "groups", "groups.pipeline", "stages",
-                           "stages[0].output", "stage_parameters", "data", "data.slices[0].first_shard",
-                           "data.staged_to", "zero", "zero.slices", "optimizer.betas", "checkpoint",
-                           "checkpoint.every_seconds", "predicted", "predicted.time_breakdown_s.bubble",
+  for (const char* path : {"job",
+                           "job.image",
+                           "model.seq_len",
+                           "hardware.gpus_per_node",
+                           "training.steps",
+                           "layout.tensor",
+                           "ranks",
+                           "ranks[0].gpu",
+                           "groups",
+                           "groups.pipeline",
+                           "stages",
+                           "stages[0].output",
+                           "stage_parameters",
+                           "data",
+                           "data.slices[0].first_shard",
+                           "data.staged_to",
+                           "zero",
+                           "zero.slices",
+                           "optimizer.betas",
+                           "checkpoint",
+                           "checkpoint.every_seconds",
+                           "predicted",
+                           "predicted.time_breakdown_s.bubble",
                            "predicted.cost"}) {
     EXPECT_EQ(ParseFailure(RemoveAt(tiny, path)), std::string("plan.json: ") + path + kMissing) << path;
   }
@@ -370,13 +390,15 @@ TEST(RunPlanTypes, ShowsTheFirstTwentyProblems) {
 }
 
 TEST(RunPlanTypes, HugeNumbers) {
-  ExpectMutationsFail("gpt2_tiny_local.json", {
-      {"ranks[0].node", "9223372036854775807", "ranks[0].node: 9223372036854775807 (or more) is out of range"},
-      {"ranks[0].node", "9200000000000000000", "ranks[0].node: 9200000000000000000 is out of range"},
-      {"ranks[0].node", "-9223372036854775808", "ranks[0].node: -9223372036854775808 (or less) is out of range"},
-      {"ranks[0].node", "1e19", "ranks[0].node: 1e+19 is out of range for a 64-bit integer"},
-      {"data.tokens", "4611686018427387904", "data.slices: the slices end at token 992494, but the dataset has"},
-  });
+  ExpectMutationsFail(
+      "gpt2_tiny_local.json",
+      {
+          {"ranks[0].node", "9223372036854775807", "ranks[0].node: 9223372036854775807 (or more) is out of range"},
+          {"ranks[0].node", "9200000000000000000", "ranks[0].node: 9200000000000000000 is out of range"},
+          {"ranks[0].node", "-9223372036854775808", "ranks[0].node: -9223372036854775808 (or less) is out of range"},
+          {"ranks[0].node", "1e19", "ranks[0].node: 1e+19 is out of range for a 64-bit integer"},
+          {"data.tokens", "4611686018427387904", "data.slices: the slices end at token 992494, but the dataset has"},
+      });
   // Beyond what survives a round trip through llvm::json: edit the text.
   std::string tiny = Fixture("gpt2_tiny_local.json");
   struct Raw {
@@ -390,7 +412,8 @@ TEST(RunPlanTypes, HugeNumbers) {
        "plan.json: model.flops_per_token: the number is too large for a double"},
       {"\"flops_per_token\": 884736", "\"flops_per_token\": -1e400",
        "plan.json: model.flops_per_token: the number is too large for a double"},
-      {"\"layers\": 2", "\"layers\": 1" + std::string(400, '0') + "", "model.layers: 9223372036854775807 (or more) is out of range"},
+      {"\"layers\": 2", "\"layers\": 1" + std::string(400, '0') + "",
+       "model.layers: 9223372036854775807 (or more) is out of range"},
   };
   for (const Raw& r : raws) {
     EXPECT_THAT(ParseFailure(testing::ReplaceFirst(tiny, r.from, r.to)), HasSubstr(r.message)) << r.to;
@@ -487,7 +510,8 @@ TEST(RunPlanHostile, DevicesAndFifosAreRefused) {
   ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
   llvm::Expected<RunPlan> q = ReadPlanFile(path);
   ASSERT_FALSE(static_cast<bool>(q));
-  EXPECT_EQ(llvm::toString(q.takeError()), path + ": cannot open the plan: it is a FIFO (named pipe), not a regular file");
+  EXPECT_EQ(llvm::toString(q.takeError()),
+            path + ": cannot open the plan: it is a FIFO (named pipe), not a regular file");
   std::remove(path.c_str());
 }
 

@@ -210,9 +210,16 @@ auto MakePlan(const Shape& s) -> RunPlan {
   p.training.micro_batch = 1;
   p.training.micro_batches_per_step = 2;
   p.training.tokens_per_step = p.training.global_batch * 16;
-  p.layout = {s.data, s.tensor, s.pipeline, s.chunks,
-              s.chunks > 1 ? PipelineSchedule::Interleaved : PipelineSchedule::OneFOneB, s.zero, 1, Recompute::None,
-              false, "tensor,data,pipeline"};
+  p.layout = {s.data,
+              s.tensor,
+              s.pipeline,
+              s.chunks,
+              s.chunks > 1 ? PipelineSchedule::Interleaved : PipelineSchedule::OneFOneB,
+              s.zero,
+              1,
+              Recompute::None,
+              false,
+              "tensor,data,pipeline"};
   avf::testing::AddRanksAndGroups(p, s.tensor, s.data, s.pipeline, s.gpus_per_node, s.tied);
   MakeStagesDataZero(s, p);
   return p;

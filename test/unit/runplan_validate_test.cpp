@@ -15,8 +15,8 @@
 namespace avf::runtime {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::Fixture;
+using ::testing::HasSubstr;
 using testing::MakePlan;
 using testing::MustParse;
 using testing::ParseFailure;
@@ -86,7 +86,8 @@ TEST(RunPlanValidate, RankCountIsDataTimesTensorTimesPipeline) {
             "plan.json: training.gpus: 16 GPUs, but the layout has data x tensor x pipeline = 32 ranks");
   p = Hgx();
   p.layout.data = 8;
-  EXPECT_THAT(ValidateFailure(p), HasSubstr("plan.json: ranks: 32 ranks, but data x tensor x pipeline = 8 x 4 x 2 = 64"));
+  EXPECT_THAT(ValidateFailure(p),
+              HasSubstr("plan.json: ranks: 32 ranks, but data x tensor x pipeline = 8 x 4 x 2 = 64"));
 }
 
 TEST(RunPlanValidate, HugeLayoutDoesNotOverflow) {
@@ -127,15 +128,16 @@ TEST(RunPlanValidate, RanksPerNode) {
   RunPlan p = Hgx();
   EXPECT_EQ(p.hardware.ranks_per_node, 8);
   p.hardware.ranks_per_node = 4;
-  EXPECT_EQ(ValidateFailure(p), "plan.json: hardware.ranks_per_node: 4, but 32 ranks on nodes of 8 GPUs run 8 per node");
+  EXPECT_EQ(ValidateFailure(p),
+            "plan.json: hardware.ranks_per_node: 4, but 32 ranks on nodes of 8 GPUs run 8 per node");
   // A job smaller than its node runs all its ranks there.
   RunPlan small = testing::MakePlan({.tensor = 2, .gpus_per_node = 8});
   EXPECT_EQ(small.hardware.ranks_per_node, 2);
   small.hardware.ranks_per_node = 8;
   EXPECT_THAT(ValidateFailure(small), HasSubstr("hardware.ranks_per_node: 8, but 2 ranks on nodes of 8 GPUs run 2"));
-  EXPECT_THAT(testing::ParseFailure(testing::RemoveAt(testing::Fixture("hgx_h100_platform.json"),
-                                                     "hardware.ranks_per_node")),
-              HasSubstr("hardware.ranks_per_node: missing"));
+  EXPECT_THAT(
+      testing::ParseFailure(testing::RemoveAt(testing::Fixture("hgx_h100_platform.json"), "hardware.ranks_per_node")),
+      HasSubstr("hardware.ranks_per_node: missing"));
 }
 
 // The predicted totals: only `avf-run check-plan` checks them (check_plan.h).
@@ -338,7 +340,8 @@ TEST(RunPlanValidate, BatchArithmetic) {
             "that");
   p = Hgx();
   p.training.tokens_per_step = 1;
-  EXPECT_EQ(ValidateFailure(p), "plan.json: training.tokens_per_step: 1, but global batch 512 x seq_len 8192 is not that");
+  EXPECT_EQ(ValidateFailure(p),
+            "plan.json: training.tokens_per_step: 1, but global batch 512 x seq_len 8192 is not that");
 }
 
 TEST(RunPlanValidate, CheckpointEitherStepsOrSeconds) {
@@ -403,8 +406,7 @@ TEST(RunPlanSizes, LeastRankBytesAndTheHostBound) {
   EXPECT_EQ(last.activations - b.activations, 4 * int64_t{2} * 8192 * (128256 / 4));
   llvm::Error small = CheckHostMemory(p, 0, int64_t{1} << 30);
   ASSERT_TRUE(static_cast<bool>(small));
-  EXPECT_THAT(llvm::toString(std::move(small)),
-              HasSubstr("the plan's 8 ranks on node 0 need at least 5"));
+  EXPECT_THAT(llvm::toString(std::move(small)), HasSubstr("the plan's 8 ranks on node 0 need at least 5"));
   EXPECT_FALSE(static_cast<bool>(CheckHostMemory(p, 0, INT64_MAX)));
   EXPECT_GT(PhysicalMemoryBytes(), 0);
 }

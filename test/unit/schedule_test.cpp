@@ -236,9 +236,10 @@ TEST(CheckSchedule, EveryKindOverTheGrid) {
             continue;
           }
           auto c = Check(s);
-          ASSERT_TRUE(static_cast<bool>(c)) << runtime::Name(kind).str() << " P=" << P << " V=" << V << " M=" << M << ": "
-                                            << llvm::toString(c.takeError());
-          EXPECT_EQ(c->rounds, 2 * M * V + 2 * (P - 1)) << runtime::Name(kind).str() << " " << P << " " << V << " " << M;
+          ASSERT_TRUE(static_cast<bool>(c)) << runtime::Name(kind).str() << " P=" << P << " V=" << V << " M=" << M
+                                            << ": " << llvm::toString(c.takeError());
+          EXPECT_EQ(c->rounds, 2 * M * V + 2 * (P - 1))
+              << runtime::Name(kind).str() << " " << P << " " << V << " " << M;
           EXPECT_TRUE(c->pair_ordered);
           EXPECT_LE(c->max_queued, V == 1 ? 1 : P);
           ++checked;

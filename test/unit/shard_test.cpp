@@ -74,7 +74,8 @@ auto Compare(Transformer<float>& m, const Reference& r, double tol, bool split_w
         return fmt::format("{}[{}]: parameter differs from the whole model's [{}]", t.name, i, full);
       }
       if (std::abs(got - want[static_cast<size_t>(full)]) > tol * scale) {
-        return fmt::format("{}[{}] (full {}): gradient {} vs {}", t.name, i, full, got, want[static_cast<size_t>(full)]);
+        return fmt::format("{}[{}] (full {}): gradient {} vs {}", t.name, i, full, got,
+                           want[static_cast<size_t>(full)]);
       }
     }
   }

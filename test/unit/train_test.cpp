@@ -15,8 +15,8 @@
 #include <llvm/Support/FileSystem.h>
 
 #include "model/transformer.h"
-#include "temp_dir.h"
 #include "optim/optimizer.h"
+#include "temp_dir.h"
 #include "train/checkpoint.h"
 #include "train/metrics.h"
 
@@ -37,7 +37,7 @@ TEST(Schedule, WarmupThenDecay) {
   c.min_lr_ratio = 0.1;
   EXPECT_DOUBLE_EQ(LearningRate(c, 0), 0.25);
   EXPECT_DOUBLE_EQ(LearningRate(c, 3), 1.0);
-  EXPECT_DOUBLE_EQ(LearningRate(c, 4), 1.0);   // the decay starts at the peak
+  EXPECT_DOUBLE_EQ(LearningRate(c, 4), 1.0);     // the decay starts at the peak
   EXPECT_NEAR(LearningRate(c, 13), 0.1, 1e-12);  // and ends at min_lr
   EXPECT_NEAR(LearningRate(c, 100), 0.1, 1e-12);
   EXPECT_NEAR(LearningRate(c, 8) + LearningRate(c, 9), 1.1, 0.12);  // about halfway
@@ -75,7 +75,8 @@ TEST(AdamW, ClipsByTheGlobalNorm) {
 }
 
 auto RunCurve(model::Arch arch) -> std::vector<double> {
-  model::ModelConfig mc{arch, 2, 16, 4, arch == model::Arch::Llama ? 2 : 4, 32, 23, 8, arch == model::Arch::Gpt2, 10000};
+  model::ModelConfig mc{arch, 2, 16, 4, arch == model::Arch::Llama ? 2 : 4, 32, 23, 8, arch == model::Arch::Gpt2,
+                        10000};
   model::Transformer<float> m(mc);
   m.Initialize(1234);
   OptimizerConfig oc;
@@ -130,9 +131,10 @@ TEST(Training, GoldenLossCurves) {
 
 TEST(Metrics, JsonAndProgress) {
   StepMetrics m{20, 100, 3.14159, 3e-4, 0.5, 0.25, 12345.6, 1.23e9, 0.01, 0.02, 0.005};
-  EXPECT_EQ(MetricsJson(m), "{\"step\":20,\"loss\":3.14159,\"lr\":0.0003,\"grad_norm\":0.5,\"step_time_s\":0.25,"
-                            "\"tokens_per_s\":12345.6,\"flops_per_s\":1230000000,\"tensor_comm_s\":0.01,"
-                            "\"pipeline_comm_s\":0.02,\"data_comm_s\":0.005}");
+  EXPECT_EQ(MetricsJson(m),
+            "{\"step\":20,\"loss\":3.14159,\"lr\":0.0003,\"grad_norm\":0.5,\"step_time_s\":0.25,"
+            "\"tokens_per_s\":12345.6,\"flops_per_s\":1230000000,\"tensor_comm_s\":0.01,"
+            "\"pipeline_comm_s\":0.02,\"data_comm_s\":0.005}");
   EXPECT_EQ(ProgressText(m), "step 20/100  loss 3.1416  lr 3.00e-04  12,346 tok/s  1.23 GFLOP/s  ETA 20s");
   m.loss = NAN;
   EXPECT_NE(MetricsJson(m).find("\"loss\":null"), std::string::npos);
@@ -196,7 +198,9 @@ TEST_F(Checkpoints, DamagedOrForeignFilesAreRefused) {
   }
   EXPECT_NE(Message(LoadRank(root_, 5, 0, 1, 3, 3).takeError()).find("corrupted (CRC mismatch)"), std::string::npos);
   ASSERT_EQ(truncate(file.c_str(), 80), 0);
-  EXPECT_NE(Message(LoadRank(root_, 5, 0, 1, 3, 3).takeError()).find("holds 3 parameters and 3 optimizer moments in 80 bytes"), std::string::npos);
+  EXPECT_NE(Message(LoadRank(root_, 5, 0, 1, 3, 3).takeError())
+                .find("holds 3 parameters and 3 optimizer moments in 80 bytes"),
+            std::string::npos);
   std::ofstream(file) << "hello";
   EXPECT_NE(Message(LoadRank(root_, 5, 0, 1, 3, 3).takeError()).find("not an aviflow checkpoint"), std::string::npos);
   EXPECT_NE(Message(LoadRank(root_, 6, 0, 1, 3, 3).takeError()).find("cannot read the checkpoint"), std::string::npos);
