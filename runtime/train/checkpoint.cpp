@@ -141,6 +141,10 @@ auto LatestCommitted(const std::string& root) -> llvm::Expected<std::optional<in
 auto LoadRank(const std::string& root, int64_t step, int32_t rank, int32_t world, int64_t params, int64_t moments)
     -> llvm::Expected<RankState> {
   std::string path = RankFile(root, step, rank);
+  uint64_t expected = 0;
+  if (!FileBytes(params, moments, expected)) {
+    return Fail(fmt::format("{}: no checkpoint holds {} parameters and {} optimizer moments", path, params, moments));
+  }
   llvm::Expected<io::RegularFile> file = io::RegularFile::Open(path);
   if (!file) return Fail(fmt::format("{}: cannot read the checkpoint: {}", path, llvm::toString(file.takeError())));
   auto buffer = llvm::MemoryBuffer::getOpenFile(file->fd(), path, file->size(), /*RequiresNullTerminator=*/false);
@@ -153,9 +157,7 @@ auto LoadRank(const std::string& root, int64_t step, int32_t rank, int32_t world
 auto ParseRank(llvm::ArrayRef<uint8_t> bytes, const std::string& path, int32_t rank, int32_t world, int64_t params,
                int64_t moments) -> llvm::Expected<RankState> {
   uint64_t expected = 0;
-  if (!FileBytes(params, moments, expected)) {
-    return Fail(fmt::format("{}: no checkpoint holds {} parameters and {} optimizer moments", path, params, moments));
-  }
+  bool sized = FileBytes(params, moments, expected);
   const uint8_t* p = bytes.data();
   size_t size = bytes.size();
   if (size < kHeaderBytes || Get(p, 4) != kMagic) return Fail(path + ": not an aviflow checkpoint");
@@ -174,12 +176,13 @@ auto ParseRank(llvm::ArrayRef<uint8_t> bytes, const std::string& path, int32_t r
   // The counts are checked against the bytes present before any arithmetic on them.
   uint64_t payload_bytes = size - kHeaderBytes;
   bool fits = count <= payload_bytes / 4 && moment_count <= payload_bytes / 8;
-  if (!fits || count != static_cast<uint64_t>(params) || moment_count != static_cast<uint64_t>(moments) ||
+  if (!sized || !fits || count != static_cast<uint64_t>(params) || moment_count != static_cast<uint64_t>(moments) ||
       size != expected) {
+    std::string want = sized ? fmt::format("{} bytes", expected) : std::string("more bytes than 64 bits count");
     return Fail(
         fmt::format("{}: holds {} parameters and {} optimizer moments in {} bytes; this rank has {} and {} "
-                    "(expected {} bytes)",
-                    path, count, moment_count, size, params, moments, expected));
+                    "(expected {})",
+                    path, count, moment_count, size, params, moments, want));
   }
   llvm::ArrayRef<uint8_t> payload(p + kHeaderBytes, size - kHeaderBytes);
   if (llvm::crc32(payload) != Get(p + 48, 4)) return Fail(path + ": the checkpoint is corrupted (CRC mismatch)");

@@ -1,2 +1,2 @@
-#include "train/trainer.h"
 #include "parallel/engine.h"
+#include "train/trainer.h"

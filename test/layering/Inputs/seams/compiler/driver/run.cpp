@@ -1,6 +1,6 @@
-#include "AvfParser.h"
-#include "llvm/Support/Error.h"
 #include "plan/planner.h"
 #include "plan_format/format.h"
 #include "runtime/plan_format/format.h"
 #include "train/trainer.h"
+#include "AvfParser.h"
+#include "llvm/Support/Error.h"

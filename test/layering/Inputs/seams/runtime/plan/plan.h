@@ -1,2 +1,2 @@
-#include "driver/options.h"
 #include "plan_format/format.h"
+#include "driver/options.h"
