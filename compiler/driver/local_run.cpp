@@ -23,6 +23,7 @@
 
 #include "driver/outputs.h"
 #include "emit/plan_json.h"
+#include "plan_format/folder_lock.h"
 #include "plan_format/launch.h"
 
 namespace avf::driver {
@@ -97,15 +98,22 @@ auto ShapeOf(const plan::Plan& plan) -> NodeShape {
 // This process's environment without any rank variables of its own, plus
 // node `n`'s: the PET_* variables avf-run's node launcher reads, the store's
 // address, the job token, and this process as the launcher's supervisor.
+auto LockRunFolder(const std::string& dir, diag::DiagnosticEngine& diags) -> bool {
+  pf::FolderLock lock = pf::LockFolder(dir);
+  if (lock.state == pf::FolderLock::State::InUse) {
+    std::string holder = lock.holder.empty() ? "" : fmt::format("started by process {}; ", lock.holder);
+    diags.Report(diag::DiagId::RunFolderInUse, {}, dir, holder, lock.path);
+  } else if (lock.state == pf::FolderLock::State::Failed) {
+    diags.Report(diag::DiagId::RunFolderNotLocked, {}, dir, lock.error);
+  }
+  return lock.state == pf::FolderLock::State::Locked;
+}
+
 auto NodeEnvironment(int64_t n, NodeShape shape, int port, const std::string& token) -> std::vector<std::string> {
   std::vector<std::string> env;
   for (char** e = environ; e && *e; ++e) {
     llvm::StringRef var(*e);
-    if (var.startswith("PET_") || var.startswith("RANK=") || var.startswith("WORLD_SIZE=") ||
-        var.startswith("LOCAL_RANK=") || var.startswith("GROUP_RANK=") || var.startswith("LOCAL_WORLD_SIZE=") ||
-        var.startswith("MASTER_") || var.startswith(pf::kEnvJobToken) || var.startswith(pf::kEnvSupervisorPid)) {
-      continue;
-    }
+    if (pf::IsLaunchVariable(std::string_view(var.split('=').first))) continue;
     env.push_back(var.str());
   }
   env.insert(env.end(),
@@ -235,6 +243,9 @@ auto RunLocal(const Options& o, const plan::Plan& plan, diag::DiagnosticEngine& 
     return -1;
   }
   std::string dir = o.run_dir.empty() ? "runs/" + job.name : o.run_dir;
+  // Locked before plan.json is written, so a job that uses the folder keeps
+  // its plan; avf-run's launchers inherit the lock and keep it (folder_lock.h).
+  if (!LockRunFolder(dir, diags)) return -1;
   std::string plan_path = dir + "/plan.json", json;
   llvm::raw_string_ostream stream(json);
   emit::WritePlanJson(plan, stream);

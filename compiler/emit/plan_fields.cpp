@@ -46,6 +46,52 @@ auto FormatName(cost::OptimizerKind v) -> std::string_view {
   return pf::Spelling(v == cost::OptimizerKind::Sgd ? pf::OptimizerKind::Sgd : pf::OptimizerKind::AdamW);
 }
 
+auto FormatName(check::StorageKind v) -> std::string_view {
+  using S = check::StorageKind;
+  switch (v) {
+    case S::Ceph: return pf::Spelling(pf::StorageKind::Ceph);
+    case S::S3: return pf::Spelling(pf::StorageKind::S3);
+    case S::Minio: return pf::Spelling(pf::StorageKind::Minio);
+    case S::Beegfs: return pf::Spelling(pf::StorageKind::Beegfs);
+    case S::Lustre: return pf::Spelling(pf::StorageKind::Lustre);
+    case S::Nfs: return pf::Spelling(pf::StorageKind::Nfs);
+    case S::Pvc: return pf::Spelling(pf::StorageKind::Pvc);
+    case S::Local: return pf::Spelling(pf::StorageKind::Local);
+  }
+  return "?";
+}
+
+auto FormatName(check::Target v) -> std::string_view {
+  switch (v) {
+    case check::Target::Kubeflow: return pf::Spelling(pf::Target::Kubeflow);
+    case check::Target::JobSet: return pf::Spelling(pf::Target::Jobset);
+    case check::Target::Slurm: return pf::Spelling(pf::Target::Slurm);
+  }
+  return "?";
+}
+
+auto FormatName(check::LengthField v) -> std::string_view {
+  switch (v) {
+    case check::LengthField::Steps: return pf::Spelling(pf::LengthField::Steps);
+    case check::LengthField::Tokens: return pf::Spelling(pf::LengthField::Tokens);
+    case check::LengthField::Epochs: return pf::Spelling(pf::LengthField::Epochs);
+  }
+  return "?";
+}
+
+auto FormatName(check::TokenFormat v) -> std::string_view {
+  return pf::Spelling(v == check::TokenFormat::U32 ? pf::TokenFormat::U32 : pf::TokenFormat::U16);
+}
+
+auto FormatName(check::LrSchedule v) -> std::string_view {
+  switch (v) {
+    case check::LrSchedule::Cosine: return pf::Spelling(pf::LrSchedule::Cosine);
+    case check::LrSchedule::Linear: return pf::Spelling(pf::LrSchedule::Linear);
+    case check::LrSchedule::Constant: return pf::Spelling(pf::LrSchedule::Constant);
+  }
+  return "?";
+}
+
 auto WholeBytes(double bytes) -> int64_t { return static_cast<int64_t>(std::llround(bytes)); }
 
 void LayoutField(JsonWriter& j, const cost::Layout& l, const std::function<void()>& extra) {

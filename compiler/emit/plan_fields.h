@@ -2,6 +2,7 @@
 // the two stay the same shape.
 #pragma once
 
+#include "check/job_spec.h"
 #include "cost/predict.h"
 #include "emit/json_writer.h"
 
@@ -13,6 +14,11 @@ auto FormatName(cost::Precision v) -> std::string_view;
 auto FormatName(cost::Schedule v) -> std::string_view;
 auto FormatName(cost::Recompute v) -> std::string_view;
 auto FormatName(cost::OptimizerKind v) -> std::string_view;
+auto FormatName(check::StorageKind v) -> std::string_view;
+auto FormatName(check::Target v) -> std::string_view;
+auto FormatName(check::LengthField v) -> std::string_view;
+auto FormatName(check::TokenFormat v) -> std::string_view;
+auto FormatName(check::LrSchedule v) -> std::string_view;
 
 // Bytes as a JSON integer.
 auto WholeBytes(double bytes) -> int64_t;

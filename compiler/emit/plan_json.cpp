@@ -50,7 +50,7 @@ void LocationValue(JsonWriter& j, std::string_view key, const std::optional<chec
   }
   j.Object([&] {
     j.Field(Spell(K::LocationStorage), loc->storage);
-    j.Field(Spell(K::LocationKind), Name(loc->storage_kind));
+    j.Field(Spell(K::LocationKind), FormatName(loc->storage_kind));
     j.Field(Spell(K::LocationPath), loc->path);
   });
 }
@@ -60,7 +60,7 @@ void JobSection(JsonWriter& j, const plan::Plan& plan) {
   j.ObjectField(Spell(K::Job), [&] {
     j.Field(Spell(K::JobName), s.name);
     TextOrNull(j, Spell(K::JobSourceSha256), plan.source_sha256);
-    TextOrNull(j, Spell(K::JobTarget), s.target ? std::string(Name(*s.target)) : "");
+    TextOrNull(j, Spell(K::JobTarget), s.target ? std::string(FormatName(*s.target)) : "");
     TextOrNull(j, Spell(K::JobImage), s.deploy.image.value);
     TextOrNull(j, Spell(K::JobNamespace), s.deploy.k8s_namespace.value);
     TextOrNull(j, Spell(K::JobQueue), s.deploy.queue.value);
@@ -119,7 +119,7 @@ void TrainingSection(JsonWriter& j, const plan::Plan& plan) {
     j.Field(Spell(K::TrainingTokensPerStep), plan.figures.tokens_per_step);
     j.Field(Spell(K::TrainingSteps), plan.totals.steps);
     j.NumberField(Spell(K::TrainingTokens), plan.totals.tokens);
-    TextOrNull(j, Spell(K::TrainingLengthField), s.length_field ? std::string(Name(*s.length_field)) : "");
+    TextOrNull(j, Spell(K::TrainingLengthField), s.length_field ? std::string(FormatName(*s.length_field)) : "");
   });
 }
 
@@ -208,7 +208,7 @@ void DataSection(JsonWriter& j, const plan::Plan& plan) {
     LocationValue(j, Spell(K::DataStagedTo), ds.stage_to);
     j.Field(Spell(K::DataTokens), ds.tokens);
     j.Field(Spell(K::DataShards), ds.shards);
-    j.Field(Spell(K::Format), Name(ds.format));
+    j.Field(Spell(K::Format), FormatName(ds.format));
     j.Field(Spell(K::DataTokenBytes), ds.token_bytes);
     DataSlices(j, plan);
   });
@@ -246,7 +246,7 @@ void OptimizerSection(JsonWriter& j, const plan::Plan& plan) {
     }
     NumberOrNull(j, Spell(K::OptimizerWeightDecay), o.weight_decay);
     j.Field(Spell(K::OptimizerWarmup), o.warmup);
-    j.Field(Spell(K::OptimizerSchedule), Name(o.schedule));
+    j.Field(Spell(K::OptimizerSchedule), FormatName(o.schedule));
   });
 }
 

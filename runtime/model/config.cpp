@@ -1,6 +1,6 @@
 #include "model/config.h"
 
-#include <fmt/format.h>
+#include <cassert>
 
 namespace avf::model {
 
@@ -73,6 +73,16 @@ auto ChunksOf(const ModelConfig& c, const ShardSpec& s) -> std::vector<LayerRang
   return s.chunks.empty() ? std::vector<LayerRange>{{0, c.layers}} : s.chunks;
 }
 
+[[maybe_unused]] auto IsShardOf(const ModelConfig& c, const ShardSpec& s) -> bool {
+  int64_t T = s.tensor_size;
+  if (T < 1 || s.tensor_rank < 0 || s.tensor_rank >= T) return false;
+  if (c.heads % T != 0 || c.kv_heads % T != 0 || c.ffn % T != 0 || c.vocab % T != 0) return false;
+  for (const LayerRange& r : ChunksOf(c, s)) {
+    if (r.first < 0 || r.count < 0 || r.first + r.count > c.layers) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 auto TensorPart::FullIndex(int64_t local) const -> int64_t {
@@ -84,33 +94,8 @@ auto TensorPart::FullIndex(int64_t local) const -> int64_t {
   return -1;
 }
 
-auto CheckShard(const ModelConfig& c, const ShardSpec& s) -> llvm::Error {
-  auto fail = [](std::string m) { return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s", m.c_str()); };
-  int64_t T = s.tensor_size;
-  if (T < 1 || s.tensor_rank < 0 || s.tensor_rank >= T)
-    return fail(fmt::format("tensor rank {} of {}", s.tensor_rank, T));
-  struct Dim {
-    const char* name;
-    int64_t value;
-  };
-  for (Dim d : {Dim{"heads", c.heads}, Dim{"kv_heads", c.kv_heads}, Dim{"ffn", c.ffn}, Dim{"vocab", c.vocab}}) {
-    if (d.value % T != 0) {
-      return fail(
-          fmt::format("the model's {} = {} does not divide by tensor = {}: each tensor rank needs an equal "
-                      "share (choose a {} that is a multiple of {})",
-                      d.name, d.value, T, d.name, T));
-    }
-  }
-  for (const LayerRange& r : ChunksOf(c, s)) {
-    if (r.first < 0 || r.count < 0 || r.first + r.count > c.layers) {
-      return fail(
-          fmt::format("layers {}..{} are not layers of a {}-layer model", r.first, r.first + r.count - 1, c.layers));
-    }
-  }
-  return llvm::Error::success();
-}
-
 auto LayoutOf(const ModelConfig& c, const ShardSpec& s) -> ParamLayout {
+  assert(IsShardOf(c, s));
   ParamLayout l;
   Cut k{c, s};
   bool gpt2 = c.arch == Arch::Gpt2;

@@ -16,8 +16,6 @@
 #include <string>
 #include <vector>
 
-#include <llvm/Support/Error.h>
-
 namespace avf::model {
 
 enum class Arch : uint8_t { Gpt2, Llama };
@@ -48,10 +46,6 @@ struct ShardSpec {
   bool embedding = true;           // the token (and position) embedding: first stage
   bool output = true;              // the final norm and output projection: last stage
 };
-
-// Heads, kv heads, the MLP width and the vocabulary must divide by the
-// tensor size, and the chunks must be layers of the model.
-auto CheckShard(const ModelConfig& c, const ShardSpec& s) -> llvm::Error;
 
 // Which part of the full (rows x cols) tensor a shard's tensor holds: the
 // rows of `row_blocks` (each [first, first + count)), in order, and of each
@@ -101,6 +95,9 @@ struct ParamLayout {
 
 // The sizes are plain int64 products: a config read from a plan is bounded
 // first (runtime::CheckSizes keeps every tensor and total at most 2^50).
+// The shard must be one of the config: heads, kv heads, the MLP width and
+// the vocabulary divide by the tensor size and the chunks are layers of the
+// model (ValidatePlan refuses a plan otherwise: plan/cuts.h); asserted.
 auto LayoutOf(const ModelConfig& c, const ShardSpec& shard = {}) -> ParamLayout;
 
 }  // namespace avf::model

@@ -1,37 +1,14 @@
 #include "parallel/engine.h"
 
 #include <algorithm>
+#include <cassert>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "cpu/cpu_backend.h"
 
 namespace avf::parallel {
 
 namespace {
-
-auto Fail(std::string message) -> llvm::Error {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s", message.c_str());
-}
-
-auto ShapeOf(const runtime::RunPlan& p) -> PipelineShape {
-  return {p.layout.schedule, p.layout.pipeline, std::max<int64_t>(1, p.training.micro_batches_per_step),
-          std::max<int64_t>(1, p.layout.virtual_stages)};
-}
-
-auto ShardOf(const runtime::RunPlan& p, int64_t stage, int64_t tensor_rank) -> model::ShardSpec {
-  model::ShardSpec s;
-  s.tensor_rank = tensor_rank, s.tensor_size = p.layout.tensor, s.sequence_parallel = p.layout.sequence_parallel;
-  s.embedding = false, s.output = false;
-  for (const runtime::PlanStage& st : p.stages) {
-    if (st.stage != stage) continue;
-    s.chunks.push_back({st.first_layer, st.layers});
-    s.embedding = s.embedding || st.embedding;
-    s.output = s.output || st.output;
-  }
-  return s;
-}
 
 // A tensor every tensor rank holds whole (norms, row-parallel biases, wpe).
 auto Replicated(const model::ParamTensor& t) -> bool {
@@ -42,15 +19,6 @@ auto Replicated(const model::ParamTensor& t) -> bool {
 
 }  // namespace
 
-auto ModelConfigOf(const runtime::RunPlan& p) -> model::ModelConfig {
-  model::ModelConfig c;
-  c.arch = p.model.arch == runtime::Arch::Llama ? model::Arch::Llama : model::Arch::Gpt2;
-  c.layers = p.model.layers, c.hidden = p.model.hidden, c.heads = p.model.heads, c.kv_heads = p.model.kv_heads;
-  c.ffn = p.model.ffn, c.vocab = p.model.vocab, c.seq_len = p.model.seq_len;
-  c.tied_embeddings = p.model.tied_embeddings;
-  return c;
-}
-
 auto DecayMask(const model::ParamLayout& l) -> std::vector<bool> {
   std::vector<bool> mask(static_cast<size_t>(l.total), true);
   for (const model::ParamTensor& t : l.tensors) {
@@ -60,50 +28,20 @@ auto DecayMask(const model::ParamLayout& l) -> std::vector<bool> {
   return mask;
 }
 
-auto Engine::Check(const runtime::RunPlan& p) -> llvm::Error {
-  if (p.layout.zero < 0 || p.layout.zero > 3)
-    return Fail(fmt::format("plan.json asks for ZeRO stage {}", p.layout.zero));
-  if (p.optimizer.kind != runtime::OptimizerKind::AdamW)
-    return Fail("this avf-run trains with AdamW only; the plan asks for sgd");
-  if (llvm::Error e = ValidateShape(ShapeOf(p))) return e;
-  model::ModelConfig c = ModelConfigOf(p);
-  for (int64_t stage = 0; stage < p.layout.pipeline; ++stage) {
-    model::ShardSpec s = ShardOf(p, stage, 0);
-    if (llvm::Error e = model::CheckShard(c, s)) return e;
-    int64_t have = model::LayoutOf(c, s).total;
-    int64_t want =
-        static_cast<size_t>(stage) < p.stage_parameters.size() ? p.stage_parameters[static_cast<size_t>(stage)] : -1;
-    if (have != want) {
-      return Fail(fmt::format("plan.json gives stage {} {} parameters per tensor rank, but its layers hold {}", stage,
-                              want, have));
-    }
-  }
-  int64_t rows = p.layout.micro_batch * p.model.seq_len;
-  if (p.layout.sequence_parallel && rows % p.layout.tensor != 0) {
-    return Fail(
-        fmt::format("sequence parallelism cuts a micro-batch's {} rows (micro_batch x seq_len) into tensor = "
-                    "{} equal parts; they do not divide",
-                    rows, p.layout.tensor));
-  }
-  return llvm::Error::success();
-}
-
-auto Engine::Create(const EngineSetup& setup) -> llvm::Expected<std::unique_ptr<Engine>> {
-  if (llvm::Error e = Check(*setup.plan)) return e;
+auto Engine::Create(const EngineSetup& setup) -> std::unique_ptr<Engine> {
   std::unique_ptr<Engine> engine(new Engine());
-  if (llvm::Error e = engine->Build(setup)) return e;
+  engine->Build(setup);
   return engine;
 }
 
-auto Engine::Build(const EngineSetup& s) -> llvm::Error {
-  const runtime::RunPlan& p = *s.plan;
-  plan_ = s.plan, world_ = s.world, groups_ = s.groups;
+void Engine::Build(const EngineSetup& s) {
+  const runtime::RunPlan& p = **s.plan;
+  assert(s.rank >= 0 && s.rank < s.plan->world() && (s.world ? s.world->size() : 1) == s.plan->world());
+  plan_ = &p, world_ = s.world, groups_ = s.groups;
   const runtime::PlanRank& me = p.ranks[static_cast<size_t>(s.rank)];
   stage_ = me.pipeline, tensor_rank_ = me.tensor, data_rank_ = me.data;
-  shape_ = ShapeOf(p);
-  auto ops = StageSchedule(shape_, stage_);
-  if (!ops) return ops.takeError();
-  ops_ = std::move(*ops);
+  shape_ = runtime::ShapeOf(p);
+  ops_ = StageSchedule(shape_, stage_);
   last_backward_.assign(static_cast<size_t>(shape_.chunks), 0);
   for (size_t i = 0; i < ops_.size(); ++i) {
     if (ops_[i].kind == OpKind::kBackward) last_backward_[static_cast<size_t>(ops_[i].chunk)] = i;
@@ -130,7 +68,7 @@ auto Engine::Build(const EngineSetup& s) -> llvm::Error {
     OpLinks links = Neighbors(op, shape_.stages, stage_, shape_.chunks);
     if (links.send_to && !senders_.count(links.send_to->stage)) {
       comm::Communicator* link = groups_ ? groups_->SendLink(links.send_to->stage) : nullptr;
-      if (!link) return Fail(fmt::format("no pipeline link from stage {} to stage {}", stage_, links.send_to->stage));
+      assert(link);  // BuildGroups splits a link for every pair the schedule sends over
       senders_[links.send_to->stage] = std::make_unique<AsyncSender>(link, 1);
     }
   }
@@ -143,7 +81,6 @@ auto Engine::Build(const EngineSetup& s) -> llvm::Error {
       counted_.push_back({t.offset, t.size});
     }
   }
-  return llvm::Error::success();
 }
 
 // ZeRO 2 and 3: the model computes each segment in a window; the hooks move

@@ -25,19 +25,19 @@
 #include "optim/optimizer.h"
 #include "parallel/async_comm.h"
 #include "parallel/groups.h"
+#include "parallel/runnable.h"
 #include "parallel/schedule.h"
 #include "parallel/zero_optimizer.h"
 #include "plan/plan.h"
 
 namespace avf::parallel {
 
-// The plan's model, and which of its parameters get weight decay (matrices,
-// not norms and biases), as the trainer and the engine both need them.
-auto ModelConfigOf(const runtime::RunPlan& plan) -> model::ModelConfig;
+// Which of the model's parameters get weight decay (matrices, not norms and
+// biases), as the trainer and the engine both need it.
 auto DecayMask(const model::ParamLayout& layout) -> std::vector<bool>;
 
 struct EngineSetup {
-  const runtime::RunPlan* plan = nullptr;
+  const RunnablePlan* plan = nullptr;
   int64_t rank = 0;                     // this process's rank in the plan
   comm::Communicator* world = nullptr;  // null: a one-rank plan
   RankGroups* groups = nullptr;         // null: a one-rank plan
@@ -47,10 +47,9 @@ struct EngineSetup {
 
 class Engine {
  public:
-  // Refuses (with the reason) a plan this runtime cannot execute, before
-  // any collective: every rank of a plan fails the same way.
-  static auto Check(const runtime::RunPlan& plan) -> llvm::Error;
-  static auto Create(const EngineSetup& setup) -> llvm::Expected<std::unique_ptr<Engine>>;
+  // The plan was checked once (CheckRunnable); `world` and `groups` are its
+  // world.size() == plan.world() ranks' (null for a one-rank plan).
+  static auto Create(const EngineSetup& setup) -> std::unique_ptr<Engine>;
 
   // Seconds of one step a rank spent waiting on communication, averaged
   // over the ranks: tensor-parallel collectives; pipeline receives (the
@@ -94,7 +93,7 @@ class Engine {
 
  private:
   Engine() = default;
-  auto Build(const EngineSetup& s) -> llvm::Error;
+  void Build(const EngineSetup& s);
   void PlanSlots();
   auto Forward(const PipelineOp& op, const std::vector<data::Batch>& batches) -> llvm::Error;
   auto Backward(const PipelineOp& op, size_t index) -> llvm::Error;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cassert>
 #include <string>
 #include <string_view>
 
@@ -27,10 +28,6 @@ struct Slot {
   int position = 0;
 };
 
-auto Invalid(const std::string& message) -> llvm::Error {
-  return MakeError(CommErrc::kInvalidArgument, "cannot build the process groups: " + message);
-}
-
 // "ranks 2-3": the members as FormatRanks spells them (sorted; a data group
 // of thousands of ranks must not print thousands of numbers).
 auto Members(const RankGroup& group) -> std::string {
@@ -39,81 +36,18 @@ auto Members(const RankGroup& group) -> std::string {
   return rendezvous::FormatRanks(sorted);
 }
 
-// Every rank's slot in `groups`: each group non-empty, each member a rank of
-// the plan and in at most one group; with `every_rank`, in exactly one. The
-// whole plan is checked (not only this rank), so all ranks agree on failing.
-auto Locate(const std::vector<RankGroup>& groups, int ranks, std::string_view kind, bool every_rank)
-    -> llvm::Expected<std::vector<Slot>> {
+// Every rank's slot in `groups` (ValidatePlan checked that each rank is in
+// exactly one group of each axis kind, and in at most one embedding group).
+auto SlotsOf(const std::vector<RankGroup>& groups, int ranks) -> std::vector<Slot> {
   std::vector<Slot> slots(static_cast<size_t>(ranks));
   for (size_t g = 0; g < groups.size(); ++g) {
-    if (groups[g].empty()) return Invalid(fmt::format("groups.{}[{}] is empty", kind, g));
     for (size_t i = 0; i < groups[g].size(); ++i) {
-      int64_t r = groups[g][i];
-      if (r < 0 || r >= ranks) {
-        return Invalid(
-            fmt::format("groups.{}[{}][{}] is rank {}, but the plan has ranks 0 to {}", kind, g, i, r, ranks - 1));
-      }
-      Slot& s = slots[static_cast<size_t>(r)];
-      if (s.group >= 0) {
-        return Invalid(fmt::format("rank {} is in groups.{}[{}] and in groups.{}[{}]", r, kind, s.group, kind, g));
-      }
+      Slot& s = slots[static_cast<size_t>(groups[g][i])];
+      assert(s.group < 0);
       s = {static_cast<int>(g), static_cast<int>(i)};
     }
   }
-  for (int r = 0; every_rank && r < ranks; ++r) {
-    if (slots[static_cast<size_t>(r)].group < 0) return Invalid(fmt::format("rank {} is in no {} group", r, kind));
-  }
   return slots;
-}
-
-// The links address stages by pipeline rank, so a pipeline group must list
-// stages 0 … P − 1 in order: position i holds a rank whose stage is i.
-auto CheckPipelineOrder(const RunPlan& plan) -> llvm::Error {
-  int64_t stages = plan.layout.pipeline;
-  for (size_t g = 0; g < plan.groups.pipeline.size(); ++g) {
-    const RankGroup& group = plan.groups.pipeline[g];
-    if (static_cast<int64_t>(group.size()) != stages) {
-      return Invalid(
-          fmt::format("groups.pipeline[{}] has {} ranks, but layout.pipeline is {}", g, group.size(), stages));
-    }
-    for (size_t i = 0; i < group.size(); ++i) {
-      int64_t stage = plan.ranks[static_cast<size_t>(group[i])].pipeline;
-      if (stage != static_cast<int64_t>(i)) {
-        return Invalid(fmt::format("groups.pipeline[{}][{}] is rank {}, whose pipeline stage is {}, not {}", g, i,
-                                   group[i], stage, i));
-      }
-    }
-  }
-  return llvm::Error::success();
-}
-
-// The slots of the four kinds, indexed by world rank.
-struct Layout {
-  std::vector<Slot> tensor, data, pipeline, embedding;
-};
-
-auto CheckPlan(const comm::Communicator& world, const RunPlan& plan) -> llvm::Expected<Layout> {
-  if (static_cast<size_t>(world.size()) != plan.ranks.size()) {
-    return Invalid(
-        fmt::format("the world communicator has {} ranks, but the plan has {}", world.size(), plan.ranks.size()));
-  }
-  for (size_t r = 0; r < plan.ranks.size(); ++r) {
-    if (plan.ranks[r].rank != static_cast<int64_t>(r)) {
-      return Invalid(fmt::format("ranks[{}] is rank {} (ranks must be in rank order)", r, plan.ranks[r].rank));
-    }
-  }
-  int n = world.size();
-  Layout out;
-  auto tensor = Locate(plan.groups.tensor, n, "tensor", true);
-  if (!tensor) return tensor.takeError();
-  auto data = Locate(plan.groups.data, n, "data", true);
-  if (!data) return data.takeError();
-  auto pipeline = Locate(plan.groups.pipeline, n, "pipeline", true);
-  if (!pipeline) return pipeline.takeError();
-  auto embedding = Locate(plan.groups.embedding, n, "embedding", false);
-  if (!embedding) return embedding.takeError();
-  if (auto e = CheckPipelineOrder(plan)) return e;
-  return Layout{std::move(*tensor), std::move(*data), std::move(*pipeline), std::move(*embedding)};
 }
 
 // A communicator failure, its code kept, with what was being built in front.
@@ -191,26 +125,27 @@ auto RankGroups::RecvLink(int64_t from_stage) const -> comm::Communicator* {
   return it == links.end() ? nullptr : it->second.get();
 }
 
-auto BuildGroups(comm::Communicator& world, const RunPlan& plan) -> llvm::Expected<RankGroups> {
-  auto layout = CheckPlan(world, plan);
-  if (!layout) return layout.takeError();
+auto BuildGroups(comm::Communicator& world, const runtime::ValidPlan& valid) -> llvm::Expected<RankGroups> {
+  const RunPlan& plan = *valid;
+  int n = world.size();
+  assert(static_cast<size_t>(n) == plan.ranks.size());
   RankGroups out;
   out.world_rank = world.rank();
   const runtime::PlanRank& me = plan.ranks[static_cast<size_t>(world.rank())];
   out.coords = {me.tensor, me.data, me.pipeline};
   out.stages = plan.layout.pipeline;
   const runtime::PlanGroups& g = plan.groups;
-  auto tensor = SplitKind(world, layout->tensor, g.tensor, "tensor");
+  auto tensor = SplitKind(world, SlotsOf(g.tensor, n), g.tensor, "tensor");
   if (!tensor) return tensor.takeError();
   out.tensor = std::move(*tensor);
-  auto data = SplitKind(world, layout->data, g.data, "data");
+  auto data = SplitKind(world, SlotsOf(g.data, n), g.data, "data");
   if (!data) return data.takeError();
   out.data = std::move(*data);
-  auto pipeline = SplitKind(world, layout->pipeline, g.pipeline, "pipeline");
+  auto pipeline = SplitKind(world, SlotsOf(g.pipeline, n), g.pipeline, "pipeline");
   if (!pipeline) return pipeline.takeError();
   out.pipeline = std::move(*pipeline);
   if (!g.embedding.empty()) {
-    auto embedding = SplitKind(world, layout->embedding, g.embedding, "embedding");
+    auto embedding = SplitKind(world, SlotsOf(g.embedding, n), g.embedding, "embedding");
     if (!embedding) return embedding.takeError();
     out.embedding = std::move(*embedding);
   }

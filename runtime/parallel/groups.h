@@ -22,9 +22,9 @@
 //   3. pipeline->Split, once per directed stage pair of PipelineLinks(P,
 //      wrap) in that order: colour 0 for the two stages of the pair (key 0
 //      the sender, key 1 the receiver), kNoColor for the others.
-// Everything is checked before the first Split, and the checks cover the
-// whole plan, so either every rank fails them or none does (no rank is left
-// waiting in a Split that the others never call).
+// The plan is checked before any rank connects (ValidatePlan, then
+// CheckRunnable), so every rank makes these calls or none does (no rank is
+// left waiting in a Split that the others never call).
 //
 // Why every direction has its own communicator: the pipeline executor posts
 // its sends (activations forward, gradients backward) from a sender thread
@@ -100,11 +100,11 @@ struct RankGroups {
 };
 
 // Builds every group of world.rank() from the plan, collectively over the
-// world (every rank of the plan calls it). Errors: a world whose size is not
-// the plan's rank count, groups in which a rank is missing or repeated, a
-// pipeline group whose position i is not stage i (kInvalidArgument), and the
-// communicators' own failures (prefixed with the group being built); all are
+// world (every rank of the plan calls it; world.size() is the plan's rank
+// count). ValidatePlan has checked the groups; the errors are the
+// communicators' own failures (prefixed with the group being built) and a
+// Split whose result is not the group's size and position, all
 // comm::CommErrors, like every communicator failure.
-auto BuildGroups(comm::Communicator& world, const runtime::RunPlan& plan) -> llvm::Expected<RankGroups>;
+auto BuildGroups(comm::Communicator& world, const runtime::ValidPlan& plan) -> llvm::Expected<RankGroups>;
 
 }  // namespace avf::parallel

@@ -3,6 +3,7 @@
 #include "parallel/schedule.h"
 
 #include <algorithm>
+#include <cassert>
 
 #include <fmt/format.h>
 
@@ -10,26 +11,13 @@ namespace avf::parallel {
 
 namespace {
 
-auto Fail(const std::string& message) -> llvm::Error {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s", message.c_str());
-}
-
 // Interleaving proper: V = 1 under `interleaved` runs the 1F1B order.
 auto Interleaves(const PipelineShape& s) -> bool { return s.kind == PipelineSchedule::Interleaved && s.chunks > 1; }
 
-auto CheckCounts(const PipelineShape& s) -> llvm::Error {
-  if (s.stages < 1) return Fail(fmt::format("a pipeline needs at least 1 stage, not {}", s.stages));
-  if (s.micro_batches < 1) return Fail(fmt::format("a step needs at least 1 micro-batch, not {}", s.micro_batches));
-  if (s.chunks < 1) return Fail(fmt::format("a stage needs at least 1 model chunk, not {}", s.chunks));
-  // Each bound alone keeps the products below (P·V, 2·M·V) far from overflow.
-  if (s.stages > kMaxOpsPerStage || s.micro_batches > kMaxOpsPerStage || s.chunks > kMaxOpsPerStage ||
-      s.micro_batches * s.chunks > kMaxOpsPerStage / 2) {
-    return Fail(
-        fmt::format("{} stages, {} micro-batches and {} chunks per stage exceed what a schedule may hold "
-                    "({} ops per stage)",
-                    s.stages, s.micro_batches, s.chunks, kMaxOpsPerStage));
-  }
-  return llvm::Error::success();
+// What every function here relies on; ValidatePlan refused any plan without it.
+void AssertRunnable(const PipelineShape& s, int64_t stage) {
+  assert(!runtime::ShapeProblem(s) && stage >= 0 && stage < s.stages);
+  (void)s, (void)stage;
 }
 
 // The k-th forward (backward: `backward`) of an interleaved stage, as
@@ -59,62 +47,28 @@ auto WarmupForwards(const PipelineShape& s, int64_t stage) -> int64_t {
 
 }  // namespace
 
-auto ValidateShape(const PipelineShape& s) -> llvm::Error {
-  if (llvm::Error e = CheckCounts(s)) return e;
-  if (s.chunks > 1 && s.kind != PipelineSchedule::Interleaved) {
-    return Fail(fmt::format("{} model chunks per stage need the interleaved schedule; {} runs one chunk per stage",
-                            s.chunks, runtime::Name(s.kind).str()));
-  }
-  if (!Interleaves(s)) return llvm::Error::success();
-  if (s.stages == 1) {
-    return Fail(
-        fmt::format("the interleaved schedule with {} model chunks needs more than one pipeline stage", s.chunks));
-  }
-  if (s.micro_batches % s.stages != 0) {
-    return Fail(
-        fmt::format("the interleaved schedule needs the micro-batches per step to be a multiple of the "
-                    "pipeline stages (it runs them in groups of P), but M = {} and P = {}",
-                    s.micro_batches, s.stages));
-  }
-  return llvm::Error::success();
-}
-
-auto Phases(const PipelineShape& s, int64_t stage) -> llvm::Expected<StagePhases> {
-  if (llvm::Error e = ValidateShape(s)) return e;
-  if (stage < 0 || stage >= s.stages) {
-    return Fail(fmt::format("stage {} is outside the pipeline's stages 0..{}", stage, s.stages - 1));
-  }
+auto Phases(const PipelineShape& s, int64_t stage) -> StagePhases {
+  AssertRunnable(s, stage);
   int64_t warmup = WarmupForwards(s, stage);
   return StagePhases{warmup, s.micro_batches * s.chunks - warmup, warmup};
 }
 
-auto StageSchedule(const PipelineShape& s, int64_t stage) -> llvm::Expected<std::vector<PipelineOp>> {
-  auto phases = Phases(s, stage);
-  if (!phases) return phases.takeError();
+auto StageSchedule(const PipelineShape& s, int64_t stage) -> std::vector<PipelineOp> {
+  StagePhases phases = Phases(s, stage);
   std::vector<PipelineOp> ops;
   ops.reserve(static_cast<size_t>(2 * s.micro_batches * s.chunks));
-  for (int64_t k = 0; k < phases->warmup; ++k) ops.push_back(NthOp(s, k, false));
-  for (int64_t k = 0; k < phases->steady; ++k) {
-    ops.push_back(NthOp(s, phases->warmup + k, false));
+  for (int64_t k = 0; k < phases.warmup; ++k) ops.push_back(NthOp(s, k, false));
+  for (int64_t k = 0; k < phases.steady; ++k) {
+    ops.push_back(NthOp(s, phases.warmup + k, false));
     ops.push_back(NthOp(s, k, true));
   }
-  for (int64_t k = phases->steady; k < phases->steady + phases->cooldown; ++k) ops.push_back(NthOp(s, k, true));
+  for (int64_t k = phases.steady; k < phases.steady + phases.cooldown; ++k) ops.push_back(NthOp(s, k, true));
   return ops;
 }
 
-auto StageSchedule(PipelineSchedule kind, int64_t stages, int64_t stage, int64_t micro_batches, int64_t chunks)
-    -> llvm::Expected<std::vector<PipelineOp>> {
-  return StageSchedule(PipelineShape{kind, stages, micro_batches, chunks}, stage);
-}
-
-auto AllStageSchedules(const PipelineShape& s) -> llvm::Expected<std::vector<std::vector<PipelineOp>>> {
-  if (llvm::Error e = ValidateShape(s)) return e;
+auto AllStageSchedules(const PipelineShape& s) -> std::vector<std::vector<PipelineOp>> {
   std::vector<std::vector<PipelineOp>> all;
-  for (int64_t p = 0; p < s.stages; ++p) {
-    auto ops = StageSchedule(s, p);
-    if (!ops) return ops.takeError();
-    all.push_back(std::move(*ops));
-  }
+  for (int64_t p = 0; p < s.stages; ++p) all.push_back(StageSchedule(s, p));
   return all;
 }
 
@@ -136,11 +90,7 @@ auto PeakInFlight(const std::vector<PipelineOp>& ops) -> int64_t {
   return peak;
 }
 
-auto PeakInFlight(const PipelineShape& s, int64_t stage) -> llvm::Expected<int64_t> {
-  auto ops = StageSchedule(s, stage);
-  if (!ops) return ops.takeError();
-  return PeakInFlight(*ops);
-}
+auto PeakInFlight(const PipelineShape& s, int64_t stage) -> int64_t { return PeakInFlight(StageSchedule(s, stage)); }
 
 auto Name(OpKind kind) -> llvm::StringRef { return kind == OpKind::kForward ? "F" : "B"; }
 

@@ -56,15 +56,12 @@
 #include <llvm/Support/Error.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include "plan/cuts.h"
 #include "plan/plan.h"
 
 namespace avf::parallel {
 
 using runtime::PipelineSchedule;
-
-// More ops than this per stage is not a training step but a typo (M·V over a
-// million); refusing it keeps a bad plan from allocating gigabytes.
-inline constexpr int64_t kMaxOpsPerStage = int64_t{1} << 21;
 
 enum class OpKind : uint8_t { kForward, kBackward };
 
@@ -77,19 +74,11 @@ struct PipelineOp {
   friend auto operator==(const PipelineOp&, const PipelineOp&) -> bool = default;
 };
 
-// The shape every function below takes, so callers cannot swap its integers.
-struct PipelineShape {
-  PipelineSchedule kind = PipelineSchedule::OneFOneB;
-  int64_t stages = 1;         // P
-  int64_t micro_batches = 1;  // M
-  int64_t chunks = 1;         // V
-};
-
-// Refuses what no schedule here can run, with one sentence saying why:
-// P, M, V < 1, more than one chunk without the interleaved schedule,
-// interleaving one stage, interleaving with M not a multiple of P, and more
-// than kMaxOpsPerStage ops.
-auto ValidateShape(const PipelineShape& shape) -> llvm::Error;
+// The shape every function below takes (plan/cuts.h), so callers cannot
+// swap its integers. Every function here takes a shape that ShapeProblem
+// accepts, as ValidatePlan has for a plan's, and a stage of it: it asserts
+// that and checks nothing.
+using runtime::PipelineShape;
 
 // The three phases of one stage's op list: `warmup` forwards, `steady`
 // (forward, backward) pairs, `cooldown` backwards. forwards = warmup +
@@ -98,17 +87,13 @@ struct StagePhases {
   int64_t warmup = 0, steady = 0, cooldown = 0;
 };
 
-auto Phases(const PipelineShape& shape, int64_t stage) -> llvm::Expected<StagePhases>;
+auto Phases(const PipelineShape& shape, int64_t stage) -> StagePhases;
 
 // The ordered compute ops of `stage` (0 … P − 1): 2·M·V ops.
-auto StageSchedule(const PipelineShape& shape, int64_t stage) -> llvm::Expected<std::vector<PipelineOp>>;
-
-// The same with the schedule's parameters as plain numbers: (kind, P, p, M, V).
-auto StageSchedule(PipelineSchedule kind, int64_t stages, int64_t stage, int64_t micro_batches, int64_t chunks)
-    -> llvm::Expected<std::vector<PipelineOp>>;
+auto StageSchedule(const PipelineShape& shape, int64_t stage) -> std::vector<PipelineOp>;
 
 // Every stage's schedule, stage 0 first.
-auto AllStageSchedules(const PipelineShape& shape) -> llvm::Expected<std::vector<std::vector<PipelineOp>>>;
+auto AllStageSchedules(const PipelineShape& shape) -> std::vector<std::vector<PipelineOp>>;
 
 // A model chunk on some stage: the other end of a message.
 struct ChunkRef {
@@ -142,7 +127,7 @@ inline auto ChunkOfVirtualStage(int64_t virtual_stage, int64_t stages) -> ChunkR
 // enough micro-batches P·V + P − 1 chunks = P·(1 + (P − 1)/(P·V)) micro-batches
 // of L/P layers, the planner's interleave factor (docs/planner.md).
 auto PeakInFlight(const std::vector<PipelineOp>& ops) -> int64_t;
-auto PeakInFlight(const PipelineShape& shape, int64_t stage) -> llvm::Expected<int64_t>;
+auto PeakInFlight(const PipelineShape& shape, int64_t stage) -> int64_t;
 
 // What CheckSchedule learnt by simulating the stages in lock-step rounds in
 // which every stage whose next op has its input runs that op (each op one
@@ -157,7 +142,8 @@ struct ScheduleCheck {
   bool pair_ordered = true;
 };
 
-// Checks `stages_ops` (stage p's ops at index p) for the shape: each stage
+// Checks `stages_ops` (stage p's ops at index p, any lists: a schedule
+// under test) for the shape: each stage
 // runs every (micro-batch, chunk) forward once and backward once, backward
 // after forward; every channel's send order equals its receive order; the
 // simulation, with unbounded send buffers, ends with every op run. An error
@@ -169,9 +155,9 @@ auto CheckSchedule(const PipelineShape& shape, const std::vector<std::vector<Pip
 // Prints every stage's schedule of `plan` as tables (what `avf-run --plan p.json
 // --print-schedule` shows): a summary, then per stage the layers of each
 // chunk, the phase counts, the peak in flight and one line per op. An error,
-// prefixed with `name` (the plan's file), when the plan's (schedule, P, M, V)
-// has no valid schedule; nothing is printed then.
-auto PrintSchedule(const runtime::RunPlan& plan, llvm::raw_ostream& os, llvm::StringRef name = "plan.json")
+// prefixed with `name` (the plan's file), only if the generated schedule
+// failed CheckSchedule (a bug here, not in the plan); nothing is printed then.
+auto PrintSchedule(const runtime::ValidPlan& plan, llvm::raw_ostream& os, llvm::StringRef name = "plan.json")
     -> llvm::Error;
 
 // "F" or "B", and "F mb 3 chunk 1" for messages.

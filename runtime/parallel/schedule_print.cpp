@@ -16,13 +16,6 @@ auto Plural(int64_t n, const char* one, const char* many) -> std::string {
   return fmt::format("{} {}", n, n == 1 ? one : many);
 }
 
-// The plan's (schedule, P, M, V): chunks as plan-format.md counts them.
-auto ShapeOf(const runtime::RunPlan& plan) -> PipelineShape {
-  const runtime::PlanLayout& l = plan.layout;
-  int64_t chunks = l.schedule == PipelineSchedule::Interleaved ? l.virtual_stages : 1;
-  return {l.schedule, l.pipeline, plan.training.micro_batches_per_step, chunks};
-}
-
 auto Layers(const runtime::PlanStage& st) -> std::string {
   if (st.layers == 1) return fmt::format("{}", st.first_layer);
   return fmt::format("{}-{}", st.first_layer, st.first_layer + st.layers - 1);
@@ -85,28 +78,16 @@ void PrintStageOps(const runtime::RunPlan& plan, const PipelineShape& s, int64_t
 
 }  // namespace
 
-auto PrintSchedule(const runtime::RunPlan& plan, llvm::raw_ostream& os, llvm::StringRef name) -> llvm::Error {
-  PipelineShape s = ShapeOf(plan);
-  auto all = AllStageSchedules(s);
-  if (!all) {
-    return Fail(
-        name,
-        fmt::format("no {} pipeline schedule for {}, {} per stage and {} per step: {}", runtime::Name(s.kind).str(),
-                    Plural(s.stages, "stage", "stages"), Plural(s.chunks, "chunk", "chunks"),
-                    Plural(s.micro_batches, "micro-batch", "micro-batches"), llvm::toString(all.takeError())));
-  }
-  if (static_cast<int64_t>(plan.stages.size()) != s.stages * s.chunks) {
-    return Fail(name, fmt::format("stages has {} entries, expected pipeline x chunks = {} x {}", plan.stages.size(),
-                                  s.stages, s.chunks));
-  }
-  auto check = CheckSchedule(s, *all);
+auto PrintSchedule(const runtime::ValidPlan& valid, llvm::raw_ostream& os, llvm::StringRef name) -> llvm::Error {
+  const runtime::RunPlan& plan = *valid;
+  PipelineShape s = runtime::ShapeOf(plan);
+  std::vector<std::vector<PipelineOp>> all = AllStageSchedules(s);
+  auto check = CheckSchedule(s, all);
   if (!check) return Fail(name, "the generated pipeline schedule is invalid: " + llvm::toString(check.takeError()));
   PrintSummary(plan, s, *check, os);
   for (int64_t p = 0; p < s.stages; ++p) {
-    const std::vector<PipelineOp>& ops = (*all)[static_cast<size_t>(p)];
-    auto phases = Phases(s, p);
-    if (!phases) return Fail(name, llvm::toString(phases.takeError()));
-    PrintStageHeader(plan, s, p, *phases, PeakInFlight(ops), os);
+    const std::vector<PipelineOp>& ops = all[static_cast<size_t>(p)];
+    PrintStageHeader(plan, s, p, Phases(s, p), PeakInFlight(ops), os);
     PrintStageOps(plan, s, p, ops, os);
   }
   return llvm::Error::success();

@@ -62,15 +62,15 @@ void CheckObject(const llvm::json::Value& v, Key shape, const std::string& path,
 
 }  // namespace
 
-auto CheckPlanText(llvm::StringRef text, llvm::StringRef name) -> llvm::Expected<RunPlan> {
-  llvm::Expected<RunPlan> plan = ParsePlan(text, name);
+auto CheckPlanText(llvm::StringRef text, llvm::StringRef name) -> llvm::Expected<ValidPlan> {
+  llvm::Expected<ValidPlan> plan = ParsePlan(text, name);
   if (!plan) return plan.takeError();
   Problems p(name);
   llvm::Expected<llvm::json::Value> root = llvm::json::parse(text);  // ParsePlan accepted it
   if (!root) return root.takeError();
   CheckObject(*root, Key::Root, "", p);
   if (llvm::Error e = p.TakeError()) return e;
-  if (llvm::Error e = CheckPredicted(*plan, name)) return e;
+  if (llvm::Error e = CheckPredicted(**plan, name)) return e;
   return plan;
 }
 

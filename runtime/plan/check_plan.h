@@ -13,10 +13,10 @@
 namespace avf::runtime {
 
 // The plan at `path` ("-": standard input), read and checked strictly.
-auto CheckPlanFile(llvm::StringRef path) -> llvm::Expected<RunPlan>;
+auto CheckPlanFile(llvm::StringRef path) -> llvm::Expected<ValidPlan>;
 
 // The same over text already read; `name` prefixes every message.
-auto CheckPlanText(llvm::StringRef text, llvm::StringRef name) -> llvm::Expected<RunPlan>;
+auto CheckPlanText(llvm::StringRef text, llvm::StringRef name) -> llvm::Expected<ValidPlan>;
 
 // Only the predicted totals (hardware, training and predicted sections).
 auto CheckPredicted(const RunPlan& plan, llvm::StringRef name = "plan.json") -> llvm::Error;

@@ -11,14 +11,13 @@
 #include <fmt/format.h>
 
 #include "plan/problems.h"
+#include "plan_format/launch.h"
 
 namespace avf::runtime {
 
 namespace {
 
-constexpr const char* kVariables[] = {"PET_NODE_RANK", "PET_NPROC_PER_NODE", "PET_NNODES", "RANK",
-                                      "WORLD_SIZE",    "LOCAL_RANK",         "GROUP_RANK", "LOCAL_WORLD_SIZE",
-                                      "MASTER_ADDR",   "MASTER_PORT"};
+namespace pf = plan_format;
 
 // torchrun's and the manifests' rendezvous port; the address defaults only
 // when every rank runs on one node.
@@ -61,9 +60,9 @@ class Resolver {
  public:
   Resolver(const IdentityFlags& flags, const Environment& env, const RunPlan& plan)
       : flags_(flags), env_(env), plan_(plan) {
-    pet_ = Has("PET_NODE_RANK") || Has("PET_NPROC_PER_NODE") || Has("PET_NNODES");
-    torchrun_ = !pet_ &&
-                (Has("RANK") || Has("WORLD_SIZE") || Has("LOCAL_RANK") || Has("GROUP_RANK") || Has("LOCAL_WORLD_SIZE"));
+    pet_ = Has(pf::kEnvNodeRank) || Has(pf::kEnvRanksPerNode) || Has(pf::kEnvNodes);
+    torchrun_ = !pet_ && (Has(pf::kEnvRank) || Has(pf::kEnvWorldSize) || Has(pf::kEnvLocalRank) ||
+                          Has(pf::kEnvGroupRank) || Has(pf::kEnvLocalWorldSize));
   }
 
   auto Node(NodeIdentity& out) -> llvm::Error;
@@ -120,16 +119,16 @@ auto Resolver::Pick(const std::optional<std::string>& flag, const char* flag_nam
 
 void Resolver::Gather() {
   bool any_env = pet_ || torchrun_;
-  rank_ = Pick(flags_.rank, "rank", torchrun_ ? "RANK" : nullptr);
-  world_ = Pick(flags_.world_size, "world-size", any_env ? "WORLD_SIZE" : nullptr);
-  local_ = Pick(flags_.local_rank, "local-rank", any_env ? "LOCAL_RANK" : nullptr);
-  node_ = Pick(flags_.node_rank, "node-rank", pet_ ? "PET_NODE_RANK" : torchrun_ ? "GROUP_RANK" : nullptr);
+  rank_ = Pick(flags_.rank, "rank", torchrun_ ? pf::kEnvRank : nullptr);
+  world_ = Pick(flags_.world_size, "world-size", any_env ? pf::kEnvWorldSize : nullptr);
+  local_ = Pick(flags_.local_rank, "local-rank", any_env ? pf::kEnvLocalRank : nullptr);
+  node_ = Pick(flags_.node_rank, "node-rank", pet_ ? pf::kEnvNodeRank : torchrun_ ? pf::kEnvGroupRank : nullptr);
   nproc_ = Pick(flags_.nproc_per_node, "nproc-per-node",
-                pet_        ? "PET_NPROC_PER_NODE"
-                : torchrun_ ? "LOCAL_WORLD_SIZE"
+                pet_        ? pf::kEnvRanksPerNode
+                : torchrun_ ? pf::kEnvLocalWorldSize
                             : nullptr);
-  nnodes_ = Pick(std::nullopt, "", pet_ ? "PET_NNODES" : nullptr);
-  port_ = Pick(flags_.master_port, "master-port", "MASTER_PORT");
+  nnodes_ = Pick(std::nullopt, "", pet_ ? pf::kEnvNodes : nullptr);
+  port_ = Pick(flags_.master_port, "master-port", pf::kEnvMasterPort);
   bool any_flag = flags_.rank || flags_.world_size || flags_.local_rank || flags_.node_rank || flags_.nproc_per_node;
   single_ = !any_env && !any_flag;
 }
@@ -141,9 +140,9 @@ void Resolver::DefaultsAndDerivations() {
   if (!nproc_) nproc_ = Sourced{plan_.hardware.ranks_per_node, "plan.json (its ranks per node)", true};
   if (single_ && plan_ranks != 1) {
     Fail(
-        "no rank identity: neither flags (--rank, --node-rank, ...) nor the environment (PET_NODE_RANK, "
-        "PET_NPROC_PER_NODE, PET_NNODES as the manifests set them, or torchrun's RANK, WORLD_SIZE, LOCAL_RANK) "
-        "say which rank this is, and plan.json has {} ranks",
+        "no rank identity: neither flags (--rank, --node-rank, ...) nor the environment ({}, {}, {} as the "
+        "manifests set them, or torchrun's {}, {}, {}) say which rank this is, and plan.json has {} ranks",
+        pf::kEnvNodeRank, pf::kEnvRanksPerNode, pf::kEnvNodes, pf::kEnvRank, pf::kEnvWorldSize, pf::kEnvLocalRank,
         plan_ranks);
     return;
   }
@@ -164,9 +163,9 @@ void Resolver::DefaultsAndDerivations() {
   if (!node_ && plan_.hardware.nodes == 1) node_ = Sourced{0, "default (plan.json uses one node)", true};
   if (!node_) {
     Fail(
-        "the node rank is not set: pass --node-rank or --rank, or set PET_NODE_RANK (or torchrun's RANK); "
-        "plan.json has {} ranks on {} nodes",
-        plan_ranks, plan_.hardware.nodes);
+        "the node rank is not set: pass --node-rank or --rank, or set {} (or torchrun's {}); plan.json has {} "
+        "ranks on {} nodes",
+        pf::kEnvNodeRank, pf::kEnvRank, plan_ranks, plan_.hardware.nodes);
   }
 }
 
@@ -234,9 +233,9 @@ void Resolver::CheckLocal() {
   if (!local_ && nproc == 1) local_ = Sourced{0, "default (one process per node)", true};
   if (!local_) {
     Fail(
-        "the local rank is not set: {} starts {} processes on node {}; pass --local-rank or set LOCAL_RANK "
-        "(a per-node avf-run starts RanksOfNode with --local-rank each)",
-        nproc_->origin, nproc, node_->value);
+        "the local rank is not set: {} starts {} processes on node {}; pass --local-rank or set {} (a per-node "
+        "avf-run starts RanksOfNode with --local-rank each)",
+        nproc_->origin, nproc, node_->value, pf::kEnvLocalRank);
     return;
   }
   if (local_->value >= nproc) {
@@ -251,15 +250,15 @@ void Resolver::Master() {
   if (flags_.master_addr) {
     addr_ = *flags_.master_addr;
     addr_origin_ = "--master-addr=" + Shown(addr_) + " (flag)";
-  } else if (auto it = env_.find("MASTER_ADDR"); it != env_.end()) {
+  } else if (auto it = env_.find(pf::kEnvMasterAddr); it != env_.end()) {
     addr_ = it->second;
-    addr_origin_ = "MASTER_ADDR=" + Shown(addr_) + " (environment)";
+    addr_origin_ = std::string(pf::kEnvMasterAddr) + "=" + Shown(addr_) + " (environment)";
   } else if (plan_.hardware.nodes <= 1) {
     addr_ = kDefaultAddr;
     addr_origin_ = "default (plan.json uses one node)";
   } else {
-    Fail("MASTER_ADDR is not set and plan.json spans {} nodes: pass --master-addr or set MASTER_ADDR to rank 0's host",
-         plan_.hardware.nodes);
+    Fail("{} is not set and plan.json spans {} nodes: pass --master-addr or set {} to rank 0's host",
+         pf::kEnvMasterAddr, plan_.hardware.nodes, pf::kEnvMasterAddr);
   }
   // Whitespace, quotes and control characters are never part of a host name.
   bool bad_addr = addr_.empty() || std::any_of(addr_.begin(), addr_.end(), [](char c) {
@@ -325,11 +324,11 @@ auto Resolver::Rank(RankIdentity& out) -> llvm::Error {
 
 }  // namespace
 
-auto IdentityVariables() -> llvm::ArrayRef<const char*> { return kVariables; }
+auto IdentityVariables() -> llvm::ArrayRef<const char*> { return pf::kRankVariables; }
 
 auto ProcessEnvironment() -> Environment {
   Environment env;
-  for (const char* name : kVariables) {
+  for (const char* name : pf::kRankVariables) {
     if (const char* value = std::getenv(name)) env[name] = value;
   }
   return env;

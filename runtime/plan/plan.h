@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -217,16 +218,31 @@ class PlanError : public llvm::ErrorInfo<PlanError> {
   size_t total_;
 };
 
-// Reads, parses and validates `path`; messages name the file as given.
-// Refuses files over max_bytes (also pipes and devices that never end).
-auto ReadPlanFile(llvm::StringRef path, uint64_t max_bytes = kMaxPlanBytes) -> llvm::Expected<RunPlan>;
-
-// Parses and validates plan.json text; `name` prefixes every message.
-auto ParsePlan(llvm::StringRef text, llvm::StringRef name = "plan.json") -> llvm::Expected<RunPlan>;
-
 // The consistency rules of plan-format.md's Validation that execution relies
 // on (all but the predicted totals, which only inform people: check_plan.h).
-// ParsePlan runs it.
+// Every problem is reported, not only the first.
 auto ValidatePlan(const RunPlan& plan, llvm::StringRef name = "plan.json") -> llvm::Error;
+
+// A plan that ValidatePlan accepted, read-only: the reader and Of make one,
+// and nothing can change it after. The layers that execute a plan take a
+// ValidPlan, so none of them checks the plan again; they assert what they
+// rely on (programming errors only).
+class ValidPlan {
+ public:
+  static auto Of(RunPlan plan, llvm::StringRef name = "plan.json") -> llvm::Expected<ValidPlan>;
+  auto operator*() const -> const RunPlan& { return *plan_; }
+  auto operator->() const -> const RunPlan* { return plan_.get(); }
+
+ private:
+  explicit ValidPlan(std::shared_ptr<const RunPlan> plan) : plan_(std::move(plan)) {}
+  std::shared_ptr<const RunPlan> plan_;  // shared: copies are cheap and all alike
+};
+
+// Reads, parses and validates `path`; messages name the file as given.
+// Refuses files over max_bytes (also pipes and devices that never end).
+auto ReadPlanFile(llvm::StringRef path, uint64_t max_bytes = kMaxPlanBytes) -> llvm::Expected<ValidPlan>;
+
+// Parses and validates plan.json text; `name` prefixes every message.
+auto ParsePlan(llvm::StringRef text, llvm::StringRef name = "plan.json") -> llvm::Expected<ValidPlan>;
 
 }  // namespace avf::runtime

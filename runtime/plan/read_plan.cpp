@@ -195,7 +195,7 @@ void ReadLayout(const Node& n, PlanLayout& out) {
   }
 }
 
-auto ParsePlan(llvm::StringRef text, llvm::StringRef name) -> llvm::Expected<RunPlan> {
+auto ParsePlan(llvm::StringRef text, llvm::StringRef name) -> llvm::Expected<ValidPlan> {
   Problems problems(name);
   if (IsBlank(text)) {
     problems.Add("", "the file is empty");
@@ -216,18 +216,22 @@ auto ParsePlan(llvm::StringRef text, llvm::StringRef name) -> llvm::Expected<Run
   plan.version = kPlanFormatVersion;
   ReadSections(root, plan);
   if (!problems.empty()) return problems.TakeError();
-  if (llvm::Error e = ValidatePlan(plan, name)) return e;
-  return plan;
+  return ValidPlan::Of(std::move(plan), name);
 }
 
-auto ReadPlanFile(llvm::StringRef path, uint64_t max_bytes) -> llvm::Expected<RunPlan> {
+auto ValidPlan::Of(RunPlan plan, llvm::StringRef name) -> llvm::Expected<ValidPlan> {
+  if (llvm::Error e = ValidatePlan(plan, name)) return e;
+  return ValidPlan(std::make_shared<const RunPlan>(std::move(plan)));
+}
+
+auto ReadPlanFile(llvm::StringRef path, uint64_t max_bytes) -> llvm::Expected<ValidPlan> {
   Problems problems(path);
   std::optional<std::string> text = ReadCapped(path, max_bytes, problems);
   if (!text) return problems.TakeError();
   return ParsePlan(*text, path);
 }
 
-auto CheckPlanFile(llvm::StringRef path) -> llvm::Expected<RunPlan> {
+auto CheckPlanFile(llvm::StringRef path) -> llvm::Expected<ValidPlan> {
   bool stdin_path = path == "-";
   Problems problems(stdin_path ? "<stdin>" : path);
   // Standard input, asked for by name, may be a pipe: it is read to its end.

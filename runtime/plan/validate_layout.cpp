@@ -3,6 +3,7 @@
 // layout of plan_format/rank_layout.h.
 #include <fmt/format.h>
 
+#include "plan/cuts.h"
 #include "plan/sizes.h"
 #include "plan/validate.h"
 #include "plan_format/rank_layout.h"
@@ -148,6 +149,8 @@ auto CheckExtents(const RunPlan& plan, Problems& p) -> bool {
       {"hardware.gpus_per_node", plan.hardware.gpus_per_node, 1},
       {"hardware.nodes_per_leaf", plan.hardware.nodes_per_leaf, 0},
       {"model.layers", plan.model.layers, 1},
+      {"model.seq_len", plan.model.seq_len, 1},
+      {"training.micro_batches_per_step", plan.training.micro_batches_per_step, 1},
       {"data.tokens", plan.data.tokens, 1},
       {"data.shards", plan.data.shards, 1},
   };
@@ -255,6 +258,7 @@ auto ValidatePlan(const RunPlan& plan, llvm::StringRef name) -> llvm::Error {
     CheckGroups(plan, *world, p);
   }
   CheckTraining(plan, p);
+  CheckCuts(plan, p);
   CheckStages(plan, p);
   CheckDataSlices(plan, p);
   CheckZeroSlices(plan, p);

@@ -9,6 +9,13 @@
 
 namespace avf::plan_format {
 
+auto IsLaunchVariable(std::string_view name) -> bool {
+  for (const char* v : kRankVariables) {
+    if (name == v) return true;
+  }
+  return name.substr(0, 4) == "PET_" || name == kEnvJobToken || name == kEnvJobTokenFile || name == kEnvSupervisorPid;
+}
+
 auto SecondsProblem(const std::string& text, double lo, double hi) -> std::string {
   char* end = nullptr;
   double v = std::strtod(text.c_str(), &end);

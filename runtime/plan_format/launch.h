@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 namespace avf::plan_format {
 
@@ -12,14 +13,29 @@ namespace avf::plan_format {
 inline constexpr const char* kEnvNodeRank = "PET_NODE_RANK";
 inline constexpr const char* kEnvNodes = "PET_NNODES";
 inline constexpr const char* kEnvRanksPerNode = "PET_NPROC_PER_NODE";
+// torchrun's names for the same, and for this process's rank.
+inline constexpr const char* kEnvRank = "RANK";
+inline constexpr const char* kEnvWorldSize = "WORLD_SIZE";
+inline constexpr const char* kEnvLocalRank = "LOCAL_RANK";
+inline constexpr const char* kEnvGroupRank = "GROUP_RANK";
+inline constexpr const char* kEnvLocalWorldSize = "LOCAL_WORLD_SIZE";
 // Rank 0's store.
 inline constexpr const char* kEnvMasterAddr = "MASTER_ADDR";
 inline constexpr const char* kEnvMasterPort = "MASTER_PORT";
+// Every variable a rank's identity is read from (runtime/plan/identity.h).
+inline constexpr const char* kRankVariables[] = {kEnvNodeRank,   kEnvRanksPerNode, kEnvNodes,     kEnvRank,
+                                                 kEnvWorldSize,  kEnvLocalRank,    kEnvGroupRank, kEnvLocalWorldSize,
+                                                 kEnvMasterAddr, kEnvMasterPort};
 // The job token, or the file (a mounted Secret) that holds it.
 inline constexpr const char* kEnvJobToken = "AVF_JOB_TOKEN";
 inline constexpr const char* kEnvJobTokenFile = "AVF_JOB_TOKEN_FILE";
 // The process whose death stops the launcher or rank (aviflowc run --local).
 inline constexpr const char* kEnvSupervisorPid = "AVF_SUPERVISOR_PID";
+
+// Whether a launcher sets the variable `name` for what it starts (a rank
+// variable, the job token or its file, the supervisor), so that a launcher
+// drops any it inherited before it sets its own.
+auto IsLaunchVariable(std::string_view name) -> bool;
 
 // --peer-timeout and --join-timeout, in seconds.
 inline constexpr double kMinTimeoutSeconds = 0.1;

@@ -26,12 +26,12 @@
 #include "plan/identity.h"
 #include "plan/plan.h"
 #include "plan/sizes.h"
+#include "plan_format/folder_lock.h"
 #include "plan_format/launch.h"
 #include "rendezvous/store.h"
 #include "rendezvous/token.h"
 #include "run/launcher.h"
 #include "run/memory_report.h"
-#include "run/run_lock.h"
 #include "train/trainer.h"
 
 namespace {
@@ -207,11 +207,12 @@ auto Finish(const avf::runtime::RunPlan& plan, const avf::train::TrainResult& r,
 // check-plan FILE: the plan read and checked strictly (unknown keys and the
 // predicted totals too); exit 1 when it is refused.
 auto CheckPlan(const std::string& path) -> int {
-  auto plan = avf::runtime::CheckPlanFile(path);
-  if (!plan) return Report(plan.takeError());
-  size_t ranks = plan->ranks.size();
+  auto valid = avf::runtime::CheckPlanFile(path);
+  if (!valid) return Report(valid.takeError());
+  const avf::runtime::RunPlan& plan = **valid;
+  size_t ranks = plan.ranks.size();
   llvm::outs() << fmt::format("{}: valid aviflow plan version {}: job {}, {} rank{}\n", path == "-" ? "<stdin>" : path,
-                              plan->version, plan->job.name, ranks, ranks == 1 ? "" : "s");
+                              plan.version, plan.job.name, ranks, ranks == 1 ? "" : "s");
   return 0;
 }
 
@@ -233,17 +234,21 @@ auto CreateFolder(const std::string& dir) -> llvm::Error {
 // The run folder and the checkpoint folder, locked for this job (rank 0's
 // process or node 0's launcher, whose ranks inherit the locks).
 auto LockFolders(const RunFlags& f) -> llvm::Error {
-  if (llvm::Error e = avf::run::LockDirectory(f.run_dir, "--run-dir")) return e;
-  return f.checkpoint_dir.empty() ? llvm::Error::success()
-                                  : avf::run::LockDirectory(f.checkpoint_dir, "--checkpoint-dir");
+  for (auto [dir, flag] : {std::pair{&f.run_dir, "--run-dir"}, std::pair{&f.checkpoint_dir, "--checkpoint-dir"}}) {
+    if (dir->empty()) continue;
+    std::string problem = avf::plan_format::LockProblem(*dir, avf::plan_format::LockFolder(*dir), flag);
+    if (!problem.empty()) return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s", problem.c_str());
+  }
+  return llvm::Error::success();
 }
 
 auto Run(const RunFlags& f, const std::vector<std::string>& args) -> int {
-  auto plan = avf::runtime::ReadPlanFile(f.plan);
-  if (!plan) return Report(plan.takeError());
+  auto valid = avf::runtime::ReadPlanFile(f.plan);
+  if (!valid) return Report(valid.takeError());
+  const avf::runtime::RunPlan& plan = **valid;
   avf::runtime::Environment env = avf::runtime::ProcessEnvironment();
   if (!avf::run::LocalRankGiven(f.identity, env)) {
-    auto node = avf::runtime::ResolveNode(f.identity, env, *plan);
+    auto node = avf::runtime::ResolveNode(f.identity, env, plan);
     if (!node) return Report(node.takeError());
     if (node->nproc_per_node > 1) {
       // Node 0's launcher locks the job's folders for its ranks (rank 0 among them).
@@ -252,12 +257,12 @@ auto Run(const RunFlags& f, const std::vector<std::string>& args) -> int {
     }
   }
   avf::run::ApplyThreadDefaults(args);
-  auto identity = avf::runtime::ResolveIdentity(f.identity, env, *plan);
+  auto identity = avf::runtime::ResolveIdentity(f.identity, env, plan);
   if (!identity) return Report(identity.takeError());
   if (f.data_dir.empty()) {
     return Report(llvm::createStringError(llvm::inconvertibleErrorCode(),
                                           "--data-dir is required: the folder that holds dataset `%s`'s shard files",
-                                          plan->data.name.c_str()));
+                                          plan.data.name.c_str()));
   }
   if (llvm::Error e = identity->rank == 0 ? LockFolders(f) : CreateFolder(f.run_dir)) {
     return Report(std::move(e));
@@ -271,11 +276,11 @@ auto Run(const RunFlags& f, const std::vector<std::string>& args) -> int {
   o.max_steps = f.max_steps;
   o.terminal = isatty(STDOUT_FILENO) != 0;
   o.rank = static_cast<int>(identity->rank);
-  if (llvm::Error e = avf::runtime::CheckHostMemory(*plan, identity->rank, avf::runtime::PhysicalMemoryBytes())) {
+  if (llvm::Error e = avf::runtime::CheckHostMemory(plan, identity->rank, avf::runtime::PhysicalMemoryBytes())) {
     return Report(std::move(e));
   }
-  if (llvm::Error e = avf::train::CheckSupported(*plan, static_cast<int>(identity->world_size)))
-    return Report(std::move(e));
+  auto runnable = avf::parallel::CheckRunnable(*valid, static_cast<int>(identity->world_size));
+  if (!runnable) return Report(runnable.takeError());
   World world;
   if (identity->world_size > 1) {
     auto connected = Connect(*identity, f);
@@ -285,13 +290,13 @@ auto Run(const RunFlags& f, const std::vector<std::string>& args) -> int {
   }
   o.stop_signal = &stop_signal;
   InstallStopHandlers();
-  auto result = avf::train::Train(*plan, o, llvm::outs());
+  auto result = avf::train::Train(*runnable, o, llvm::outs());
   if (!result) return Report(result.takeError());
-  if (llvm::Error e = avf::run::WriteMemoryReport(f.run_dir, identity->rank, *plan, *result))
+  if (llvm::Error e = avf::run::WriteMemoryReport(f.run_dir, identity->rank, plan, *result))
     return Report(std::move(e));
   if (identity->rank == 0 && result->last_step > result->first_step)
-    avf::run::PrintMemory(llvm::outs(), 0, *plan, *result);
-  return Finish(*plan, *result, identity->rank);
+    avf::run::PrintMemory(llvm::outs(), 0, plan, *result);
+  return Finish(plan, *result, identity->rank);
 }
 
 // Seconds and seeds are checked by the launch contract, the same in aviflowc

@@ -226,10 +226,11 @@ void FollowSupervisor() {
 }
 
 auto LocalRankGiven(const runtime::IdentityFlags& flags, const runtime::Environment& env) -> bool {
-  bool pet = env.lower_bound("PET_") != env.end() && env.lower_bound("PET_")->first.rfind("PET_", 0) == 0;
+  namespace pf = plan_format;
+  bool pet = env.count(pf::kEnvNodeRank) > 0 || env.count(pf::kEnvRanksPerNode) > 0 || env.count(pf::kEnvNodes) > 0;
   // Under torchrun RANK is this process's rank; under the PET_* convention it is the pod's.
-  bool torchrun_rank = !pet && env.count("RANK") > 0;
-  return flags.local_rank || flags.rank || env.count("LOCAL_RANK") > 0 || torchrun_rank;
+  bool torchrun_rank = !pet && env.count(pf::kEnvRank) > 0;
+  return flags.local_rank || flags.rank || env.count(pf::kEnvLocalRank) > 0 || torchrun_rank;
 }
 
 auto ThreadDefaults(int64_t ranks) -> std::vector<std::string> {

@@ -9,6 +9,7 @@
 #include "data/batches.h"
 #include "optim/optimizer.h"
 #include "parallel/engine.h"
+#include "plan/plan.h"
 #include "train/checkpoint.h"
 #include "train/metrics.h"
 
@@ -39,19 +40,6 @@ auto OptimizerOf(const RunPlan& p) -> OptimizerConfig {
                                                                        : Schedule::Cosine;
   return c;
 }
-
-}  // namespace
-
-auto CheckSupported(const RunPlan& p, int world) -> llvm::Error {
-  if (llvm::Error e = parallel::Engine::Check(p)) return e;
-  if (static_cast<int64_t>(p.ranks.size()) != world) {
-    return Fail(
-        fmt::format("plan.json has {} ranks but {} {} running", p.ranks.size(), world, world == 1 ? "is" : "are"));
-  }
-  return llvm::Error::success();
-}
-
-namespace {
 
 struct Loop {
   const RunPlan& plan;
@@ -197,9 +185,9 @@ auto Run(Loop& loop, TrainResult& result) -> llvm::Error {
 
 }  // namespace
 
-auto Train(const RunPlan& plan, const TrainOptions& options, llvm::raw_ostream& progress)
+auto Train(const parallel::RunnablePlan& runnable, const TrainOptions& options, llvm::raw_ostream& progress)
     -> llvm::Expected<TrainResult> {
-  if (llvm::Error e = CheckSupported(plan, options.world ? options.world->size() : 1)) return e;
+  const RunPlan& plan = *runnable;
   data::DatasetLayout layout{options.data_dir, plan.data.tokens, plan.data.shards,
                              static_cast<uint32_t>(plan.data.token_bytes), plan.model.vocab};
   const runtime::DataSlice& slice = plan.data.slices[static_cast<size_t>(plan.ranks[options.rank].data)];
@@ -207,14 +195,12 @@ auto Train(const RunPlan& plan, const TrainOptions& options, llvm::raw_ostream& 
   if (!reader) return reader.takeError();
   Loop loop{plan, options, progress, std::nullopt, nullptr, nullptr, std::nullopt};
   if (options.world) {
-    auto groups = parallel::BuildGroups(*options.world, plan);
+    auto groups = parallel::BuildGroups(*options.world, runnable.valid());
     if (!groups) return groups.takeError();
     loop.groups.emplace(std::move(*groups));
   }
-  auto engine = parallel::Engine::Create(
-      {&plan, options.rank, options.world, loop.groups ? &*loop.groups : nullptr, OptimizerOf(plan), options.seed});
-  if (!engine) return engine.takeError();
-  loop.engine = std::move(*engine);
+  loop.engine = parallel::Engine::Create(
+      {&runnable, options.rank, options.world, loop.groups ? &*loop.groups : nullptr, OptimizerOf(plan), options.seed});
   loop.loader = std::make_unique<data::BatchLoader>(std::move(*reader));
   if (!options.metrics_path.empty() && options.rank == 0) {
     auto metrics = MetricsFile::Open(options.metrics_path);

@@ -13,7 +13,7 @@
 
 #include "comm/communicator.h"
 #include "parallel/engine.h"
-#include "plan/plan.h"
+#include "parallel/runnable.h"
 
 namespace avf::train {
 
@@ -45,11 +45,9 @@ struct TrainResult {
   parallel::Engine::MemoryUse memory;  // what this rank held
 };
 
-// Whether this avf-run can execute the plan with `world` processes; checked
-// before any rank connects, so an unsupported plan fails at once everywhere.
-auto CheckSupported(const runtime::RunPlan& plan, int world) -> llvm::Error;
-
-auto Train(const runtime::RunPlan& plan, const TrainOptions& options, llvm::raw_ostream& progress)
+// `options.world` is the plan's world (null for a one-rank plan) and
+// `options.rank` one of its ranks.
+auto Train(const parallel::RunnablePlan& plan, const TrainOptions& options, llvm::raw_ostream& progress)
     -> llvm::Expected<TrainResult>;
 
 }  // namespace avf::train

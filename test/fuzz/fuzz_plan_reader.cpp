@@ -11,7 +11,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   llvm::StringRef text(reinterpret_cast<const char*>(data), size);
-  llvm::Expected<avf::runtime::RunPlan> plan = avf::runtime::ParsePlan(text, "fuzz.json");
+  llvm::Expected<avf::runtime::ValidPlan> plan = avf::runtime::ParsePlan(text, "fuzz.json");
   if (!plan) llvm::consumeError(plan.takeError());
   return 0;
 }

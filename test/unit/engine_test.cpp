@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -20,7 +21,6 @@
 namespace avf::parallel {
 namespace {
 
-using testing::MakePlan;
 using testing::PlanShape;
 
 constexpr int kSteps = 3;
@@ -54,8 +54,54 @@ auto MicroBatch(const PlanShape& s, int64_t step, int64_t d, int64_t m) -> data:
   return b;
 }
 
+// The plan `s` run by `world` ranks, checked once as avf-run does.
+auto Runnable(const PlanShape& s, int world) -> llvm::Expected<RunnablePlan> {
+  return CheckRunnable(testing::MakeValidPlan(s), world);
+}
+
+auto ErrorText(llvm::Expected<RunnablePlan> plan) -> std::string {
+  return plan ? "runnable" : llvm::toString(plan.takeError());
+}
+
+// What this runtime cannot run is refused once (CheckRunnable), before any
+// rank connects; nothing below checks the plan again.
+TEST(Runnable, RefusesWhatThisRuntimeCannotRun) {
+  PlanShape s{.pipeline = 2, .micro_batches = 2, .model = Tiny(model::Arch::Gpt2)};
+  EXPECT_EQ(ErrorText(Runnable(s, 2)), "runnable");
+  EXPECT_EQ(ErrorText(Runnable(s, 3)), "plan.json has 2 ranks but 3 are running");
+  EXPECT_EQ(ErrorText(Runnable(s, 1)), "plan.json has 2 ranks but 1 is running");
+  runtime::RunPlan sgd = testing::MakePlan(s);
+  sgd.optimizer.kind = runtime::OptimizerKind::Sgd;
+  EXPECT_EQ(ErrorText(CheckRunnable(testing::MustBeValid(sgd), 2)),
+            "this avf-run trains with AdamW only; the plan asks for sgd");
+  // Consistent plans this runtime does not cut (it pads nothing).
+  PlanShape t2{.tensor = 2, .micro_batches = 2, .model = Tiny(model::Arch::Gpt2)};
+  runtime::RunPlan wide = testing::MakePlan(t2);
+  wide.model.ffn = 33;
+  EXPECT_EQ(ErrorText(CheckRunnable(testing::MustBeValid(wide), 2)),
+            "plan.json: the model's ffn = 33 does not divide by tensor = 2: each tensor rank needs an equal share "
+            "(choose a ffn that is a multiple of 2)");
+  wide = testing::MakePlan(t2);
+  wide.model.vocab = 33;
+  EXPECT_EQ(ErrorText(CheckRunnable(testing::MustBeValid(wide), 2)),
+            "plan.json: the model's vocab = 33 does not divide by tensor = 2: each tensor rank needs an equal share "
+            "(choose a vocab that is a multiple of 2); this avf-run does not pad the vocabulary");
+  wide = testing::MakePlan(t2);
+  wide.layout.sequence_parallel = true, wide.model.seq_len = 9;
+  wide.training.tokens_per_step = wide.training.global_batch * 9;
+  EXPECT_EQ(ErrorText(CheckRunnable(testing::MustBeValid(wide), 2)),
+            "plan.json: sequence parallelism cuts a micro-batch's rows (micro_batch x seq_len = 1 x 9) into tensor "
+            "= 2 equal parts; they do not divide");
+  runtime::RunPlan other = testing::MakePlan(s);
+  int64_t held = other.stage_parameters[1]++;
+  EXPECT_EQ(
+      ErrorText(CheckRunnable(testing::MustBeValid(other), 2)),
+      fmt::format("plan.json gives stage 1 {} parameters per tensor rank, but its layers hold {}", held + 1, held));
+}
+
 struct Trained {
   std::vector<double> losses;
+  std::optional<RunnablePlan> plan;  // what the engine was made from, kept while it lives
   std::unique_ptr<Engine> engine;
 };
 
@@ -65,11 +111,10 @@ auto Reference(const PlanShape& s) -> llvm::Expected<Trained> {
   one.tensor = one.data = one.pipeline = one.chunks = 1, one.zero = 0, one.sequence_parallel = false;
   one.schedule = runtime::PipelineSchedule::OneFOneB;
   one.micro_batches = s.micro_batches * s.data;
-  static runtime::RunPlan plan;
-  plan = MakePlan(one);
-  auto engine = Engine::Create({&plan, 0, nullptr, nullptr, Optimizer(), 7});
-  if (!engine) return engine.takeError();
-  Trained t{{}, std::move(*engine)};
+  auto plan = Runnable(one, 1);
+  if (!plan) return plan.takeError();
+  Trained t{{}, std::move(*plan), nullptr};
+  t.engine = Engine::Create({&*t.plan, 0, nullptr, nullptr, Optimizer(), 7});
   for (int64_t step = 0; step < kSteps; ++step) {
     std::vector<data::Batch> batches;
     for (int64_t d = 0; d < s.data; ++d) {
@@ -113,23 +158,23 @@ auto CompareParameters(Engine& mine, Engine& whole) -> std::string {
 auto RunRank(const PlanShape& s, comm::Communicator& world) -> std::string {
   auto reference = Reference(s);
   if (!reference) return "reference: " + llvm::toString(reference.takeError());
-  runtime::RunPlan plan = MakePlan(s);
-  auto groups = BuildGroups(world, plan);
+  auto plan = Runnable(s, world.size());
+  if (!plan) return "plan: " + llvm::toString(plan.takeError());
+  auto groups = BuildGroups(world, plan->valid());
   if (!groups) return "groups: " + comm::testing::Text(groups.takeError());
-  auto engine = Engine::Create({&plan, world.rank(), &world, &*groups, Optimizer(), 7});
-  if (!engine) return "engine: " + llvm::toString(engine.takeError());
-  int64_t d = plan.ranks[static_cast<size_t>(world.rank())].data;
+  std::unique_ptr<Engine> engine = Engine::Create({&*plan, world.rank(), &world, &*groups, Optimizer(), 7});
+  int64_t d = (*plan)->ranks[static_cast<size_t>(world.rank())].data;
   for (int64_t step = 0; step < kSteps; ++step) {
     std::vector<data::Batch> batches;
     for (int64_t m = 0; m < s.micro_batches; ++m) batches.push_back(MicroBatch(s, step, d, m));
-    auto r = (*engine)->Step(batches, false);
+    auto r = engine->Step(batches, false);
     if (!r) return fmt::format("step {}: {}", step + 1, llvm::toString(r.takeError()));
     double want = reference->losses[static_cast<size_t>(step)];
     if (std::abs(r->loss - want) > 1e-5 * std::abs(want)) {
       return fmt::format("step {}: loss {:.9f}, one rank {:.9f}", step + 1, r->loss, want);
     }
   }
-  return CompareParameters(**engine, *reference->engine);
+  return CompareParameters(*engine, *reference->engine);
 }
 
 class Equivalence : public ::testing::TestWithParam<PlanShape> {};

@@ -5,7 +5,9 @@
 // size and rank, reduces, broadcasts and gathers exactly the plan group's
 // members in ring order, and that every pipeline link carries messages from
 // its sender to its receiver, both directions at once (a sender thread and
-// the main thread). Plan errors are checked in-process with a stub world.
+// the main thread). A communicator's failure is checked in-process with a
+// stub world. (A plan whose groups are wrong never gets here: ValidatePlan
+// refuses it, runplan_validate_test.cpp.)
 #include "parallel/groups.h"
 
 #include <fmt/format.h>
@@ -49,14 +51,17 @@ auto ShapeName(const Shape& s) -> std::string {
 void PrintTo(const Shape& s, std::ostream* os) { *os << ShapeName(s); }
 
 // The shared plan builder (plan_builder.h), with as many layers as the
-// pipeline has chunks.
-auto MakePlan(const Shape& s) -> RunPlan {
+// pipeline has chunks and P micro-batches per step.
+auto BuilderShape(const Shape& s) -> testing::PlanShape {
   testing::PlanShape p{
       .tensor = s.tensor, .data = s.data, .pipeline = s.pipeline, .chunks = s.chunks, .schedule = s.schedule};
   p.model.tied_embeddings = s.tied;
   p.model.layers = s.pipeline * s.chunks;
-  return testing::MakePlan(p);
+  p.micro_batches = s.pipeline;  // interleaving runs micro-batches in groups of P
+  return p;
 }
+auto MakePlan(const Shape& s) -> RunPlan { return testing::MakePlan(BuilderShape(s)); }
+auto Valid(const Shape& s) -> runtime::ValidPlan { return testing::MakeValidPlan(BuilderShape(s)); }
 
 TEST(GroupsPlan, TheHelperMatchesTheHandWrittenTable) {
   RunPlan p = MakePlan({.tensor = 2, .data = 2, .pipeline = 2, .tied = true});
@@ -207,8 +212,9 @@ auto CheckLinkTraffic(const RankGroups& g, const RunPlan& plan, const std::vecto
 }
 
 // What one rank checks on the groups of `plan`.
-auto CheckRank(Communicator& world, const RunPlan& plan) -> std::string {
-  auto built = BuildGroups(world, plan);
+auto CheckRank(Communicator& world, const runtime::ValidPlan& valid) -> std::string {
+  const RunPlan& plan = *valid;
+  auto built = BuildGroups(world, valid);
   if (!built) return "BuildGroups: " + Text(built.takeError());
   RankGroups& g = *built;
   const int me = world.rank();
@@ -239,8 +245,8 @@ auto CheckRank(Communicator& world, const RunPlan& plan) -> std::string {
 class GroupsRanks : public ::testing::TestWithParam<Shape> {};
 
 TEST_P(GroupsRanks, EveryCommunicatorHoldsThePlansMembersInRingOrder) {
-  RunPlan plan = MakePlan(GetParam());
-  int n = static_cast<int>(plan.ranks.size());
+  runtime::ValidPlan plan = Valid(GetParam());
+  int n = static_cast<int>(plan->ranks.size());
   ExpectAllOk(RunRanks(n, [&plan](Communicator& world) { return CheckRank(world, plan); }));
 }
 
@@ -255,18 +261,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Shape{.pipeline = 4, .chunks = 2}, Shape{.data = 8}),
     [](const ::testing::TestParamInfo<Shape>& info) { return ShapeName(info.param); });
 
-// The keys are the positions in the plan's groups, not the world ranks: with
-// the tensor and data groups listed backwards, the communicators' ranks and
-// gathers follow the plan.
-TEST(GroupsRingOrder, TheKeyIsThePositionInThePlansGroup) {
-  RunPlan plan = MakePlan({.tensor = 2, .data = 2});
-  for (RankGroup& g : plan.groups.tensor) std::reverse(g.begin(), g.end());
-  for (RankGroup& g : plan.groups.data) std::reverse(g.begin(), g.end());
-  ExpectAllOk(RunRanks(4, [&plan](Communicator& world) { return CheckRank(world, plan); }));
-}
-
-// A world that must not be used: BuildGroups refuses the plan before any
-// Split, or (with `split_error`) its first Split fails.
+// A world whose first Split fails (and whose other calls must not happen).
 class StubWorld final : public Communicator {
  public:
   StubWorld(int rank, int size) : rank_(rank), size_(size) {}
@@ -296,7 +291,7 @@ class StubWorld final : public Communicator {
 };
 
 // BuildGroups' failure on `world`: its code and message.
-auto Failure(StubWorld& world, const RunPlan& plan) -> comm::Failure {
+auto Failure(StubWorld& world, const runtime::ValidPlan& plan) -> comm::Failure {
   auto built = BuildGroups(world, plan);
   if (built) {
     ADD_FAILURE() << "BuildGroups succeeded";
@@ -305,44 +300,8 @@ auto Failure(StubWorld& world, const RunPlan& plan) -> comm::Failure {
   return comm::TakeFailure(built.takeError());
 }
 
-auto Refusal(const RunPlan& plan, int world_size = -1) -> std::string {
-  StubWorld world(0, world_size < 0 ? static_cast<int>(plan.ranks.size()) : world_size);
-  comm::Failure f = Failure(world, plan);
-  EXPECT_EQ(f.code, comm::CommErrc::kInvalidArgument) << f.message;
-  EXPECT_EQ(world.splits, 0) << "a Split before the plan was checked";
-  return f.message;
-}
-
-TEST(GroupsErrors, ABadPlanIsRefusedBeforeAnySplit) {
-  const Shape shape{.tensor = 2, .data = 2, .pipeline = 2, .tied = true};
-  const std::string prefix = "cannot build the process groups: ";
-  EXPECT_EQ(Refusal(MakePlan(shape), 4), prefix + "the world communicator has 4 ranks, but the plan has 8");
-  RunPlan p = MakePlan(shape);
-  p.groups.tensor[1].pop_back();
-  EXPECT_EQ(Refusal(p), prefix + "rank 3 is in no tensor group");
-  p = MakePlan(shape);
-  p.groups.data[2][1] = 1;
-  EXPECT_EQ(Refusal(p), prefix + "rank 1 is in groups.data[1] and in groups.data[2]");
-  p = MakePlan(shape);
-  p.groups.pipeline[0][1] = 8;
-  EXPECT_EQ(Refusal(p), prefix + "groups.pipeline[0][1] is rank 8, but the plan has ranks 0 to 7");
-  p = MakePlan(shape);
-  p.groups.embedding.emplace_back();
-  EXPECT_EQ(Refusal(p), prefix + "groups.embedding[4] is empty");
-  p = MakePlan(shape);
-  std::swap(p.groups.pipeline[1][0], p.groups.pipeline[1][1]);
-  EXPECT_EQ(Refusal(p), prefix + "groups.pipeline[1][0] is rank 5, whose pipeline stage is 1, not 0");
-  p = MakePlan(shape);
-  p.groups.pipeline[3].pop_back();
-  p.groups.pipeline[2].push_back(7);
-  EXPECT_EQ(Refusal(p), prefix + "groups.pipeline[2] has 3 ranks, but layout.pipeline is 2");
-  p = MakePlan(shape);
-  p.ranks[2].rank = 3;
-  EXPECT_EQ(Refusal(p), prefix + "ranks[2] is rank 3 (ranks must be in rank order)");
-}
-
 TEST(GroupsErrors, ASplitFailureNamesTheGroupAndKeepsItsCode) {
-  RunPlan plan = MakePlan({.tensor = 2, .data = 2});
+  runtime::ValidPlan plan = Valid({.tensor = 2, .data = 2});
   StubWorld world(3, 4);
   comm::Failure f = Failure(world, plan);
   EXPECT_EQ(f.code, comm::CommErrc::kTimeout);

@@ -1,5 +1,8 @@
 #include "plan_builder.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 #include <fmt/format.h>
 
 #include "plan_groups.h"
@@ -11,7 +14,9 @@ using runtime::RunPlan;
 namespace {
 
 void AddStages(RunPlan& p, const PlanShape& s) {
-  const int64_t P = s.pipeline, C = s.chunks, L = s.model.layers;
+  // Chunks are virtual_stages under the interleaved schedule only (plan-format.md "stages").
+  const int64_t P = s.pipeline, L = s.model.layers;
+  const int64_t C = s.schedule == runtime::PipelineSchedule::Interleaved ? s.chunks : 1;
   for (int64_t st = 0; st < P; ++st) {
     model::ShardSpec shard{.tensor_size = s.tensor, .embedding = st == 0, .output = st == P - 1};
     for (int64_t c = 0; c < C; ++c) {
@@ -29,6 +34,20 @@ void AddStages(RunPlan& p, const PlanShape& s) {
   p.zero.stage = s.zero;
 }
 
+// 8 GPUs per node on one switch; 1000 tokens per data rank in a shard each.
+void AddHardwareAndData(RunPlan& p, const PlanShape& s) {
+  int64_t world = s.tensor * s.data * s.pipeline;
+  p.hardware.cluster = p.hardware.node = p.hardware.gpu = "x";
+  p.hardware.gpus_per_node = 8;
+  p.hardware.nodes = p.hardware.cluster_nodes = (world + 7) / 8;
+  p.hardware.leaves = 1;
+  p.data.name = "d";
+  p.data.tokens = 1000 * s.data;
+  p.data.shards = s.data;
+  for (int64_t d = 0; d < s.data; ++d)
+    p.data.slices.push_back({d, 1000 * d, 1000, d, d, s.micro_batch * s.micro_batches});
+}
+
 }  // namespace
 
 auto ShapeName(const PlanShape& s) -> std::string {
@@ -42,6 +61,7 @@ auto ShapeName(const PlanShape& s) -> std::string {
 
 auto MakePlan(const PlanShape& s) -> RunPlan {
   RunPlan p;
+  p.job.name = "made";
   const model::ModelConfig& m = s.model;
   p.model.arch = m.arch == model::Arch::Llama ? runtime::Arch::Llama : runtime::Arch::Gpt2;
   p.model.layers = m.layers, p.model.hidden = m.hidden, p.model.heads = m.heads, p.model.kv_heads = m.kv_heads;
@@ -54,11 +74,24 @@ auto MakePlan(const PlanShape& s) -> RunPlan {
   p.training.gpus = s.tensor * s.data * s.pipeline;
   p.training.micro_batch = s.micro_batch, p.training.micro_batches_per_step = s.micro_batches;
   p.training.global_batch = s.micro_batch * s.micro_batches * s.data;
+  p.training.tokens_per_step = p.training.global_batch * m.seq_len;
   p.training.steps = 100;
   p.optimizer.kind = runtime::OptimizerKind::AdamW;
   AddRanksAndGroups(p, s.tensor, s.data, s.pipeline, 8, s.model.tied_embeddings);
   AddStages(p, s);
+  AddHardwareAndData(p, s);
   return p;
 }
+
+auto MustBeValid(runtime::RunPlan plan) -> runtime::ValidPlan {
+  llvm::Expected<runtime::ValidPlan> valid = runtime::ValidPlan::Of(std::move(plan), "made plan");
+  if (!valid) {
+    std::fprintf(stderr, "the test made an invalid plan:\n%s\n", llvm::toString(valid.takeError()).c_str());
+    std::abort();
+  }
+  return std::move(*valid);
+}
+
+auto MakeValidPlan(const PlanShape& s) -> runtime::ValidPlan { return MustBeValid(MakePlan(s)); }
 
 }  // namespace avf::testing

@@ -2,7 +2,8 @@
 // docs/plan-format.md says the compiler writes them: rank = t + T·(d + D·p);
 // tensor and data groups p outer, pipeline and embedding groups d outer;
 // stage s's chunk c holds layer block c·P + s; ZeRO slices ⌊Ψ/D⌋ with the
-// remainder on the last data rank.
+// remainder on the last data rank; every other section as the validator
+// expects it.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +25,15 @@ struct PlanShape {
 
 auto ShapeName(const PlanShape& s) -> std::string;
 
+// A plan that ValidatePlan accepts: hardware of 8 GPUs per node, a data
+// slice of 1000 tokens per data rank, job name `made`.
 auto MakePlan(const PlanShape& s) -> runtime::RunPlan;
+
+// MakePlan(s) validated; a shape it cannot make valid (a model whose heads
+// do not divide by tensor, say) is a mistake in the test: it aborts, saying why.
+auto MakeValidPlan(const PlanShape& s) -> runtime::ValidPlan;
+
+// `plan` validated, for tests that edit a made plan first; aborts as above.
+auto MustBeValid(runtime::RunPlan plan) -> runtime::ValidPlan;
 
 }  // namespace avf::testing

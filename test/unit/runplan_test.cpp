@@ -187,16 +187,16 @@ TEST(RunPlanRead, IgnoresUnknownKeysEverywhere) {
 }
 
 TEST(RunPlanRead, ReadPlanFileNamesThePath) {
-  llvm::Expected<RunPlan> p = ReadPlanFile(FixturePath("hgx_h100_platform.json"));
+  llvm::Expected<ValidPlan> p = ReadPlanFile(FixturePath("hgx_h100_platform.json"));
   ASSERT_TRUE(static_cast<bool>(p)) << llvm::toString(p.takeError());
-  EXPECT_EQ(p->ranks.size(), 32u);
+  EXPECT_EQ((*p)->ranks.size(), 32u);
 
   std::string missing = FixturePath("no_such_plan.json");
-  llvm::Expected<RunPlan> q = ReadPlanFile(missing);
+  llvm::Expected<ValidPlan> q = ReadPlanFile(missing);
   ASSERT_FALSE(static_cast<bool>(q));
   EXPECT_EQ(llvm::toString(q.takeError()), missing + ": cannot open the plan: No such file or directory");
 
-  llvm::Expected<RunPlan> dir = ReadPlanFile(FixturePath(""));
+  llvm::Expected<ValidPlan> dir = ReadPlanFile(FixturePath(""));
   ASSERT_FALSE(static_cast<bool>(dir));
   EXPECT_THAT(llvm::toString(dir.takeError()),
               HasSubstr("cannot open the plan: it is a directory, not a regular file"));
@@ -211,7 +211,7 @@ TEST(RunPlanRead, ProblemsCarryFileAndKeyPath) {
     std::fwrite(bad.data(), 1, bad.size(), f);
     std::fclose(f);
   }
-  llvm::Expected<RunPlan> p = ReadPlanFile(path);
+  llvm::Expected<ValidPlan> p = ReadPlanFile(path);
   ASSERT_FALSE(static_cast<bool>(p));
   llvm::Error e = p.takeError();
   EXPECT_TRUE(e.isA<PlanError>());
@@ -491,7 +491,7 @@ TEST(RunPlanHostile, TwoGigabyteFileIsRefusedUnread) {
   ASSERT_GE(fd, 0);
   ASSERT_EQ(::ftruncate(fd, int64_t{2} << 30), 0);  // sparse: no disk used
   ::close(fd);
-  llvm::Expected<RunPlan> p = ReadPlanFile(path);
+  llvm::Expected<ValidPlan> p = ReadPlanFile(path);
   ASSERT_FALSE(static_cast<bool>(p));
   EXPECT_EQ(llvm::toString(p.takeError()),
             path + ": the file is 2147483648 bytes (2048 MiB); a plan is at most 268435456 bytes (256 MiB)");
@@ -501,14 +501,14 @@ TEST(RunPlanHostile, TwoGigabyteFileIsRefusedUnread) {
 // Devices and pipes are no plan files: refused before anything is read, so
 // neither an endless device nor a FIFO without a writer can hold avf-run.
 TEST(RunPlanHostile, DevicesAndFifosAreRefused) {
-  llvm::Expected<RunPlan> p = ReadPlanFile("/dev/zero", 1 << 20);
+  llvm::Expected<ValidPlan> p = ReadPlanFile("/dev/zero", 1 << 20);
   ASSERT_FALSE(static_cast<bool>(p));
   EXPECT_EQ(llvm::toString(p.takeError()),
             "/dev/zero: cannot open the plan: it is a character device, not a regular file");
   std::string path = ::testing::TempDir() + "/runplan_fifo";
   std::remove(path.c_str());
   ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
-  llvm::Expected<RunPlan> q = ReadPlanFile(path);
+  llvm::Expected<ValidPlan> q = ReadPlanFile(path);
   ASSERT_FALSE(static_cast<bool>(q));
   EXPECT_EQ(llvm::toString(q.takeError()),
             path + ": cannot open the plan: it is a FIFO (named pipe), not a regular file");
@@ -520,7 +520,7 @@ TEST(RunPlanHostile, DevicesAndFifosAreRefused) {
 TEST(RunPlanHostile, TruncationsAndRandomDamage) {
   std::string tiny = Fixture("gpt2_tiny_local.json");
   for (size_t n = 0; n < tiny.rfind('}'); n += 7) {  // every cut before the closing brace
-    llvm::Expected<RunPlan> p = ParsePlan(llvm::StringRef(tiny).take_front(n));
+    llvm::Expected<ValidPlan> p = ParsePlan(llvm::StringRef(tiny).take_front(n));
     EXPECT_FALSE(static_cast<bool>(p)) << n;
     llvm::consumeError(p.takeError());
   }
@@ -532,7 +532,7 @@ TEST(RunPlanHostile, TruncationsAndRandomDamage) {
     for (int k = 0; k < 1 + round % 4; ++k) {
       text[rng() % text.size()] = kBytes[rng() % (sizeof kBytes - 1)];
     }
-    llvm::Expected<RunPlan> p = ParsePlan(text);
+    llvm::Expected<ValidPlan> p = ParsePlan(text);
     if (!p) llvm::consumeError(p.takeError());
   }
 }

@@ -137,16 +137,16 @@ auto GetAt(std::string_view text, std::string_view path) -> std::string {
 }
 
 auto MustParse(std::string_view text) -> RunPlan {
-  llvm::Expected<RunPlan> plan = ParsePlan(llvm::StringRef(text.data(), text.size()));
+  llvm::Expected<ValidPlan> plan = ParsePlan(llvm::StringRef(text.data(), text.size()));
   if (!plan) {
     ADD_FAILURE() << "plan refused:\n" << llvm::toString(plan.takeError());
     return RunPlan{};
   }
-  return std::move(*plan);
+  return **plan;
 }
 
 auto ParseFailure(std::string_view text) -> std::string {
-  llvm::Expected<RunPlan> plan = ParsePlan(llvm::StringRef(text.data(), text.size()));
+  llvm::Expected<ValidPlan> plan = ParsePlan(llvm::StringRef(text.data(), text.size()));
   if (plan) {
     ADD_FAILURE() << "plan accepted";
     return "";
@@ -185,7 +185,7 @@ void MakeStagesDataZero(const Shape& s, RunPlan& p) {
   }
   p.data.tokens = 1000 * D;
   p.data.shards = D;
-  for (int64_t d = 0; d < D; ++d) p.data.slices.push_back({d, 1000 * d, 1000, d, d, 2});
+  for (int64_t d = 0; d < D; ++d) p.data.slices.push_back({d, 1000 * d, 1000, d, d, p.training.micro_batches_per_step});
   p.zero.stage = s.zero;
   if (s.zero == 0) return;
   for (int64_t q = 0; q < P; ++q) {
@@ -206,9 +206,11 @@ auto MakePlan(const Shape& s) -> RunPlan {
   p.hardware.nodes = p.hardware.cluster_nodes = (world + s.gpus_per_node - 1) / s.gpus_per_node;
   p.hardware.leaves = 1;
   p.training.gpus = world;
-  p.training.global_batch = 2 * s.data;
+  // Interleaving runs micro-batches in groups of P.
+  int64_t micro_batches = s.chunks > 1 ? s.pipeline : 2;
+  p.training.global_batch = micro_batches * s.data;
   p.training.micro_batch = 1;
-  p.training.micro_batches_per_step = 2;
+  p.training.micro_batches_per_step = micro_batches;
   p.training.tokens_per_step = p.training.global_batch * 16;
   p.layout = {s.data,
               s.tensor,

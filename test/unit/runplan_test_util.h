@@ -41,7 +41,8 @@ auto ValidateFailure(const RunPlan& plan) -> std::string;
 auto ReplaceFirst(std::string text, std::string_view from, std::string_view to) -> std::string;
 
 // A valid plan built in code, for shapes no fixture has: T x D x P ranks on
-// nodes of gpus_per_node, 2 layers per chunk, interleaved when chunks > 1.
+// nodes of gpus_per_node, 2 layers per chunk, interleaved when chunks > 1
+// (then P micro-batches per step, else 2).
 struct Shape {
   int64_t tensor = 1, data = 1, pipeline = 1, gpus_per_node = 8, chunks = 1, zero = 0;
   bool tied = false;

@@ -334,9 +334,9 @@ TEST(RunPlanValidate, BatchArithmetic) {
   p.training.micro_batch = 4;
   EXPECT_EQ(ValidateFailure(p), "plan.json: training.micro_batch: 4, but layout.micro_batch is 2");
   p = Hgx();
-  p.training.micro_batches_per_step = 63;
+  p.training.micro_batches_per_step = 62;
   EXPECT_EQ(ValidateFailure(p),
-            "plan.json: training.micro_batches_per_step: 63, but global batch 512 / (data 4 x micro_batch 2) is not "
+            "plan.json: training.micro_batches_per_step: 62, but global batch 512 / (data 4 x micro_batch 2) is not "
             "that");
   p = Hgx();
   p.training.tokens_per_step = 1;
@@ -348,6 +348,31 @@ TEST(RunPlanValidate, CheckpointEitherStepsOrSeconds) {
   std::string text = SetAt(Fixture("hgx_h100_platform.json"), "checkpoint.every_steps", "100");
   EXPECT_EQ(ParseFailure(text),
             "plan.json: checkpoint: every_steps and every_seconds are both set; at most one of the two is");
+}
+
+// What the layout cuts must divide (plan/cuts.h): the schedule's
+// micro-batches by the stages when interleaving, the heads and kv heads by
+// tensor. (The MLP width, the vocabulary and sequence-parallel rows are this
+// runtime's own needs: CheckRunnable, engine_test.cpp.)
+TEST(RunPlanValidate, InterleavingRunsMicroBatchesInGroupsOfP) {
+  RunPlan p = Hgx();  // interleaved, P = 2, V = 2
+  p.training.global_batch = 3 * 4 * 2, p.training.micro_batches_per_step = 3;
+  p.training.tokens_per_step = p.training.global_batch * p.model.seq_len;
+  for (DataSlice& s : p.data.slices) s.sequences_per_step = 6;
+  EXPECT_EQ(ValidateFailure(p),
+            "plan.json: layout: the interleaved schedule needs the micro-batches per step to be a multiple of the "
+            "pipeline stages (it runs them in groups of P), but M = 3 and P = 2");
+  p.layout.pipeline = 1;
+  EXPECT_THAT(ValidateFailure(p), HasSubstr("plan.json: layout: the interleaved schedule with 2 model chunks needs "
+                                            "more than one pipeline stage"));
+}
+
+TEST(RunPlanValidate, TensorRanksShareTheHeadsEqually) {
+  RunPlan p = Hgx();  // tensor = 4
+  p.model.kv_heads = 2;
+  EXPECT_EQ(ValidateFailure(p),
+            "plan.json: model.kv_heads: the model's kv_heads = 2 does not divide by tensor = 4: each tensor rank "
+            "needs an equal share (choose a kv_heads that is a multiple of 4)");
 }
 
 // Every count a plan implies is computed with overflow checks and bounded

@@ -13,7 +13,8 @@ usage: probe_run.py ACTION RUN_DIR -- AVIFLOWC_COMMAND...
   env              prints the thread variables of every avf-run of the run
                    (launcher or rank), then SIGTERM to aviflowc
   lock N           a second run on the same folders while the first trains
-                   (refused), then SIGKILL to every process of the first,
+                   (refused, the first's plan.json kept), then SIGKILL to
+                   every process of the first,
                    then a third run with `--max-steps N` runs
 RUN_DIR must be absolute: the run's processes are those whose arguments
 hold it.
@@ -114,9 +115,12 @@ def main():
     elif action == "kill-run":
         first.kill()
     elif action == "lock":
+        plan = os.path.join(run_dir, "plan.json")
+        before = os.stat(plan).st_mtime_ns
         second, second_log = start(command, "second.log", run_dir)
         status, text = finish(second, second_log)
         print(f"second run exit: {status}")
+        print(f"plan.json kept: {os.stat(plan).st_mtime_ns == before}")
         sys.stdout.write(text)
         for pid in list(run_processes(run_dir)) + [first.pid]:
             try:

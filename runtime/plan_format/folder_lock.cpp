@@ -1,4 +1,4 @@
-#include "run/run_lock.h"
+#include "plan_format/folder_lock.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -9,18 +9,13 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <optional>
+#include <system_error>
 
-#include <fmt/format.h>
-#include <llvm/Support/FileSystem.h>
-
-namespace avf::run {
+namespace avf::plan_format {
 
 namespace {
-
-auto Fail(const std::string& message) -> llvm::Error {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s", message.c_str());
-}
 
 // A descriptor this process already has open on the file of `st` (one its
 // launcher opened and locked before starting it), if any.
@@ -53,34 +48,51 @@ auto HolderPid(int fd) -> std::string {
 }
 
 void WritePid(int fd) {
-  std::string pid = fmt::format("{}\n", getpid());
+  std::string pid = std::to_string(getpid()) + "\n";
   if (ftruncate(fd, 0) == 0) (void)!pwrite(fd, pid.data(), pid.size(), 0);
 }
 
 }  // namespace
 
-auto LockDirectory(const std::string& dir, llvm::StringRef flag) -> llvm::Error {
-  if (std::error_code ec = llvm::sys::fs::create_directories(dir)) {
-    return Fail(fmt::format("{}: {}", dir, ec.message()));
+auto LockFolder(const std::string& dir) -> FolderLock {
+  FolderLock lock;
+  lock.path = dir + "/" + kLockFileName;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    lock.error = dir + ": " + ec.message();
+    return lock;
   }
-  std::string path = dir + "/" + kLockFileName;
   struct stat st {};
-  std::optional<int> inherited = stat(path.c_str(), &st) == 0 ? InheritedDescriptor(st) : std::nullopt;
-  // Not O_CLOEXEC: the ranks this process starts hold the lock with it.
-  int fd = inherited ? *inherited : open(path.c_str(), O_RDWR | O_CREAT, 0644);
-  if (fd < 0) return Fail(fmt::format("{}: cannot open the lock file: {}", path, std::strerror(errno)));
+  std::optional<int> inherited = stat(lock.path.c_str(), &st) == 0 ? InheritedDescriptor(st) : std::nullopt;
+  // Not O_CLOEXEC: the processes this one starts hold the lock with it.
+  int fd = inherited ? *inherited : open(lock.path.c_str(), O_RDWR | O_CREAT, 0644);
+  if (fd < 0) {
+    lock.error = lock.path + ": cannot open the lock file: " + std::strerror(errno);
+    return lock;
+  }
   if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
     if (!inherited) WritePid(fd);
-    return llvm::Error::success();
+    lock.state = FolderLock::State::Locked;
+    return lock;
   }
   int error = errno;
-  std::string holder = HolderPid(fd);
+  lock.holder = HolderPid(fd);
   if (!inherited) close(fd);
-  if (error != EWOULDBLOCK) return Fail(fmt::format("{}: cannot lock: {}", path, std::strerror(error)));
-  return Fail(
-      fmt::format("{} is in use by a running job ({}{} is locked); wait for it to end or stop it, or pass "
-                  "another {}",
-                  dir, holder.empty() ? "" : fmt::format("started by process {}; ", holder), path, flag));
+  if (error != EWOULDBLOCK) {
+    lock.error = lock.path + ": cannot lock: " + std::strerror(error);
+    return lock;
+  }
+  lock.state = FolderLock::State::InUse;
+  return lock;
 }
 
-}  // namespace avf::run
+auto LockProblem(const std::string& dir, const FolderLock& lock, std::string_view flag) -> std::string {
+  if (lock.state == FolderLock::State::Locked) return "";
+  if (lock.state == FolderLock::State::Failed) return lock.error;
+  std::string holder = lock.holder.empty() ? "" : "started by process " + lock.holder + "; ";
+  return dir + " is in use by a running job (" + holder + lock.path +
+         " is locked); wait for it to end or stop it, or pass another " + std::string(flag);
+}
+
+}  // namespace avf::plan_format
