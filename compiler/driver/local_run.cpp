@@ -7,7 +7,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -23,6 +22,7 @@
 
 #include "driver/outputs.h"
 #include "emit/plan_json.h"
+#include "plan_format/child_table.h"
 #include "plan_format/folder_lock.h"
 #include "plan_format/launch.h"
 
@@ -124,19 +124,6 @@ auto NodeEnvironment(int64_t n, NodeShape shape, int port, const std::string& to
   return env;
 }
 
-// The node launchers, for the signal handler (async-signal-safe: kill() only).
-constexpr int kMaxNodes = 4096;
-pid_t nodes_started[kMaxNodes];
-std::atomic<int> node_count{0};
-std::atomic<int> forwarded_signal{0};
-
-void ForwardSignal(int sig) {
-  forwarded_signal = sig;
-  for (int i = 0, n = node_count.load(); i < n; ++i) {
-    if (nodes_started[i] > 0) kill(nodes_started[i], sig);
-  }
-}
-
 // One node's avf-run in a process group of its own, so that a Ctrl-C at the
 // terminal reaches this process only, which passes it on once.
 auto SpawnNode(const std::vector<std::string>& args, std::vector<std::string> env, std::string& error) -> pid_t {
@@ -173,19 +160,18 @@ auto WaitForNodes(int nodes) -> int {
       if (errno == EINTR) continue;
       break;
     }
-    int n = 0;
-    while (n < nodes && nodes_started[n] != pid) ++n;
-    if (n == nodes) continue;
-    nodes_started[n] = -1;
+    int n = pf::TakeExited(pid);
+    if (n < 0) continue;
     --running;
-    if (WIFSIGNALED(status) && WTERMSIG(status) != forwarded_signal) {
+    int forwarded = pf::ForwardedSignal();
+    if (WIFSIGNALED(status) && WTERMSIG(status) != forwarded) {
       llvm::errs() << fmt::format("aviflowc: the avf-run of node {} was killed by signal {} ({})\n", n,
                                   WTERMSIG(status), strsignal(WTERMSIG(status)));
     }
     int code = ExitCode(status);
-    bool cause = code > 128 && code != 128 + forwarded_signal && code != 128 + SIGTERM && code != 128 + SIGINT;
+    bool cause = code > 128 && code != 128 + forwarded && code != 128 + SIGTERM && code != 128 + SIGINT;
     if (code != 0 && (status_out == 0 || (cause && !killed))) status_out = code, killed = cause;
-    if (code != 0 && running > 0) ForwardSignal(SIGTERM);
+    if (code != 0 && running > 0) pf::ForwardSignal(SIGTERM);
   }
   return status_out;
 }
@@ -194,30 +180,24 @@ auto WaitForNodes(int nodes) -> int {
 // starts and supervises that node's ranks), passes SIGTERM and SIGINT on to
 // them, and returns their status.
 auto LaunchNodes(const std::vector<std::string>& args, NodeShape shape, diag::DiagnosticEngine& diags) -> int {
-  if (shape.nodes > kMaxNodes) {
+  if (shape.nodes > pf::kMaxChildren) {
     diags.Report(diag::DiagId::CannotRunRuntime, {}, args[0],
-                 fmt::format("the plan has {} nodes; a local run starts at most {}", shape.nodes, kMaxNodes));
+                 fmt::format("the plan has {} nodes; a local run starts at most {}", shape.nodes, pf::kMaxChildren));
     return -1;
   }
   int port = FreePort();
   std::string token = RandomToken();
-  struct sigaction sa {};
-  sa.sa_handler = ForwardSignal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGTERM, &sa, nullptr);
-  sigaction(SIGINT, &sa, nullptr);
+  pf::ForwardStopSignals();
   for (int64_t n = 0; n < shape.nodes; ++n) {
     std::string error;
     pid_t pid = SpawnNode(args, NodeEnvironment(n, shape, port, token), error);
-    nodes_started[n] = pid;
-    node_count = static_cast<int>(n + 1);
+    pf::SetChild(static_cast<int>(n), pid);
     if (pid < 0) {
-      ForwardSignal(SIGTERM);
+      pf::ForwardSignal(SIGTERM);
       WaitForNodes(static_cast<int>(n));
       diags.Report(diag::DiagId::CannotRunRuntime, {}, args[0], error.empty() ? "it did not start" : error);
       return -1;
     }
-    if (forwarded_signal) kill(pid, forwarded_signal);
   }
   return WaitForNodes(static_cast<int>(shape.nodes));
 }

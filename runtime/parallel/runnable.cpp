@@ -55,7 +55,8 @@ auto ShardOf(const runtime::RunPlan& p, int64_t stage, int64_t tensor_rank) -> m
 auto CheckRunnable(const runtime::ValidPlan& valid, int world) -> llvm::Expected<RunnablePlan> {
   const runtime::RunPlan& p = *valid;
   if (p.optimizer.kind != runtime::OptimizerKind::AdamW) {
-    return Fail(fmt::format("this avf-run trains with AdamW only; the plan asks for {}", runtime::Name(p.optimizer.kind).str()));
+    return Fail(fmt::format("this avf-run trains with AdamW only; the plan asks for {}",
+                            runtime::Name(p.optimizer.kind).str()));
   }
   if (static_cast<int64_t>(p.ranks.size()) != world) {
     return Fail(

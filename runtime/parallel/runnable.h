@@ -4,8 +4,8 @@
 // the MLP width and the vocabulary cut evenly over the tensor group and
 // sequence-parallel rows too (it pads nothing), each stage's parameter count
 // as this runtime's model lays the stage's layers out (plan.json's
-// stage_parameters are the compiler's count), and one process per rank. The engine, the groups and the training loop take a
-// RunnablePlan and check nothing of it again.
+// stage_parameters are the compiler's count), and one process per rank. The engine, the groups and the training loop
+// take a RunnablePlan and check nothing of it again.
 #pragma once
 
 #include <cstdint>

@@ -13,9 +13,10 @@ auto CountProblem(const PipelineShape& s) -> std::optional<std::string> {
   // Each bound alone keeps the products the schedules take (P·V, 2·M·V) far from overflow.
   if (s.stages > kMaxOpsPerStage || s.micro_batches > kMaxOpsPerStage || s.chunks > kMaxOpsPerStage ||
       s.micro_batches * s.chunks > kMaxOpsPerStage / 2) {
-    return fmt::format("{} stages, {} micro-batches and {} chunks per stage exceed what a schedule may hold ({} ops "
-                       "per stage)",
-                       s.stages, s.micro_batches, s.chunks, kMaxOpsPerStage);
+    return fmt::format(
+        "{} stages, {} micro-batches and {} chunks per stage exceed what a schedule may hold ({} ops "
+        "per stage)",
+        s.stages, s.micro_batches, s.chunks, kMaxOpsPerStage);
   }
   return std::nullopt;
 }
@@ -31,34 +32,37 @@ auto ShapeOf(const RunPlan& plan) -> PipelineShape {
 auto ShapeProblem(const PipelineShape& s) -> std::optional<std::string> {
   if (std::optional<std::string> counts = CountProblem(s)) return counts;
   if (s.chunks > 1 && s.kind != PipelineSchedule::Interleaved) {
-    return fmt::format("{} model chunks per stage need the interleaved schedule; {} runs one chunk per stage",
-                       s.chunks, Name(s.kind).str());
+    return fmt::format("{} model chunks per stage need the interleaved schedule; {} runs one chunk per stage", s.chunks,
+                       Name(s.kind).str());
   }
   if (s.chunks == 1) return std::nullopt;  // interleaved with one chunk is 1F1B
   if (s.stages == 1) {
     return fmt::format("the interleaved schedule with {} model chunks needs more than one pipeline stage", s.chunks);
   }
   if (s.micro_batches % s.stages != 0) {
-    return fmt::format("the interleaved schedule needs the micro-batches per step to be a multiple of the pipeline "
-                       "stages (it runs them in groups of P), but M = {} and P = {}",
-                       s.micro_batches, s.stages);
+    return fmt::format(
+        "the interleaved schedule needs the micro-batches per step to be a multiple of the pipeline "
+        "stages (it runs them in groups of P), but M = {} and P = {}",
+        s.micro_batches, s.stages);
   }
   return std::nullopt;
 }
 
 auto TensorShareProblem(const char* what, int64_t value, int64_t tensor) -> std::optional<std::string> {
   if (tensor >= 1 && value % tensor == 0) return std::nullopt;
-  return fmt::format("the model's {} = {} does not divide by tensor = {}: each tensor rank needs an equal share "
-                     "(choose a {} that is a multiple of {})",
-                     what, value, tensor, what, tensor);
+  return fmt::format(
+      "the model's {} = {} does not divide by tensor = {}: each tensor rank needs an equal share "
+      "(choose a {} that is a multiple of {})",
+      what, value, tensor, what, tensor);
 }
 
 auto SequenceRowsProblem(int64_t micro_batch, int64_t seq_len, int64_t tensor) -> std::optional<std::string> {
   int64_t rows = 0;
   if (tensor >= 1 && !MulOverflows(micro_batch, seq_len, &rows) && rows % tensor == 0) return std::nullopt;
-  return fmt::format("sequence parallelism cuts a micro-batch's rows (micro_batch x seq_len = {} x {}) into "
-                     "tensor = {} equal parts; they do not divide",
-                     micro_batch, seq_len, tensor);
+  return fmt::format(
+      "sequence parallelism cuts a micro-batch's rows (micro_batch x seq_len = {} x {}) into "
+      "tensor = {} equal parts; they do not divide",
+      micro_batch, seq_len, tensor);
 }
 
 void CheckCuts(const RunPlan& plan, Problems& p) {

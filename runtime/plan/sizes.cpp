@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
+#include <fstream>
 #include <initializer_list>
 #include <iterator>
 #include <optional>
@@ -171,11 +173,38 @@ auto CheckHostMemory(const RunPlan& plan, int64_t rank, int64_t host_bytes) -> l
   return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s", message.c_str());
 }
 
-auto PhysicalMemoryBytes() -> int64_t {
+auto CgroupMemoryLimit(const std::string& mount, const std::string& path) -> std::optional<int64_t> {
+  std::optional<int64_t> least;
+  auto consider = [&least](const std::string& file) {
+    std::ifstream in(file);
+    std::string text;
+    if (!(in >> text) || text == "max") return;
+    int64_t bytes = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), bytes);
+    if (ec == std::errc() && end == text.data() + text.size() && bytes > 0)
+      least = std::min(bytes, least.value_or(bytes));
+  };
+  for (std::string dir = path; !dir.empty();) {
+    consider(mount + dir + "/memory.max");
+    size_t slash = dir.rfind('/');
+    dir = slash == std::string::npos ? "" : dir.substr(0, slash);
+  }
+  consider(mount + "/memory.max");
+  consider(mount + "/memory/memory.limit_in_bytes");
+  return least;
+}
+
+auto HostMemoryBytes() -> int64_t {
   long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-  if (pages <= 0 || page <= 0) return INT64_MAX;  // unknown: refuse nothing on this ground
-  int64_t bytes = 0;
-  return MulOverflows(pages, page, &bytes) ? INT64_MAX : bytes;
+  int64_t bytes = INT64_MAX;  // unknown: refuse nothing on this ground
+  if (pages > 0 && page > 0 && MulOverflows(pages, page, &bytes)) bytes = INT64_MAX;
+  std::ifstream cgroups("/proc/self/cgroup");
+  std::string line, path;
+  while (std::getline(cgroups, line)) {
+    if (line.rfind("0::", 0) == 0) path = line.substr(3);
+  }
+  if (path == "/") path.clear();
+  return std::min(bytes, CgroupMemoryLimit("/sys/fs/cgroup", path).value_or(INT64_MAX));
 }
 
 }  // namespace avf::runtime

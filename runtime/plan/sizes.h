@@ -7,6 +7,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
 
 #include "plan/plan.h"
 #include "plan/problems.h"
@@ -35,9 +37,19 @@ struct RankBytes {
 // Only for a plan ValidatePlan accepted, and a rank of it.
 auto LeastRankBytes(const RunPlan& plan, int64_t rank) -> RankBytes;
 
-// The ranks on `rank`'s node together against `host_bytes`, the host's
-// physical memory (PhysicalMemoryBytes()).
+// The ranks on `rank`'s node together against `host_bytes`, the memory this
+// host lets the job use (HostMemoryBytes()).
 auto CheckHostMemory(const RunPlan& plan, int64_t rank, int64_t host_bytes) -> llvm::Error;
-auto PhysicalMemoryBytes() -> int64_t;
+
+// The least memory limit of a cgroup v2 hierarchy mounted at `mount` on the
+// path from the cgroup `path` (the `0::` line of /proc/self/cgroup) up to its
+// root (each memory.max, "max" for none), or of a cgroup v1 memory
+// controller at `mount`/memory/memory.limit_in_bytes; nullopt when nothing
+// limits it.
+auto CgroupMemoryLimit(const std::string& mount, const std::string& path) -> std::optional<int64_t>;
+
+// The host's physical memory, or less where this process's cgroup (a
+// container's memory limit) caps it.
+auto HostMemoryBytes() -> int64_t;
 
 }  // namespace avf::runtime

@@ -276,7 +276,7 @@ auto Run(const RunFlags& f, const std::vector<std::string>& args) -> int {
   o.max_steps = f.max_steps;
   o.terminal = isatty(STDOUT_FILENO) != 0;
   o.rank = static_cast<int>(identity->rank);
-  if (llvm::Error e = avf::runtime::CheckHostMemory(plan, identity->rank, avf::runtime::PhysicalMemoryBytes())) {
+  if (llvm::Error e = avf::runtime::CheckHostMemory(plan, identity->rank, avf::runtime::HostMemoryBytes())) {
     return Report(std::move(e));
   }
   auto runnable = avf::parallel::CheckRunnable(*valid, static_cast<int>(identity->world_size));

@@ -11,12 +11,13 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <thread>
+
+#include "plan_format/child_table.h"
 
 extern char** environ;
 
@@ -32,27 +33,7 @@ using Clock = std::chrono::steady_clock;
 constexpr auto kGrace = std::chrono::seconds(10);
 constexpr auto kKillAfter = std::chrono::seconds(5);
 
-// The children, for the signal handler (async-signal-safe: kill() only).
-constexpr int kMaxChildren = 1024;
-pid_t children[kMaxChildren];
-std::atomic<int> child_count{0};
-std::atomic<int> forwarded_signal{0};
-
-void ForwardSignal(int sig) {
-  forwarded_signal = sig;
-  int n = child_count.load();
-  for (int i = 0; i < n; ++i) {
-    if (children[i] > 0) kill(children[i], sig);
-  }
-}
-
-void InstallForwarding() {
-  struct sigaction sa {};
-  sa.sa_handler = ForwardSignal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGTERM, &sa, nullptr);
-  sigaction(SIGINT, &sa, nullptr);
-}
+namespace pf = plan_format;
 
 // The cores this process may run on (its CPU affinity, so a container's
 // cpuset), not every core of the machine.
@@ -127,7 +108,7 @@ class Supervisor {
   explicit Supervisor(const runtime::NodeIdentity& node) : node_(node) {}
 
   auto Wait() -> int {
-    int running = child_count.load();
+    int running = pf::ChildCount();
     while (running > 0) {
       int status = 0;
       pid_t pid = waitpid(-1, &status, WNOHANG);
@@ -139,9 +120,9 @@ class Supervisor {
       Escalate();
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    if (forwarded_signal) {
-      llvm::errs() << fmt::format("avf-run: stopped every rank of node {} on signal {} ({})\n", node_.node_rank,
-                                  forwarded_signal.load(), strsignal(forwarded_signal));
+    if (int sig = pf::ForwardedSignal()) {
+      llvm::errs() << fmt::format("avf-run: stopped every rank of node {} on signal {} ({})\n", node_.node_rank, sig,
+                                  strsignal(sig));
     }
     return exit_code_;
   }
@@ -159,7 +140,7 @@ class Supervisor {
       return code == 128 + SIGTERM || code == 128 + SIGINT ? Outcome::kStopped : Outcome::kFailed;
     }
     int sig = WTERMSIG(status);
-    if (sig == forwarded_signal) return Outcome::kStopped;
+    if (sig == pf::ForwardedSignal()) return Outcome::kStopped;
     bool escalated = sent_ != 0 && (sig == SIGTERM || sig == SIGKILL);
     return escalated ? Outcome::kFailed : Outcome::kKilled;
   }
@@ -167,11 +148,8 @@ class Supervisor {
   // Every failure is reported (the first one may be a rank that only saw
   // the real failure of another); the status is the most telling one's.
   auto Reaped(pid_t pid, int status) -> bool {
-    int n = child_count.load();
-    int i = 0;
-    while (i < n && children[i] != pid) ++i;
-    if (i == n) return false;
-    children[i] = -1;
+    int i = pf::TakeExited(pid);
+    if (i < 0) return false;
     if (!first_exit_) first_exit_ = Clock::now(), first_rank_ = i;
     Outcome outcome = Classify(status);
     bool first_failure = outcome >= Outcome::kFailed && worst_ < Outcome::kFailed;
@@ -189,13 +167,12 @@ class Supervisor {
     int sig = waited > kGrace + kKillAfter ? SIGKILL : waited > kGrace ? SIGTERM : 0;
     if (sig == 0 || sig == sent_) return;
     sent_ = sig;
-    int n = child_count.load();
-    for (int i = 0; i < n; ++i) {
-      if (children[i] <= 0) continue;
+    for (int i = 0, n = pf::ChildCount(); i < n; ++i) {
+      if (pf::ChildPid(i) <= 0) continue;
       llvm::errs() << fmt::format("avf-run: {} is still running {} s after local rank {} exited; sending {}\n",
                                   RankName(i), std::chrono::duration_cast<std::chrono::seconds>(waited).count(),
                                   first_rank_, sig == SIGKILL ? "SIGKILL" : "SIGTERM");
-      kill(children[i], sig);
+      kill(pf::ChildPid(i), sig);
     }
   }
 
@@ -258,8 +235,9 @@ void ApplyThreadDefaults(const std::vector<std::string>& args) {
 
 auto LaunchNode(const std::vector<std::string>& args, const runtime::NodeIdentity& node) -> int {
   int64_t nproc = node.nproc_per_node;
-  if (nproc > kMaxChildren) {
-    llvm::errs() << fmt::format("avf-run: error: {} ranks per node; at most {} are supported\n", nproc, kMaxChildren);
+  if (nproc > pf::kMaxChildren) {
+    llvm::errs() << fmt::format("avf-run: error: {} ranks per node; at most {} are supported\n", nproc,
+                                pf::kMaxChildren);
     return 1;
   }
   llvm::outs() << fmt::format("avf-run: node {} of {}: starting {} ranks ({}..{} of {})\n", node.node_rank, node.nnodes,
@@ -268,18 +246,16 @@ auto LaunchNode(const std::vector<std::string>& args, const runtime::NodeIdentit
   std::vector<std::string> argv = args;
   argv[0] = SelfPath(argv[0]);
   std::vector<std::string> env = ChildEnvironment(nproc);
-  InstallForwarding();
+  pf::ForwardStopSignals();
   Supervisor supervisor(node);
   for (int64_t i = 0; i < nproc; ++i) {
     std::optional<pid_t> pid = Spawn(argv, env, i);
-    children[i] = pid.value_or(-1);
-    child_count = static_cast<int>(i + 1);
+    pf::SetChild(static_cast<int>(i), pid.value_or(-1));
     if (!pid) {
-      ForwardSignal(SIGTERM);
+      pf::ForwardSignal(SIGTERM);
       supervisor.Wait();
       return 1;
     }
-    if (forwarded_signal) kill(*pid, forwarded_signal);
   }
   return supervisor.Wait();
 }

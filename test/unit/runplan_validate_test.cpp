@@ -2,6 +2,8 @@
 // consistency rule (plan-format.md, Validation), each with the message it
 // must produce. Most edit the parsed RunPlan; a few edit the JSON text to
 // show the whole path from file to message.
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include <gmock/gmock.h>
@@ -433,7 +435,30 @@ TEST(RunPlanSizes, LeastRankBytesAndTheHostBound) {
   ASSERT_TRUE(static_cast<bool>(small));
   EXPECT_THAT(llvm::toString(std::move(small)), HasSubstr("the plan's 8 ranks on node 0 need at least 5"));
   EXPECT_FALSE(static_cast<bool>(CheckHostMemory(p, 0, INT64_MAX)));
-  EXPECT_GT(PhysicalMemoryBytes(), 0);
+  EXPECT_GT(HostMemoryBytes(), 0);
+}
+
+// A container's memory limit bounds the host's memory: the least memory.max
+// from the process's cgroup up to the root (v2), or the v1 limit.
+TEST(RunPlanSizes, CgroupMemoryLimit) {
+  std::string root = ::testing::TempDir() + "/cgroup_limit";
+  std::filesystem::remove_all(root);
+  std::filesystem::create_directories(root + "/job.slice/pod");
+  auto write = [](const std::string& file, const char* text) { std::ofstream(file) << text; };
+  EXPECT_EQ(CgroupMemoryLimit(root, "/job.slice/pod"), std::nullopt);
+  write(root + "/job.slice/pod/memory.max", "max\n");
+  EXPECT_EQ(CgroupMemoryLimit(root, "/job.slice/pod"), std::nullopt);
+  write(root + "/job.slice/memory.max", "8589934592\n");
+  EXPECT_EQ(CgroupMemoryLimit(root, "/job.slice/pod"), int64_t{8} << 30);
+  write(root + "/job.slice/pod/memory.max", "4294967296\n");
+  EXPECT_EQ(CgroupMemoryLimit(root, "/job.slice/pod"), int64_t{4} << 30);
+  EXPECT_EQ(CgroupMemoryLimit(root, ""), std::nullopt);
+  std::filesystem::create_directories(root + "/memory");
+  write(root + "/memory/memory.limit_in_bytes", "2147483648\n");
+  EXPECT_EQ(CgroupMemoryLimit(root, ""), int64_t{2} << 30);
+  write(root + "/memory/memory.limit_in_bytes", "garbage");
+  EXPECT_EQ(CgroupMemoryLimit(root, ""), std::nullopt);
+  std::filesystem::remove_all(root);
 }
 
 }  // namespace
