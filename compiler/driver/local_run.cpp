@@ -2,7 +2,6 @@
 
 #include <netinet/in.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -124,27 +123,6 @@ auto NodeEnvironment(int64_t n, NodeShape shape, int port, const std::string& to
   return env;
 }
 
-// One node's avf-run in a process group of its own, so that a Ctrl-C at the
-// terminal reaches this process only, which passes it on once.
-auto SpawnNode(const std::vector<std::string>& args, std::vector<std::string> env, std::string& error) -> pid_t {
-  std::vector<std::string> argv = args;
-  std::vector<char*> argp, envp;
-  for (std::string& a : argv) argp.push_back(a.data());
-  for (std::string& e : env) envp.push_back(e.data());
-  argp.push_back(nullptr), envp.push_back(nullptr);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
-  posix_spawnattr_setpgroup(&attr, 0);
-  pid_t pid = 0;
-  int rc = posix_spawn(&pid, argp[0], nullptr, &attr, argp.data(), envp.data());
-  posix_spawnattr_destroy(&attr);
-  if (rc != 0) error = std::strerror(rc);
-  return rc == 0 ? pid : -1;
-}
-
-auto ExitCode(int status) -> int { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status); }
-
 // Waits for every node launcher. When one fails the others are asked to stop
 // (their ranks would fail at their next collective anyway); each launcher
 // stops, escalates on and reports its own ranks. The status is the first
@@ -168,7 +146,7 @@ auto WaitForNodes(int nodes) -> int {
       llvm::errs() << fmt::format("aviflowc: the avf-run of node {} was killed by signal {} ({})\n", n,
                                   WTERMSIG(status), strsignal(WTERMSIG(status)));
     }
-    int code = ExitCode(status);
+    int code = pf::ExitCode(status);
     bool cause = code > 128 && code != 128 + forwarded && code != 128 + SIGTERM && code != 128 + SIGINT;
     if (code != 0 && (status_out == 0 || (cause && !killed))) status_out = code, killed = cause;
     if (code != 0 && running > 0) pf::ForwardSignal(SIGTERM);
@@ -190,9 +168,7 @@ auto LaunchNodes(const std::vector<std::string>& args, NodeShape shape, diag::Di
   pf::ForwardStopSignals();
   for (int64_t n = 0; n < shape.nodes; ++n) {
     std::string error;
-    pid_t pid = SpawnNode(args, NodeEnvironment(n, shape, port, token), error);
-    pf::SetChild(static_cast<int>(n), pid);
-    if (pid < 0) {
+    if (pf::SpawnChild(static_cast<int>(n), args, NodeEnvironment(n, shape, port, token), error) < 0) {
       pf::ForwardSignal(SIGTERM);
       WaitForNodes(static_cast<int>(n));
       diags.Report(diag::DiagId::CannotRunRuntime, {}, args[0], error.empty() ? "it did not start" : error);

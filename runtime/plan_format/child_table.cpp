@@ -1,9 +1,12 @@
 #include "plan_format/child_table.h"
 
 #include <signal.h>
+#include <spawn.h>
 #include <sys/types.h>
+#include <sys/wait.h>
 
 #include <atomic>
+#include <cstring>
 
 namespace avf::plan_format {
 
@@ -23,11 +26,27 @@ void ForwardStopSignals() {
   sigaction(SIGINT, &sa, nullptr);
 }
 
-void SetChild(int slot, int pid) {
-  if (slot < 0 || slot >= kMaxChildren) return;
+auto SpawnChild(int slot, std::vector<std::string> argv, std::vector<std::string> env, std::string& error) -> int {
+  if (slot < 0 || slot >= kMaxChildren || argv.empty()) {
+    error = "no such child slot";
+    return -1;
+  }
+  std::vector<char*> argp, envp;
+  for (std::string& a : argv) argp.push_back(a.data());
+  for (std::string& e : env) envp.push_back(e.data());
+  argp.push_back(nullptr), envp.push_back(nullptr);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
+  pid_t pid = 0;
+  int rc = posix_spawn(&pid, argp[0], nullptr, &attr, argp.data(), envp.data());
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) error = std::strerror(rc), pid = -1;
   children[slot] = pid;
   if (slot >= child_count.load()) child_count = slot + 1;
   if (int sig = forwarded_signal.load(); sig != 0 && pid > 0) kill(pid, sig);
+  return pid;
 }
 
 void ForwardSignal(int sig) {
@@ -49,6 +68,8 @@ auto TakeExited(int pid) -> int {
 }
 
 auto ChildCount() -> int { return child_count.load(); }
+
+auto ExitCode(int status) -> int { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status); }
 auto ChildPid(int slot) -> int { return slot >= 0 && slot < child_count.load() ? children[slot] : -1; }
 
 }  // namespace avf::plan_format

@@ -6,6 +6,9 @@
 // async-signal-safe). One table per process.
 #pragma once
 
+#include <string>
+#include <vector>
+
 namespace avf::plan_format {
 
 inline constexpr int kMaxChildren = 4096;
@@ -13,9 +16,12 @@ inline constexpr int kMaxChildren = 4096;
 // Installs the handler that passes SIGTERM and SIGINT on to every child.
 void ForwardStopSignals();
 
-// Records child `slot` (0, 1, ... in order; -1 for one that did not start).
-// A stop already passed on is sent to a new child at once.
-void SetChild(int slot, int pid);
+// Starts argv[0] with `argv` and `env` (NAME=VALUE) in a process group of
+// its own, so that a Ctrl-C at the terminal reaches the launcher only, which
+// passes it on once, and records it as child `slot` (0, 1, ... in order; a
+// stop already passed on is sent to it at once). Its pid, or -1 with `error`
+// set (and the slot recorded as never started).
+auto SpawnChild(int slot, std::vector<std::string> argv, std::vector<std::string> env, std::string& error) -> int;
 
 // Passes `sig` on to every child still running and remembers it.
 void ForwardSignal(int sig);
@@ -30,5 +36,9 @@ auto TakeExited(int pid) -> int;
 // Children recorded, and the pid in a slot (<= 0: exited or never started).
 auto ChildCount() -> int;
 auto ChildPid(int slot) -> int;
+
+// A wait status as an exit code: the child's own, or 128 + the signal that
+// killed it.
+auto ExitCode(int status) -> int;
 
 }  // namespace avf::plan_format

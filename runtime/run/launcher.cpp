@@ -2,7 +2,6 @@
 
 #include <sched.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -71,30 +70,19 @@ auto SelfPath(const std::string& fallback) -> std::string {
   return n > 0 ? std::string(buf, static_cast<size_t>(n)) : fallback;
 }
 
-// One rank in a process group of its own: a Ctrl-C at the terminal reaches
-// the launcher only, which passes it on once (a second signal kills a rank).
-auto Spawn(std::vector<std::string> argv, std::vector<std::string>& env, int64_t local_rank) -> std::optional<pid_t> {
+// Local rank `local_rank` as child `local_rank` of the table (child_table.h).
+auto Spawn(std::vector<std::string> argv, const std::vector<std::string>& env, int64_t local_rank) -> bool {
   argv.push_back(fmt::format("--local-rank={}", local_rank));
-  std::vector<char*> args = Pointers(argv), envp = Pointers(env);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
-  posix_spawnattr_setpgroup(&attr, 0);
-  pid_t pid = 0;
-  int rc = posix_spawn(&pid, args[0], nullptr, &attr, args.data(), envp.data());
-  posix_spawnattr_destroy(&attr);
-  if (rc == 0) return pid;
-  llvm::errs() << fmt::format("avf-run: error: cannot start local rank {} ({}): {}\n", local_rank, argv[0],
-                              std::strerror(rc));
-  return std::nullopt;
+  std::string error;
+  if (pf::SpawnChild(static_cast<int>(local_rank), argv, env, error) > 0) return true;
+  llvm::errs() << fmt::format("avf-run: error: cannot start local rank {} ({}): {}\n", local_rank, argv[0], error);
+  return false;
 }
 
 auto StatusText(int status) -> std::string {
   if (WIFEXITED(status)) return fmt::format("exited with status {}", WEXITSTATUS(status));
   return fmt::format("was killed by signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
 }
-
-auto ExitCode(int status) -> int { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status); }
 
 // How much a child's end says about the node's, lowest first: success, a
 // stop on a signal (forwarded, or sent to a rank and agreed on by all), a
@@ -153,7 +141,7 @@ class Supervisor {
     if (!first_exit_) first_exit_ = Clock::now(), first_rank_ = i;
     Outcome outcome = Classify(status);
     bool first_failure = outcome >= Outcome::kFailed && worst_ < Outcome::kFailed;
-    if (outcome > worst_) worst_ = outcome, exit_code_ = ExitCode(status);
+    if (outcome > worst_) worst_ = outcome, exit_code_ = pf::ExitCode(status);
     if (outcome >= Outcome::kFailed) {
       llvm::errs() << fmt::format("avf-run: {} {}{}\n", RankName(i), StatusText(status),
                                   first_failure ? "; stopping the node's other ranks" : "");
@@ -249,9 +237,7 @@ auto LaunchNode(const std::vector<std::string>& args, const runtime::NodeIdentit
   pf::ForwardStopSignals();
   Supervisor supervisor(node);
   for (int64_t i = 0; i < nproc; ++i) {
-    std::optional<pid_t> pid = Spawn(argv, env, i);
-    pf::SetChild(static_cast<int>(i), pid.value_or(-1));
-    if (!pid) {
+    if (!Spawn(argv, env, i)) {
       pf::ForwardSignal(SIGTERM);
       supervisor.Wait();
       return 1;
