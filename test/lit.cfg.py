@@ -39,6 +39,13 @@ if os.path.exists("/dev/nvidia0") or shutil.which("nvidia-smi"):
     config.available_features.add("cuda")
 if config.have_cuda_toolkit:
     config.available_features.add("cuda-toolkit")
+# `sanitized`: the run against the ASan/UBSan build (test/CMakeLists.txt).
+# There %big, the size of the robustness tests' huge inputs, is 100 000
+# instead of 1 000 000: the same code paths at a tenth of the sanitizers' cost.
+sanitized = os.environ.get("AVIFLOW_TEST_SANITIZED") == "1"
+if sanitized:
+    config.available_features.add("sanitized")
+config.substitutions.append(("%big", "100000" if sanitized else "1000000"))
 # `shared`: the project's ../shared folder (schemas, validators) is present.
 if os.path.isdir(os.path.join(src, "..", "shared")):
     config.available_features.add("shared")
