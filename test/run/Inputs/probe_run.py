@@ -13,8 +13,8 @@ usage: probe_run.py ACTION RUN_DIR -- AVIFLOWC_COMMAND...
   env              prints the thread variables of every avf-run of the run
                    (launcher or rank), then SIGTERM to aviflowc
   lock N           a second run on the same folders while the first trains
-                   (refused, the first's plan.json kept), then SIGKILL to
-                   every process of the first,
+                   (refused, the first's plan.json kept), then, once the
+                   first has trained 6 steps, SIGKILL to every process of it,
                    then a third run with `--max-steps N` runs
 RUN_DIR must be absolute: the run's processes are those whose arguments
 hold it.
@@ -86,6 +86,15 @@ def training(run_dir):
     return os.path.exists(metrics) and os.path.getsize(metrics) > 0
 
 
+def steps_done(run_dir):
+    """How many steps the run's metrics.jsonl records."""
+    try:
+        with open(os.path.join(run_dir, "metrics.jsonl")) as f:
+            return sum(1 for _ in f)
+    except OSError:
+        return 0
+
+
 def finish(proc, log):
     try:
         status = proc.wait(timeout=90)
@@ -121,6 +130,9 @@ def main():
         status, text = finish(second, second_log)
         print(f"second run exit: {status}")
         print(f"plan.json kept: {os.stat(plan).st_mtime_ns == before}")
+        # A checkpoint (every 4 steps in the test's job) before the kill, so
+        # that the third run has one to resume from, however fast the refusal.
+        wait_until(lambda: steps_done(run_dir) >= 6, 60)
         sys.stdout.write(text)
         for pid in list(run_processes(run_dir)) + [first.pid]:
             try:
