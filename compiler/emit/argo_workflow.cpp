@@ -4,6 +4,7 @@
 //   make-token (the job token's Secret, unless it exists) ---^
 //   onExit: report, stop-training (unless it succeeded), cleanup-staged (when asked)
 //
+// A mutex named after the job lets one of its workflows run at a time.
 // The token, copy and export steps retry with backoff; the train step does not:
 // the training object restarts its pods and avf-run resumes from the last
 // checkpoint.
@@ -282,6 +283,13 @@ void WriteSpec(YamlWriter& y, const Deployment& d) {
     y.Field("entrypoint", "pipeline");
     y.Field("onExit", "exit-handler");
     y.Field("serviceAccountName", d.service_account);
+    // One run of a job at a time: a second submission (or a resubmission, or
+    // a second workflow from the template) waits, Pending, until the first
+    // has ended, exit handler included, instead of racing it for the job's
+    // token, training object and staged data.
+    y.MapField("synchronization", [&] {
+      y.SeqField("mutexes", [&] { y.Map([&] { y.Field("name", d.name); }); });
+    });
     if (d.staging) {
       y.MapField("arguments", [&] {
         y.SeqField("parameters", [&] {
