@@ -188,13 +188,8 @@ void WriteResourceStep(YamlWriter& y, std::string_view name, std::string_view ac
     y.Field("name", name);
     y.MapField("resource", [&] {
       y.Field("action", action);
-      if (action == "delete") {
-        y.Key("flags");
-        y.StringSeq({"--ignore-not-found"});
-      } else {
-        // Deleting the workflow deletes what it created.
-        y.Field("setOwnerReference", true);
-      }
+      // Deleting the workflow deletes what it created.
+      y.Field("setOwnerReference", true);
       if (!success.empty()) y.Field("successCondition", success);
       if (!failure.empty()) y.Field("failureCondition", failure);
       y.Key("manifest");
@@ -211,13 +206,16 @@ void WriteTrainStep(YamlWriter& y, const Deployment& d) {
                     jobset ? "status.terminalState = Failed" : "status.replicaStatuses.Master.failed > 0");
 }
 
-// Just enough of an object for `kubectl delete`.
-auto DeleteManifest(const Deployment& d, const ObjectKind& k) -> std::string {
-  return fmt::format("apiVersion: \"{}/{}\"\nkind: \"{}\"\nmetadata:\n  name: \"{}\"\n  namespace: \"{}\"\n", k.group,
-                     k.version, k.kind, d.name, d.k8s_namespace);
-}
-
 const ObjectKind kPodGroup{"scheduling.volcano.sh", "v1beta1", "PodGroup", "podgroups"};
+
+auto DeleteIfOwnedStep(const Deployment& d, std::string name, const ObjectKind& k) -> ToolStep {
+  return {std::move(name),
+          DeleteIfOwnedScript(k.plural + "." + k.group, d.name, d.k8s_namespace),
+          {EnvVar::Literal("WF_UID", "{{workflow.uid}}")},
+          {},
+          {},
+          true};
+}
 
 void WriteExitHandler(YamlWriter& y, const Deployment& d) {
   y.Map([&] {
@@ -245,10 +243,11 @@ void WriteExitHandler(YamlWriter& y, const Deployment& d) {
                  {},
                  {},
                  false});
-  // A failed or stopped workflow must not leave the training pods running (argo-workflows#8364).
-  WriteResourceStep(y, "stop-training", "delete", DeleteManifest(d, TrainingObjectKind(d)), "", "");
-  // The gang's PodGroup has done its work once the run is over.
-  if (HasPodGroup(d)) WriteResourceStep(y, "delete-podgroup", "delete", DeleteManifest(d, kPodGroup), "", "");
+  // A failed or stopped workflow must not leave the training pods running
+  // (argo-workflows#8364), and the gang's PodGroup has done its work once the
+  // run is over; each is deleted only when this workflow made it.
+  WriteToolStep(y, d, DeleteIfOwnedStep(d, "stop-training", TrainingObjectKind(d)));
+  if (HasPodGroup(d)) WriteToolStep(y, d, DeleteIfOwnedStep(d, "delete-podgroup", kPodGroup));
   if (d.staging) {
     WriteToolStep(y, d, {"cleanup-staged", CleanupScript(*d.staging), {}, {d.staging->hot_storage}, {}, false});
   }
@@ -287,9 +286,7 @@ void WriteSpec(YamlWriter& y, const Deployment& d) {
     // a second workflow from the template) waits, Pending, until the first
     // has ended, exit handler included, instead of racing it for the job's
     // token, training object and staged data.
-    y.MapField("synchronization", [&] {
-      y.SeqField("mutexes", [&] { y.Map([&] { y.Field("name", d.name); }); });
-    });
+    y.MapField("synchronization", [&] { y.SeqField("mutexes", [&] { y.Map([&] { y.Field("name", d.name); }); }); });
     if (d.staging) {
       y.MapField("arguments", [&] {
         y.SeqField("parameters", [&] {

@@ -187,6 +187,24 @@ auto CleanupScript(const Staging& s) -> std::string {
 // so that the token is never an argument of a process (visible in /proc),
 // never in a file and never printed; the step's output (its Argo result)
 // only says what it did.
+auto DeleteIfOwnedScript(const std::string& resource, const std::string& name, const std::string& k8s_namespace)
+    -> std::string {
+  return fmt::format(
+      "set -eu\n"
+      "resource={0}\n"
+      "name={1}\n"
+      "namespace={2}\n"
+      "# The uids of the Workflows that own it; \"\" when it is gone or has none.\n"
+      "owners=\"$(kubectl get \"$resource\" \"$name\" --namespace \"$namespace\" --ignore-not-found \\\n"
+      "  -o jsonpath='{{.metadata.ownerReferences[?(@.kind==\"Workflow\")].uid}}')\"\n"
+      "case \" $owners \" in\n"
+      "  *\" $WF_UID \"*) kubectl delete \"$resource\" \"$name\" --namespace \"$namespace\" --ignore-not-found ;;\n"
+      "  \"  \") echo \"$resource $name: none of this workflow's to delete\" ;;\n"
+      "  *) echo \"$resource $name belongs to another workflow (uid $owners): left running\" ;;\n"
+      "esac\n",
+      ShellQuote(resource), ShellQuote(name), ShellQuote(k8s_namespace));
+}
+
 auto MakeTokenScript(const deploy::JobToken& t, const std::string& k8s_namespace,
                      const std::vector<std::pair<std::string, std::string>>& labels) -> std::string {
   return fmt::format(

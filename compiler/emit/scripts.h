@@ -33,6 +33,13 @@ auto SealStagedScript(const deploy::Staging& s) -> std::string;
 auto ExportScript(const deploy::Export& e) -> std::string;
 // Deletes the staged copy.
 auto CleanupScript(const deploy::Staging& s) -> std::string;
+// The exit handler's delete of `resource` (kubectl's `plural.group`) `name`:
+// only when this workflow ($WF_UID) owns it, so that a duplicate workflow of
+// the job never stops the run another workflow started. Not there, or not
+// this workflow's: left alone, said so, success.
+auto DeleteIfOwnedScript(const std::string& resource, const std::string& name, const std::string& k8s_namespace)
+    -> std::string;
+
 // The workflow's make-token step: creates the Secret `t.secret` in
 // `k8s_namespace` with a fresh random token (`t.random_bytes` of
 // /dev/urandom as hex, needing `od` and `tr`), labelled `labels` and owned
