@@ -249,7 +249,17 @@ void WriteExitHandler(YamlWriter& y, const Deployment& d) {
   WriteToolStep(y, d, DeleteIfOwnedStep(d, "stop-training", TrainingObjectKind(d)));
   if (HasPodGroup(d)) WriteToolStep(y, d, DeleteIfOwnedStep(d, "delete-podgroup", kPodGroup));
   if (d.staging) {
-    WriteToolStep(y, d, {"cleanup-staged", CleanupScript(*d.staging), {}, {d.staging->hot_storage}, {}, false});
+    // Not while another workflow's run of the job reads the staged copy.
+    ObjectKind k = TrainingObjectKind(d);
+    std::string cleanup =
+        UnlessAnotherRunsScript(k.plural + "." + k.group, d.name, d.k8s_namespace, CleanupScript(*d.staging));
+    WriteToolStep(y, d,
+                  {"cleanup-staged",
+                   cleanup,
+                   {EnvVar::Literal("WF_UID", "{{workflow.uid}}")},
+                   {d.staging->hot_storage},
+                   {},
+                   false});
   }
 }
 

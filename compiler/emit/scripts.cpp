@@ -187,22 +187,41 @@ auto CleanupScript(const Staging& s) -> std::string {
 // so that the token is never an argument of a process (visible in /proc),
 // never in a file and never printed; the step's output (its Argo result)
 // only says what it did.
-auto DeleteIfOwnedScript(const std::string& resource, const std::string& name, const std::string& k8s_namespace)
+namespace {
+
+// Shell lines setting $resource, $name, $namespace, and $owners to the uids of
+// the Workflows that own that object ("" when it is gone or has none).
+auto OwnersQuery(const std::string& resource, const std::string& name, const std::string& k8s_namespace)
     -> std::string {
   return fmt::format(
-      "set -eu\n"
       "resource={0}\n"
       "name={1}\n"
       "namespace={2}\n"
-      "# The uids of the Workflows that own it; \"\" when it is gone or has none.\n"
       "owners=\"$(kubectl get \"$resource\" \"$name\" --namespace \"$namespace\" --ignore-not-found \\\n"
-      "  -o jsonpath='{{.metadata.ownerReferences[?(@.kind==\"Workflow\")].uid}}')\"\n"
-      "case \" $owners \" in\n"
-      "  *\" $WF_UID \"*) kubectl delete \"$resource\" \"$name\" --namespace \"$namespace\" --ignore-not-found ;;\n"
-      "  \"  \") echo \"$resource $name: none of this workflow's to delete\" ;;\n"
-      "  *) echo \"$resource $name belongs to another workflow (uid $owners): left running\" ;;\n"
-      "esac\n",
+      "  -o jsonpath='{{.metadata.ownerReferences[?(@.kind==\"Workflow\")].uid}}')\"\n",
       ShellQuote(resource), ShellQuote(name), ShellQuote(k8s_namespace));
+}
+
+}  // namespace
+
+auto DeleteIfOwnedScript(const std::string& resource, const std::string& name, const std::string& k8s_namespace)
+    -> std::string {
+  return "set -eu\n" + OwnersQuery(resource, name, k8s_namespace) +
+         "case \" $owners \" in\n"
+         "  *\" $WF_UID \"*) kubectl delete \"$resource\" \"$name\" --namespace \"$namespace\" --ignore-not-found ;;\n"
+         "  \"  \") echo \"$resource $name: none of this workflow's to delete\" ;;\n"
+         "  *) echo \"$resource $name belongs to another workflow (uid $owners): left running\" ;;\n"
+         "esac\n";
+}
+
+auto UnlessAnotherRunsScript(const std::string& resource, const std::string& name, const std::string& k8s_namespace,
+                             const std::string& body) -> std::string {
+  return "set -eu\n" + OwnersQuery(resource, name, k8s_namespace) +
+         "case \" $owners \" in\n"
+         "  \"  \" | *\" $WF_UID \"*) ;;\n"
+         "  *) echo \"$resource $name of another workflow (uid $owners) is running: nothing done\"; exit 0 ;;\n"
+         "esac\n" +
+         body;
 }
 
 auto MakeTokenScript(const deploy::JobToken& t, const std::string& k8s_namespace,

@@ -39,6 +39,10 @@ auto CleanupScript(const deploy::Staging& s) -> std::string;
 // this workflow's: left alone, said so, success.
 auto DeleteIfOwnedScript(const std::string& resource, const std::string& name, const std::string& k8s_namespace)
     -> std::string;
+// `body` (a script), unless `resource` `name` exists and another workflow
+// owns it: its run may be reading what `body` would remove.
+auto UnlessAnotherRunsScript(const std::string& resource, const std::string& name, const std::string& k8s_namespace,
+                             const std::string& body) -> std::string;
 
 // The workflow's make-token step: creates the Secret `t.secret` in
 // `k8s_namespace` with a fresh random token (`t.random_bytes` of
