@@ -100,8 +100,7 @@ auto ShapeOf(const plan::Plan& plan) -> NodeShape {
 auto LockRunFolder(const std::string& dir, diag::DiagnosticEngine& diags) -> bool {
   pf::FolderLock lock = pf::LockFolder(dir);
   if (lock.state == pf::FolderLock::State::InUse) {
-    std::string holder = lock.holder.empty() ? "" : fmt::format("started by process {}; ", lock.holder);
-    diags.Report(diag::DiagId::RunFolderInUse, {}, dir, holder, lock.path);
+    diags.Report(diag::DiagId::RunFolderInUse, {}, dir, pf::HolderClause(lock), lock.path);
   } else if (lock.state == pf::FolderLock::State::Failed) {
     diags.Report(diag::DiagId::RunFolderNotLocked, {}, dir, lock.error);
   }

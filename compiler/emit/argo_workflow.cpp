@@ -182,12 +182,13 @@ void WriteDag(YamlWriter& y, const Deployment& d) {
   });
 }
 
-void WriteResourceStep(YamlWriter& y, std::string_view name, std::string_view action, const std::string& manifest,
-                       std::string_view success, std::string_view failure) {
+// A resource step that creates `manifest`, owned by the workflow.
+void WriteCreateStep(YamlWriter& y, std::string_view name, const std::string& manifest, std::string_view success,
+                     std::string_view failure) {
   y.Map([&] {
     y.Field("name", name);
     y.MapField("resource", [&] {
-      y.Field("action", action);
+      y.Field("action", "create");
       // Deleting the workflow deletes what it created.
       y.Field("setOwnerReference", true);
       if (!success.empty()) y.Field("successCondition", success);
@@ -201,16 +202,19 @@ void WriteResourceStep(YamlWriter& y, std::string_view name, std::string_view ac
 // A PyTorchJob finishes when its Master pod does; a JobSet reports it.
 void WriteTrainStep(YamlWriter& y, const Deployment& d) {
   bool jobset = d.target == deploy::Target::JobSet;
-  WriteResourceStep(y, "train", "create", TrainingObjectYaml(d),
-                    jobset ? "status.terminalState = Completed" : "status.replicaStatuses.Master.succeeded > 0",
-                    jobset ? "status.terminalState = Failed" : "status.replicaStatuses.Master.failed > 0");
+  WriteCreateStep(y, "train", TrainingObjectYaml(d),
+                  jobset ? "status.terminalState = Completed" : "status.replicaStatuses.Master.succeeded > 0",
+                  jobset ? "status.terminalState = Failed" : "status.replicaStatuses.Master.failed > 0");
 }
 
 const ObjectKind kPodGroup{"scheduling.volcano.sh", "v1beta1", "PodGroup", "podgroups"};
 
+// kubectl's name for the objects of kind `k`: `plural.group`.
+auto KubectlResource(const ObjectKind& k) -> std::string { return k.plural + "." + k.group; }
+
 auto DeleteIfOwnedStep(const Deployment& d, std::string name, const ObjectKind& k) -> ToolStep {
   return {std::move(name),
-          DeleteIfOwnedScript(k.plural + "." + k.group, d.name, d.k8s_namespace),
+          DeleteIfOwnedScript(KubectlResource(k), d.name, d.k8s_namespace),
           {EnvVar::Literal("WF_UID", "{{workflow.uid}}")},
           {},
           {},
@@ -250,9 +254,8 @@ void WriteExitHandler(YamlWriter& y, const Deployment& d) {
   if (HasPodGroup(d)) WriteToolStep(y, d, DeleteIfOwnedStep(d, "delete-podgroup", kPodGroup));
   if (d.staging) {
     // Not while another workflow's run of the job reads the staged copy.
-    ObjectKind k = TrainingObjectKind(d);
-    std::string cleanup =
-        UnlessAnotherRunsScript(k.plural + "." + k.group, d.name, d.k8s_namespace, CleanupScript(*d.staging));
+    std::string cleanup = UnlessAnotherRunsScript(KubectlResource(TrainingObjectKind(d)), d.name, d.k8s_namespace,
+                                                  CleanupScript(*d.staging));
     WriteToolStep(y, d,
                   {"cleanup-staged",
                    cleanup,
@@ -280,7 +283,7 @@ void WriteTemplates(YamlWriter& y, const Deployment& d) {
     if (d.staging) {
       for (const ToolStep& s : StagingSteps(d)) WriteToolStep(y, d, s);
     }
-    if (HasPodGroup(d)) WriteResourceStep(y, "create-podgroup", "create", PodGroupYaml(d), "", "");
+    if (HasPodGroup(d)) WriteCreateStep(y, "create-podgroup", PodGroupYaml(d), "", "");
     WriteTrainStep(y, d);
     if (d.export_checkpoints) WriteToolStep(y, d, ExportStep(d));
     WriteExitHandler(y, d);

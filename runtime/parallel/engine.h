@@ -47,8 +47,9 @@ struct EngineSetup {
 
 class Engine {
  public:
-  // The plan was checked once (CheckRunnable); `world` and `groups` are its
-  // world.size() == plan.world() ranks' (null for a one-rank plan).
+  // The plan was checked once (CheckRunnable) and outlives the engine;
+  // `world` and `groups` are its world.size() == plan.world() ranks' (null
+  // for a one-rank plan).
   static auto Create(const EngineSetup& setup) -> std::unique_ptr<Engine>;
 
   // Seconds of one step a rank spent waiting on communication, averaged

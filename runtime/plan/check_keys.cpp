@@ -11,6 +11,7 @@
 
 #include "plan/check_plan.h"
 #include "plan/problems.h"
+#include "plan/read_sections.h"
 #include "plan_format/plan_format.h"
 
 namespace avf::runtime {
@@ -63,11 +64,11 @@ void CheckObject(const llvm::json::Value& v, Key shape, const std::string& path,
 }  // namespace
 
 auto CheckPlanText(llvm::StringRef text, llvm::StringRef name) -> llvm::Expected<ValidPlan> {
-  llvm::Expected<ValidPlan> plan = ParsePlan(text, name);
-  if (!plan) return plan.takeError();
   Problems p(name);
-  llvm::Expected<llvm::json::Value> root = llvm::json::parse(text);  // ParsePlan accepted it
-  if (!root) return root.takeError();
+  std::optional<llvm::json::Value> root = ParseJsonText(text, p);
+  if (!root) return p.TakeError();
+  llvm::Expected<ValidPlan> plan = PlanOfJson(*root, name);
+  if (!plan) return plan.takeError();
   CheckObject(*root, Key::Root, "", p);
   if (llvm::Error e = p.TakeError()) return e;
   if (llvm::Error e = CheckPredicted(**plan, name)) return e;

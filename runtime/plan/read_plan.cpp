@@ -195,28 +195,39 @@ void ReadLayout(const Node& n, PlanLayout& out) {
   }
 }
 
-auto ParsePlan(llvm::StringRef text, llvm::StringRef name) -> llvm::Expected<ValidPlan> {
-  Problems problems(name);
+auto ParseJsonText(llvm::StringRef text, Problems& problems) -> std::optional<llvm::json::Value> {
   if (IsBlank(text)) {
     problems.Add("", "the file is empty");
-    return problems.TakeError();
+    return std::nullopt;
   }
   if (std::optional<std::string> scan = ScanJsonText(text, kMaxJsonDepth)) {
     problems.Add("", "not valid JSON: " + *scan);
-    return problems.TakeError();
+    return std::nullopt;
   }
   llvm::Expected<llvm::json::Value> value = llvm::json::parse(text);
   if (!value) {
     problems.Add("", "not valid JSON: " + llvm::toString(value.takeError()));
-    return problems.TakeError();
+    return std::nullopt;
   }
-  Node root(*value, problems);
+  return std::move(*value);
+}
+
+auto PlanOfJson(const llvm::json::Value& value, llvm::StringRef name) -> llvm::Expected<ValidPlan> {
+  Problems problems(name);
+  Node root(value, problems);
   if (!root.IsObject() || !CheckFormat(root)) return problems.TakeError();
   RunPlan plan;
   plan.version = kPlanFormatVersion;
   ReadSections(root, plan);
   if (!problems.empty()) return problems.TakeError();
   return ValidPlan::Of(std::move(plan), name);
+}
+
+auto ParsePlan(llvm::StringRef text, llvm::StringRef name) -> llvm::Expected<ValidPlan> {
+  Problems problems(name);
+  std::optional<llvm::json::Value> value = ParseJsonText(text, problems);
+  if (!value) return problems.TakeError();
+  return PlanOfJson(*value, name);
 }
 
 auto ValidPlan::Of(RunPlan plan, llvm::StringRef name) -> llvm::Expected<ValidPlan> {

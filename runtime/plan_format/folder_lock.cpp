@@ -87,11 +87,14 @@ auto LockFolder(const std::string& dir) -> FolderLock {
   return lock;
 }
 
+auto HolderClause(const FolderLock& lock) -> std::string {
+  return lock.holder.empty() ? "" : "started by process " + lock.holder + "; ";
+}
+
 auto LockProblem(const std::string& dir, const FolderLock& lock, std::string_view flag) -> std::string {
   if (lock.state == FolderLock::State::Locked) return "";
   if (lock.state == FolderLock::State::Failed) return lock.error;
-  std::string holder = lock.holder.empty() ? "" : "started by process " + lock.holder + "; ";
-  return dir + " is in use by a running job (" + holder + lock.path +
+  return dir + " is in use by a running job (" + HolderClause(lock) + lock.path +
          " is locked); wait for it to end or stop it, or pass another " + std::string(flag);
 }
 

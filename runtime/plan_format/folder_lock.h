@@ -29,6 +29,9 @@ struct FolderLock {
 // descriptor (its launcher took it) is kept.
 auto LockFolder(const std::string& dir) -> FolderLock;
 
+// "started by process N; " for a folder in use whose holder wrote its pid, else "".
+auto HolderClause(const FolderLock& lock) -> std::string;
+
 // For a lock not taken: "DIR is in use by a running job (started by process
 // N; DIR/.avf-run.lock is locked); wait for it to end or stop it, or pass
 // another FLAG", or the failure; "" when locked.

@@ -63,7 +63,7 @@ struct Loop {
 
 auto Loop::OneStep(double& loss, double& norm, int& stop) -> llvm::Error {
   int64_t micro = plan.layout.micro_batch, seq = plan.model.seq_len;
-  std::vector<data::Batch> batches(static_cast<size_t>(std::max<int64_t>(1, plan.training.micro_batches_per_step)));
+  std::vector<data::Batch> batches(static_cast<size_t>(plan.training.micro_batches_per_step));
   for (data::Batch& b : batches) {
     if (llvm::Error e = loader->Next(micro, seq, b)) return e;
   }
