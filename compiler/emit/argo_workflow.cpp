@@ -1,16 +1,19 @@
 // workflow.yaml: the job's lifecycle as an Argo DAG.
 //
-//   check-staged -> stage-in (N copiers) -> seal-staged -> train -> export
+//   check-staged -> stage-in (N copiers) -> seal-staged -> start-training -> train -> export
 //   make-token (the job token's Secret, unless it exists) ---^
 //   onExit: report, stop-training (unless it succeeded), cleanup-staged (when asked)
 //
 // A mutex named after the job lets one of its workflows run at a time.
-// The token, copy and export steps retry with backoff; the train step does not:
-// the training object restarts its pods and avf-run resumes from the last
-// checkpoint.
+// Every step retries and is safe to run again: start-training creates the
+// training object unless this workflow's exists, and train only watches it,
+// so a retry after a lost step pod attaches to the same run. Restarts of the
+// run itself are the training object's: it restarts its pods and avf-run
+// resumes from the last checkpoint.
 #include <fmt/format.h>
 
 #include "emit/k8s_pod.h"
+#include "emit/kube_scripts.h"
 #include "emit/manifests.h"
 #include "emit/scripts.h"
 
@@ -24,24 +27,40 @@ using deploy::Volume;
 
 constexpr std::string_view kStagedResult = "{{tasks.check-staged.outputs.result}}";
 
+// When a step runs again after it failed or lost its pod.
+enum class Retry : uint8_t {
+  None,
+  Always,       // 5 times, backoff from 30 s, within an hour
+  UnlessEnded,  // up to 20 times a minute apart, unless the training object ended the step
+};
+
 struct ToolStep {
   std::string name;
   std::string source;  // the shell script
   std::vector<deploy::EnvVar> env;
   std::vector<std::string> tiers;   // storage tiers it mounts
   std::vector<std::string> inputs;  // input parameters, passed as env
-  bool retry = false;
+  Retry retry = Retry::None;
 };
 
-void WriteRetry(YamlWriter& y) {
+void WriteRetry(YamlWriter& y, Retry retry) {
+  if (retry == Retry::None) return;
   y.MapField("retryStrategy", [&] {
-    y.Field("limit", "5");
+    if (retry == Retry::Always) {
+      y.Field("limit", "5");
+      y.Field("retryPolicy", "Always");
+      y.MapField("backoff", [&] {
+        y.Field("duration", "30s");
+        y.Field("factor", "2");
+        y.Field("maxDuration", "1h");
+      });
+      return;
+    }
+    // No maxDuration: it counts from the step's first start, weeks before a late retry.
+    y.Field("limit", "20");
     y.Field("retryPolicy", "Always");
-    y.MapField("backoff", [&] {
-      y.Field("duration", "30s");
-      y.Field("factor", "2");
-      y.Field("maxDuration", "1h");
-    });
+    y.Field("expression", fmt::format("asInt(lastRetry.exitCode) != {}", kTrainingEndedStatus));
+    y.MapField("backoff", [&] { y.Field("duration", "1m"); });
   });
 }
 
@@ -74,7 +93,7 @@ void WriteToolStep(YamlWriter& y, const Deployment& d, const ToolStep& s) {
         });
       });
     }
-    if (s.retry) WriteRetry(y);
+    WriteRetry(y, s.retry);
     if (NeedsClusterNodes(mounts)) WriteSelectorAndTolerations(y, d);
     y.MapField("script", [&] {
       y.Field("image", d.tools_image);
@@ -107,9 +126,9 @@ auto StagingSteps(const Deployment& d) -> std::vector<ToolStep> {
   if (s.source.is_local()) copy_tiers.push_back(s.source.storage);
   std::string copy = "FIRST=\"$ARG_first\"\nLAST=\"$ARG_last\"\n" + CopyShardsScript(s, s.bwlimit_kib);
   return {
-      {"check-staged", CheckStagedScript(s), {}, tiers, {}, false},
-      {"copy-shards", copy, RemoteEnv(s.source), copy_tiers, {"first", "last"}, true},
-      {"seal-staged", SealStagedScript(s), {}, tiers, {}, false},
+      {"check-staged", CheckStagedScript(s), {}, tiers, {}, Retry::None},
+      {"copy-shards", copy, RemoteEnv(s.source), copy_tiers, {"first", "last"}, Retry::Always},
+      {"seal-staged", SealStagedScript(s), {}, tiers, {}, Retry::None},
   };
 }
 
@@ -117,7 +136,7 @@ auto ExportStep(const Deployment& d) -> ToolStep {
   const deploy::Export& e = *d.export_checkpoints;
   std::vector<std::string> tiers{e.checkpoint_storage};
   if (e.dest.is_local() && e.dest.storage != e.checkpoint_storage) tiers.push_back(e.dest.storage);
-  return {"export-checkpoints", ExportScript(e), RemoteEnv(e.dest), tiers, {}, true};
+  return {"export-checkpoints", ExportScript(e), RemoteEnv(e.dest), tiers, {}, Retry::Always};
 }
 
 void WriteTask(YamlWriter& y, std::string_view name, std::string_view depends, std::string_view when = "") {
@@ -175,50 +194,40 @@ void WriteDag(YamlWriter& y, const Deployment& d) {
           y.Map([&] { WriteTask(y, "create-podgroup", ""); });
           train_after += "create-podgroup.Succeeded && ";
         }
-        y.Map([&] { WriteTask(y, "train", train_after + "make-token.Succeeded"); });
+        y.Map([&] { WriteTask(y, "start-training", train_after + "make-token.Succeeded"); });
+        y.Map([&] { WriteTask(y, "train", "start-training.Succeeded"); });
         if (d.export_checkpoints) y.Map([&] { WriteTask(y, "export-checkpoints", "train.Succeeded"); });
       });
     });
   });
 }
 
-// A resource step that creates `manifest`, owned by the workflow.
-void WriteCreateStep(YamlWriter& y, std::string_view name, const std::string& manifest, std::string_view success,
-                     std::string_view failure) {
-  y.Map([&] {
-    y.Field("name", name);
-    y.MapField("resource", [&] {
-      y.Field("action", "create");
-      // Deleting the workflow deletes what it created.
-      y.Field("setOwnerReference", true);
-      if (!success.empty()) y.Field("successCondition", success);
-      if (!failure.empty()) y.Field("failureCondition", failure);
-      y.Key("manifest");
-      y.Text(manifest);
-    });
-  });
-}
-
-// A PyTorchJob finishes when its Master pod does; a JobSet reports it.
-void WriteTrainStep(YamlWriter& y, const Deployment& d) {
-  bool jobset = d.target == deploy::Target::JobSet;
-  WriteCreateStep(y, "train", TrainingObjectYaml(d),
-                  jobset ? "status.terminalState = Completed" : "status.replicaStatuses.Master.succeeded > 0",
-                  jobset ? "status.terminalState = Failed" : "status.replicaStatuses.Master.failed > 0");
-}
-
 const ObjectKind kPodGroup{"scheduling.volcano.sh", "v1beta1", "PodGroup", "podgroups"};
 
-// kubectl's name for the objects of kind `k`: `plural.group`.
-auto KubectlResource(const ObjectKind& k) -> std::string { return k.plural + "." + k.group; }
+// kubectl's name of the job's object of kind `k`: `plural.group`, the job's name.
+auto JobObject(const Deployment& d, const ObjectKind& k) -> KubeObject {
+  return {k.plural + "." + k.group, d.name, d.k8s_namespace};
+}
+
+const EnvVar kWorkflowUid = EnvVar::Literal("WF_UID", "{{workflow.uid}}");
+
+// Creates the object of `manifest` (owned by the workflow) unless this
+// workflow's exists: a retry never makes a second one.
+auto CreateOwnedStep(const Deployment& d, std::string name, const ObjectKind& k, const std::string& manifest)
+    -> ToolStep {
+  return {std::move(name), CreateOwnedScript(JobObject(d, k), manifest), {kWorkflowUid}, {}, {}, Retry::UnlessEnded};
+}
+
+// Succeeds and fails on the training object's own terminal conditions, which
+// a restart, an eviction or a lost node never sets.
+auto TrainStep(const Deployment& d) -> ToolStep {
+  ObjectKind k = TrainingObjectKind(d);
+  std::string done = d.target == deploy::Target::JobSet ? "Completed" : "Succeeded";
+  return {"train", AwaitTrainingScript(JobObject(d, k), done), {kWorkflowUid}, {}, {}, Retry::UnlessEnded};
+}
 
 auto DeleteIfOwnedStep(const Deployment& d, std::string name, const ObjectKind& k) -> ToolStep {
-  return {std::move(name),
-          DeleteIfOwnedScript(KubectlResource(k), d.name, d.k8s_namespace),
-          {EnvVar::Literal("WF_UID", "{{workflow.uid}}")},
-          {},
-          {},
-          true};
+  return {std::move(name), DeleteIfOwnedScript(JobObject(d, k)), {kWorkflowUid}, {}, {}, Retry::Always};
 }
 
 void WriteExitHandler(YamlWriter& y, const Deployment& d) {
@@ -246,7 +255,7 @@ void WriteExitHandler(YamlWriter& y, const Deployment& d) {
                   EnvVar::Literal("WF_FAILURES", "{{workflow.failures}}")},
                  {},
                  {},
-                 false});
+                 Retry::None});
   // A failed or stopped workflow must not leave the training pods running
   // (argo-workflows#8364), and the gang's PodGroup has done its work once the
   // run is over; each is deleted only when this workflow made it.
@@ -254,15 +263,8 @@ void WriteExitHandler(YamlWriter& y, const Deployment& d) {
   if (HasPodGroup(d)) WriteToolStep(y, d, DeleteIfOwnedStep(d, "delete-podgroup", kPodGroup));
   if (d.staging) {
     // Not while another workflow's run of the job reads the staged copy.
-    std::string cleanup = UnlessAnotherRunsScript(KubectlResource(TrainingObjectKind(d)), d.name, d.k8s_namespace,
-                                                  CleanupScript(*d.staging));
-    WriteToolStep(y, d,
-                  {"cleanup-staged",
-                   cleanup,
-                   {EnvVar::Literal("WF_UID", "{{workflow.uid}}")},
-                   {d.staging->hot_storage},
-                   {},
-                   false});
+    std::string cleanup = UnlessAnotherRunsScript(JobObject(d, TrainingObjectKind(d)), CleanupScript(*d.staging));
+    WriteToolStep(y, d, {"cleanup-staged", cleanup, {kWorkflowUid}, {d.staging->hot_storage}, {}, Retry::None});
   }
 }
 
@@ -270,10 +272,10 @@ void WriteExitHandler(YamlWriter& y, const Deployment& d) {
 auto MakeTokenStep(const Deployment& d) -> ToolStep {
   return {"make-token",
           MakeTokenScript(d.token, d.k8s_namespace, JobLabels(d)),
-          {EnvVar::Literal("WF_NAME", "{{workflow.name}}"), EnvVar::Literal("WF_UID", "{{workflow.uid}}")},
+          {EnvVar::Literal("WF_NAME", "{{workflow.name}}"), kWorkflowUid},
           {},
           {},
-          true};
+          Retry::Always};
 }
 
 void WriteTemplates(YamlWriter& y, const Deployment& d) {
@@ -283,8 +285,11 @@ void WriteTemplates(YamlWriter& y, const Deployment& d) {
     if (d.staging) {
       for (const ToolStep& s : StagingSteps(d)) WriteToolStep(y, d, s);
     }
-    if (HasPodGroup(d)) WriteCreateStep(y, "create-podgroup", PodGroupYaml(d), "", "");
-    WriteTrainStep(y, d);
+    if (HasPodGroup(d))
+      WriteToolStep(y, d, CreateOwnedStep(d, "create-podgroup", kPodGroup, PodGroupYaml(d, Owner::Workflow)));
+    WriteToolStep(y, d,
+                  CreateOwnedStep(d, "start-training", TrainingObjectKind(d), TrainingObjectYaml(d, Owner::Workflow)));
+    WriteToolStep(y, d, TrainStep(d));
     if (d.export_checkpoints) WriteToolStep(y, d, ExportStep(d));
     WriteExitHandler(y, d);
   });
@@ -334,7 +339,14 @@ auto WorkflowYaml(const Deployment& d, bool as_template) -> std::string {
   y.Map([&] {
     y.Field("apiVersion", "argoproj.io/v1alpha1");
     y.Field("kind", kind);
-    WriteMetadata(y, d, d.name);
+    y.MapField("metadata", [&] {
+      // Each submission is a new run of the job, named NAME-xxxxx by the API
+      // server; the job's mutex keeps them from running at once.
+      if (as_template) y.Field("name", d.name);
+      else y.Field("generateName", d.name + "-");
+      if (!d.k8s_namespace.empty()) y.Field("namespace", d.k8s_namespace);
+      WriteJobLabels(y, d);
+    });
     WriteSpec(y, d);
   });
   return y.Output();

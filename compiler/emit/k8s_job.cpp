@@ -42,11 +42,11 @@ void WriteReplica(YamlWriter& y, const Deployment& d, std::string_view type, int
   });
 }
 
-void WritePyTorchJob(YamlWriter& y, const Deployment& d) {
+void WritePyTorchJob(YamlWriter& y, const Deployment& d, Owner owner) {
   y.Map([&] {
     y.Field("apiVersion", "kubeflow.org/v1");
     y.Field("kind", "PyTorchJob");
-    WriteMetadata(y, d, d.name, QueueLabels(d));
+    WriteMetadata(y, d, d.name, QueueLabels(d), owner);
     y.MapField("spec", [&] {
       y.Field("nprocPerNode", std::to_string(d.procs_per_node));
       y.MapField("runPolicy", [&] {
@@ -75,11 +75,11 @@ auto JobSetRankEnv(const Deployment& d) -> std::vector<EnvVar> {
   };
 }
 
-void WriteJobSet(YamlWriter& y, const Deployment& d) {
+void WriteJobSet(YamlWriter& y, const Deployment& d, Owner owner) {
   y.Map([&] {
     y.Field("apiVersion", "jobset.x-k8s.io/v1alpha2");
     y.Field("kind", "JobSet");
-    WriteMetadata(y, d, d.name, QueueLabels(d));
+    WriteMetadata(y, d, d.name, QueueLabels(d), owner);
     y.MapField("spec", [&] {
       // Any pod failure fails its Job, and JobSet recreates every Job: all
       // ranks restart together and resume from the last checkpoint.
@@ -113,11 +113,11 @@ void WriteJobSet(YamlWriter& y, const Deployment& d) {
   });
 }
 
-void WritePodGroup(YamlWriter& y, const Deployment& d) {
+void WritePodGroup(YamlWriter& y, const Deployment& d, Owner owner) {
   y.Map([&] {
     y.Field("apiVersion", "scheduling.volcano.sh/v1beta1");
     y.Field("kind", "PodGroup");
-    WriteMetadata(y, d, d.name);
+    WriteMetadata(y, d, d.name, {}, owner);
     y.MapField("spec", [&] {
       y.Field("minMember", d.nodes);
       if (!d.queue.empty()) y.Field("queue", d.queue);
@@ -137,17 +137,17 @@ auto TrainingObjectKind(const Deployment& d) -> ObjectKind {
   return {"kubeflow.org", "v1", "PyTorchJob", "pytorchjobs"};
 }
 
-auto TrainingObjectYaml(const Deployment& d) -> std::string {
+auto TrainingObjectYaml(const Deployment& d, Owner owner) -> std::string {
   YamlWriter y("");
-  if (d.target == deploy::Target::JobSet) WriteJobSet(y, d);
-  else WritePyTorchJob(y, d);
+  if (d.target == deploy::Target::JobSet) WriteJobSet(y, d, owner);
+  else WritePyTorchJob(y, d, owner);
   return y.Output();
 }
 
-auto PodGroupYaml(const Deployment& d) -> std::string {
+auto PodGroupYaml(const Deployment& d, Owner owner) -> std::string {
   if (!HasPodGroup(d)) return "";
   YamlWriter y("");
-  WritePodGroup(y, d);
+  WritePodGroup(y, d, owner);
   return y.Output();
 }
 
@@ -160,11 +160,11 @@ auto JobYaml(const Deployment& d) -> std::string {
                                          d.token.secret, d.token.key);
   YamlWriter y(header);
   if (HasPodGroup(d)) {
-    WritePodGroup(y, d);
+    WritePodGroup(y, d, Owner::None);
     y.NewDocument();
   }
-  if (d.target == deploy::Target::JobSet) WriteJobSet(y, d);
-  else WritePyTorchJob(y, d);
+  if (d.target == deploy::Target::JobSet) WriteJobSet(y, d, Owner::None);
+  else WritePyTorchJob(y, d, Owner::None);
   return y.Output();
 }
 

@@ -186,11 +186,22 @@ void WriteJobLabels(YamlWriter& y, const Deployment& d, const std::vector<std::p
 }
 
 void WriteMetadata(YamlWriter& y, const Deployment& d, std::string_view name,
-                   const std::vector<std::pair<std::string, std::string>>& extra_labels) {
+                   const std::vector<std::pair<std::string, std::string>>& extra_labels, Owner owner) {
   y.MapField("metadata", [&] {
     y.Field("name", name);
     if (!d.k8s_namespace.empty()) y.Field("namespace", d.k8s_namespace);
     WriteJobLabels(y, d, extra_labels);
+    if (owner == Owner::None) return;
+    // Deleting the workflow deletes the object (blockOwnerDeletion: not before it is gone).
+    y.SeqField("ownerReferences", [&] {
+      y.Map([&] {
+        y.Field("apiVersion", "argoproj.io/v1alpha1");
+        y.Field("kind", "Workflow");
+        y.Field("name", "{{workflow.name}}");
+        y.Field("uid", "{{workflow.uid}}");
+        y.Field("blockOwnerDeletion", true);
+      });
+    });
   });
 }
 

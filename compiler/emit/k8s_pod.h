@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "deploy/deployment.h"
+#include "emit/manifests.h"
 #include "emit/yaml_writer.h"
 
 namespace avf::emit {
@@ -16,9 +17,10 @@ namespace avf::emit {
 // The comment every artifact starts with: tool, source, job, plan hash.
 auto HeaderComment(const deploy::Deployment& d, std::string_view artifact) -> std::string;
 
-// `metadata:` with name, namespace and the job's labels.
+// `metadata:` with name, namespace, the job's labels and the owner.
 void WriteMetadata(YamlWriter& y, const deploy::Deployment& d, std::string_view name,
-                   const std::vector<std::pair<std::string, std::string>>& extra_labels = {});
+                   const std::vector<std::pair<std::string, std::string>>& extra_labels = {},
+                   Owner owner = Owner::None);
 void WriteJobLabels(YamlWriter& y, const deploy::Deployment& d,
                     const std::vector<std::pair<std::string, std::string>>& extra = {});
 // The labels every object of the job carries (WriteJobLabels writes them).

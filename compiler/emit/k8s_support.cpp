@@ -92,18 +92,17 @@ auto RbacYaml(const Deployment& d) -> std::string {
     y.Field("kind", "Role");
     WriteMetadata(y, d, d.service_account);
     y.SeqField("rules", [&] {
-      WriteRule(y, k.group, {k.plural}, {"create", "get", "list", "watch", "patch", "delete"});
-      if (HasPodGroup(d)) {
-        WriteRule(y, "scheduling.volcano.sh", {"podgroups"}, {"create", "get", "list", "watch", "patch", "delete"});
-      }
+      // start-training and create-podgroup create, train reads, the exit handler deletes.
+      WriteRule(y, k.group, {k.plural}, {"create", "get", "delete"});
+      if (HasPodGroup(d)) WriteRule(y, "scheduling.volcano.sh", {"podgroups"}, {"create", "get", "delete"});
       // make-token reads the job token's Secret, and no other, to see whether it exists; it never
       // lists, updates or deletes Secrets (the garbage collector deletes it with the workflow).
       WriteRule(y, "", {"secrets"}, {"get"}, {d.token.secret}, "make-token: does the job token's Secret exist?");
       WriteRule(y, "", {"secrets"}, {"create"}, {},
                 "make-token creates the job token's Secret; RBAC cannot limit `create` to a name");
       WriteRule(y, "argoproj.io", {"workflowtaskresults"}, {"create", "patch"});
-      // setOwnerReference with blockOwnerDeletion needs update on the owner's finalizers.
-      WriteRule(y, "argoproj.io", {"workflows", "workflows/finalizers"}, {"get", "update"});
+      // An owner reference with blockOwnerDeletion needs update on the owner's finalizers.
+      WriteRule(y, "argoproj.io", {"workflows/finalizers"}, {"update"});
     });
   });
   y.NewDocument();

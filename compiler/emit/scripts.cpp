@@ -53,31 +53,6 @@ auto Prologue(const Staging& s) -> std::string {
   return fmt::format("set -eu\ndir={}\nmarker={}\n", ShellQuote(s.dest_dir), ShellQuote(s.marker));
 }
 
-// The Secret's manifest as the arguments of `printf '%s\n'`: literal lines
-// single-quoted, the ones with the name, the workflow and the token
-// double-quoted so that the shell fills them in.
-auto SecretManifestArgs(const deploy::JobToken& t, const std::vector<std::pair<std::string, std::string>>& labels)
-    -> std::string {
-  // `KEY: "$VAR"`, which the shell completes.
-  auto filled = [](std::string_view key, std::string_view var) { return fmt::format("\"{}: \\\"${}\\\"\"", key, var); };
-  std::vector<std::string> args{
-      ShellQuote("apiVersion: \"v1\""), ShellQuote("kind: \"Secret\""),     ShellQuote("metadata:"),
-      filled("  name", "secret"),       filled("  namespace", "namespace"), ShellQuote("  labels:")};
-  for (const auto& [k, v] : labels) args.push_back(ShellQuote(fmt::format("    {}: \"{}\"", k, v)));
-  std::vector<std::string> rest{ShellQuote("  ownerReferences:"),
-                                ShellQuote("    - apiVersion: \"argoproj.io/v1alpha1\""),
-                                ShellQuote("      kind: \"Workflow\""),
-                                filled("      name", "WF_NAME"),
-                                filled("      uid", "WF_UID"),
-                                ShellQuote("type: \"Opaque\""),
-                                ShellQuote("stringData:"),
-                                filled("  " + t.key, "token")};
-  args.insert(args.end(), rest.begin(), rest.end());
-  std::string out;
-  for (size_t i = 0; i < args.size(); ++i) out += "    " + args[i] + (i + 1 < args.size() ? " \\\n" : "\n");
-  return out;
-}
-
 }  // namespace
 
 auto ShellQuote(std::string_view text) -> std::string {
@@ -181,91 +156,6 @@ auto CleanupScript(const Staging& s) -> std::string {
       "  echo \"removed the staged copy in $dir\"\n"
       "fi\n",
       ShellQuote(s.dest_dir));
-}
-
-// The manifest goes to `kubectl create -f -` from printf, a shell built-in,
-// so that the token is never an argument of a process (visible in /proc),
-// never in a file and never printed; the step's output (its Argo result)
-// only says what it did.
-namespace {
-
-// Shell lines setting $resource, $name, $namespace, and $owners to the uids of
-// the Workflows that own that object ("" when it is gone or has none).
-auto OwnersQuery(const std::string& resource, const std::string& name, const std::string& k8s_namespace)
-    -> std::string {
-  return fmt::format(
-      "resource={0}\n"
-      "name={1}\n"
-      "namespace={2}\n"
-      "owners=\"$(kubectl get \"$resource\" \"$name\" --namespace \"$namespace\" --ignore-not-found \\\n"
-      "  -o jsonpath='{{.metadata.ownerReferences[?(@.kind==\"Workflow\")].uid}}')\"\n",
-      ShellQuote(resource), ShellQuote(name), ShellQuote(k8s_namespace));
-}
-
-}  // namespace
-
-auto DeleteIfOwnedScript(const std::string& resource, const std::string& name, const std::string& k8s_namespace)
-    -> std::string {
-  return "set -eu\n" + OwnersQuery(resource, name, k8s_namespace) +
-         "case \" $owners \" in\n"
-         "  *\" $WF_UID \"*) kubectl delete \"$resource\" \"$name\" --namespace \"$namespace\" --ignore-not-found ;;\n"
-         "  \"  \") echo \"$resource $name: none of this workflow's to delete\" ;;\n"
-         "  *) echo \"$resource $name belongs to another workflow (uid $owners): left running\" ;;\n"
-         "esac\n";
-}
-
-auto UnlessAnotherRunsScript(const std::string& resource, const std::string& name, const std::string& k8s_namespace,
-                             const std::string& body) -> std::string {
-  return "set -eu\n" + OwnersQuery(resource, name, k8s_namespace) +
-         "case \" $owners \" in\n"
-         "  \"  \" | *\" $WF_UID \"*) ;;\n"
-         "  *) echo \"$resource $name of another workflow (uid $owners) is running: nothing done\"; exit 0 ;;\n"
-         "esac\n" +
-         body;
-}
-
-auto MakeTokenScript(const deploy::JobToken& t, const std::string& k8s_namespace,
-                     const std::vector<std::pair<std::string, std::string>>& labels) -> std::string {
-  return fmt::format(
-      "set -eu\n"
-      "secret={0}\n"
-      "namespace={1}\n"
-      "# The uids of the Workflows that own the Secret, \"\" for none; fails without a Secret.\n"
-      "owners() {{\n"
-      "  kubectl get secret \"$secret\" --namespace \"$namespace\" \\\n"
-      "    -o jsonpath='{{.metadata.ownerReferences[?(@.kind==\"Workflow\")].uid}}' 2>/dev/null\n"
-      "}}\n"
-      "# A Secret that exists is used as it is, unless another workflow owns it:\n"
-      "# deleting that one deletes the Secret (a retry of this step then makes a new one).\n"
-      "use() {{\n"
-      "  case \" $1 \" in\n"
-      "    \"  \" | *\" $WF_UID \"*)\n"
-      "      echo \"Secret $secret exists: the ranks use its token\"\n"
-      "      exit 0 ;;\n"
-      "  esac\n"
-      "  echo \"error: Secret $secret belongs to another workflow (uid $1), which deletes it when it is deleted\" >&2\n"
-      "  exit 1\n"
-      "}}\n"
-      "if owner=\"$(owners)\"; then use \"$owner\"; fi\n"
-      "# {2} random bytes as {3} hex digits, kept in this shell.\n"
-      "token=\"$(od -An -N{2} -tx1 /dev/urandom | tr -d ' \\n')\"\n"
-      "if [ \"${{#token}}\" -ne {3} ]; then\n"
-      "  echo \"error: could not read {2} random bytes from /dev/urandom\" >&2\n"
-      "  exit 1\n"
-      "fi\n"
-      "# Owned by the workflow: deleting the workflow deletes the Secret.\n"
-      "manifest() {{\n"
-      "  printf '%s\\n' \\\n"
-      "{4}"
-      "}}\n"
-      "if ! manifest | kubectl create --namespace \"$namespace\" -f - >/dev/null; then\n"
-      "  # Made meanwhile, by hand or by another run?\n"
-      "  owner=\"$(owners)\"\n"
-      "  use \"$owner\"\n"
-      "fi\n"
-      "echo \"created Secret $secret with a fresh token\"\n",
-      ShellQuote(t.secret), ShellQuote(k8s_namespace), t.random_bytes, 2 * t.random_bytes,
-      SecretManifestArgs(t, labels));
 }
 
 }  // namespace avf::emit

@@ -1,8 +1,8 @@
 // The POSIX shell scripts of the staging, export and cleanup steps, shared
-// by the Argo workflow and the Slurm batch script, and the workflow's
-// make-token step. Every value from the .avf file enters a script
-// single-quoted; the scripts need `sh`, `stat` and `rclone`, make-token
-// `od`, `tr` and `kubectl` (docs/deploy.md, "Images").
+// by the Argo workflow and the Slurm batch script (the workflow's kubectl
+// steps are in kube_scripts.h). Every value from the .avf file enters a
+// script single-quoted; the scripts need `sh`, `stat` and `rclone`
+// (docs/deploy.md, "Images").
 #pragma once
 
 #include <string>
@@ -33,26 +33,6 @@ auto SealStagedScript(const deploy::Staging& s) -> std::string;
 auto ExportScript(const deploy::Export& e) -> std::string;
 // Deletes the staged copy.
 auto CleanupScript(const deploy::Staging& s) -> std::string;
-// The exit handler's delete of `resource` (kubectl's `plural.group`) `name`:
-// only when this workflow ($WF_UID) owns it, so that a duplicate workflow of
-// the job never stops the run another workflow started. Not there, or not
-// this workflow's: left alone, said so, success.
-auto DeleteIfOwnedScript(const std::string& resource, const std::string& name, const std::string& k8s_namespace)
-    -> std::string;
-// `body` (a script), unless `resource` `name` exists and another workflow
-// owns it: its run may be reading what `body` would remove.
-auto UnlessAnotherRunsScript(const std::string& resource, const std::string& name, const std::string& k8s_namespace,
-                             const std::string& body) -> std::string;
-
-// The workflow's make-token step: creates the Secret `t.secret` in
-// `k8s_namespace` with a fresh random token (`t.random_bytes` of
-// /dev/urandom as hex, needing `od` and `tr`), labelled `labels` and owned
-// by the workflow $WF_NAME / $WF_UID, unless a Secret of that name exists.
-// It talks to the API server with `kubectl` as the step's ServiceAccount;
-// the token is never printed, written to a file or put on a command line.
-auto MakeTokenScript(const deploy::JobToken& t, const std::string& k8s_namespace,
-                     const std::vector<std::pair<std::string, std::string>>& labels) -> std::string;
-
 // The marker file of a staged dataset, beside its shards.
 inline constexpr std::string_view kStagedMarker = ".aviflow-staged";
 

@@ -5,9 +5,10 @@
   workflow_steps.py run WORKFLOW.yaml TEMPLATE [NAME=VALUE ...]
       runs one script template with `sh`: its literal env, plus NAME=VALUE
       for its input parameters (`first=0` sets ARG_first); exit status and
-      output are the script's. A variable whose value is an Argo expression
-      (`{{workflow.uid}}`) keeps the value it has in this environment, if
-      any: the test stands in for Argo.
+      output are the script's. The test stands in for Argo: a variable whose
+      value is an Argo expression (`{{workflow.uid}}`) keeps the value it has
+      in this environment, if any, and `{{workflow.name}}` and
+      `{{workflow.uid}}` in the script are $WF_NAME and $WF_UID, if set.
 """
 import os
 import subprocess
@@ -47,7 +48,11 @@ def main(argv):
         for arg in argv[4:]:
             name, value = arg.split("=", 1)
             env["ARG_" + name] = value
-        r = subprocess.run(["sh", "-c", t["script"]["source"]], env=env)
+        source = t["script"]["source"]
+        for var, name in (("{{workflow.name}}", "WF_NAME"), ("{{workflow.uid}}", "WF_UID")):
+            if name in os.environ:
+                source = source.replace(var, os.environ[name])
+        r = subprocess.run(["sh", "-c", source], env=env)
         return r.returncode
     print(__doc__, file=sys.stderr)
     return 2
