@@ -50,8 +50,11 @@ struct Volume {
   std::string size_limit{};  // Memory volumes: a Kubernetes quantity
   bool read_only = false;
   std::string storage{};  // the .avf storage tier, "" for plan, shm and token
-  int file_mode = 0;      // Secret volumes: the mode of its files (defaultMode)
-  std::string note{};     // why the file mode is what it is, as a comment
+  // Host paths of a shared tier: the kernel's names of its file system
+  // (/proc/self/mountinfo), which a pod checks before it writes there.
+  std::vector<std::string> fs_types{};
+  int file_mode = 0;   // Secret volumes: the mode of its files (defaultMode)
+  std::string note{};  // why the file mode is what it is, as a comment
 };
 
 // The job token every rank presents when it joins the rendezvous store on

@@ -38,6 +38,17 @@ auto Join(const std::string& root, const std::string& path) -> std::string {
   return root == "/" ? "/" + rel : root + "/" + rel;
 }
 
+// The kernel's names of a shared tier's file system, as /proc/self/mountinfo
+// spells them.
+auto KernelFsTypes(check::StorageKind kind) -> std::vector<std::string> {
+  switch (kind) {
+    case check::StorageKind::Lustre: return {"lustre"};
+    case check::StorageKind::Beegfs: return {"beegfs"};
+    case check::StorageKind::Nfs: return {"nfs", "nfs4"};
+    default: return {};
+  }
+}
+
 // The volume of a file-system tier, added once (a copy: the list grows);
 // nullopt after a diagnostic.
 auto TierVolume(LowerContext& c, const Location& loc) -> std::optional<Volume> {
@@ -69,6 +80,7 @@ auto TierVolume(LowerContext& c, const Location& loc) -> std::optional<Volume> {
     v.kind = VolumeKind::HostPath;
     v.source = loc.mount;
     v.mount_path = loc.mount;
+    v.fs_types = KernelFsTypes(loc.storage_kind);
   }
   if (v.mount_path.empty() || v.mount_path.front() != '/') {
     c.Report(DiagId::InvalidKubernetesValue, loc.decl_range, Printable(v.mount_path), "mount path",

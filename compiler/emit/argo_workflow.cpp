@@ -103,6 +103,8 @@ void WriteToolStep(YamlWriter& y, const Deployment& d, const ToolStep& s) {
       for (const std::string& p : s.inputs)
         env.push_back(EnvVar::Literal("ARG_" + p, "{{inputs.parameters." + p + "}}"));
       env.insert(env.end(), s.env.begin(), s.env.end());
+      std::string tier_check = TierCheckScript(mounts);
+      if (!tier_check.empty()) env.push_back(NodeNameEnv());
       WriteEnv(y, env);
       y.MapField("resources", [&] {
         y.MapField("requests", [&] {
@@ -114,7 +116,7 @@ void WriteToolStep(YamlWriter& y, const Deployment& d, const ToolStep& s) {
       WriteToolsSecurity(y, d);
       if (!mounts.empty()) WriteMounts(y, mounts);
       y.Key("source");
-      y.Text(s.source);
+      y.Text(tier_check + s.source);
     });
   });
 }

@@ -38,6 +38,7 @@ void WriteReplica(YamlWriter& y, const Deployment& d, std::string_view type, int
     y.Field("restartPolicy", "OnFailure");
     TrainerPod pod;
     pod.podset_group = "trainers";
+    if (type == "Worker") pod.wait_for_host = d.name + "-master-0";  // the operator's name of the Master's Service
     WriteTrainerTemplate(y, d, pod);
   });
 }

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "emit/scripts.h"
+
 namespace avf::emit {
 
 namespace {
@@ -144,7 +146,56 @@ void WriteTrainerContainer(YamlWriter& y, const Deployment& d, const TrainerPod&
   });
 }
 
+// Before the trainer starts: each host-path tier is the declared file
+// system (not an empty mount point on the node's own disk), the staged copy
+// is this dataset's, and a PyTorchJob Worker waits for the Master's name, so
+// that the operator's init container never spends the restart budget.
+auto InitScript(const Deployment& d, const TrainerPod& pod) -> std::string {
+  std::string script = TierCheckScript(d.volumes);
+  if (d.staging) script += StagedCopyCheckScript(*d.staging);
+  if (!pod.wait_for_host.empty()) {
+    script += fmt::format(
+        "host={}\n"
+        "echo \"waiting for $host to resolve\"\n"
+        "until getent hosts \"$host\" >/dev/null 2>&1 || nslookup \"$host\" >/dev/null 2>&1; do sleep 2; done\n",
+        ShellQuote(pod.wait_for_host));
+  }
+  return script;
+}
+
+void WriteInitContainer(YamlWriter& y, const Deployment& d, const TrainerPod& pod) {
+  std::string script = InitScript(d, pod);
+  if (script.empty()) return;
+  std::vector<Volume> tiers;
+  for (const Volume& v : d.volumes) {
+    if (!v.storage.empty()) tiers.push_back(v);
+  }
+  y.SeqField("initContainers", [&] {
+    y.Map([&] {
+      y.Field("name", "check-node");
+      y.Field("image", d.tools_image);
+      y.Field("imagePullPolicy", "IfNotPresent");
+      y.Key("command");
+      y.StringSeq({"sh", "-c"});
+      y.Key("args");
+      y.Seq([&] { y.Text(script); });
+      WriteEnv(y, {NodeNameEnv()});
+      y.MapField("resources", [&] {
+        y.MapField("requests", [&] {
+          y.Field("cpu", "100m");
+          y.Field("memory", "64Mi");
+        });
+        y.MapField("limits", [&] { y.Field("memory", "64Mi"); });
+      });
+      WriteToolsSecurity(y, d);
+      if (!tiers.empty()) WriteMounts(y, tiers);
+    });
+  });
+}
+
 }  // namespace
+
+auto NodeNameEnv() -> deploy::EnvVar { return deploy::EnvVar::FromField("NODE_NAME", "spec.nodeName"); }
 
 auto JobLabelKey() -> std::string_view { return "aviflow.dev/job"; }
 
@@ -269,6 +320,8 @@ void WriteMounts(YamlWriter& y, const std::vector<Volume>& volumes) {
         y.Field("name", v.name);
         y.Field("mountPath", v.mount_path);
         if (v.read_only) y.Field("readOnly", true);
+        // A remount on the host (a file-system client restarted) reaches the container.
+        if (v.kind == VolumeKind::HostPath) y.Field("mountPropagation", "HostToContainer");
       });
     }
   });
@@ -297,6 +350,7 @@ void WriteTrainerTemplate(YamlWriter& y, const Deployment& d, const TrainerPod& 
       WriteSelectorAndTolerations(y, d);
       WritePodAffinity(y, d);
       WritePodSecurity(y, d, d.security.ipc_lock);
+      WriteInitContainer(y, d, pod);
       y.SeqField("containers", [&] { WriteTrainerContainer(y, d, pod); });
       WriteVolumes(y, d.volumes);
     });

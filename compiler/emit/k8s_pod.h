@@ -37,6 +37,9 @@ struct TrainerPod {
   std::vector<deploy::EnvVar> rank_env;  // rendezvous variables the object does not set
   std::string podset_group;              // Kueue: PodSets placed together
   std::vector<std::pair<std::string, std::string>> annotations;
+  // A host name the pod waits for before it starts (a PyTorchJob Worker: the
+  // Master's, which the operator's own init container gives 200 s at most).
+  std::string wait_for_host;
 };
 
 // `template:` of a training pod: metadata (labels, Kueue topology
@@ -45,6 +48,9 @@ void WriteTrainerTemplate(YamlWriter& y, const deploy::Deployment& d, const Trai
 
 // `nodeSelector` and `tolerations` of the cluster's nodes (labels, taints).
 void WriteSelectorAndTolerations(YamlWriter& y, const deploy::Deployment& d);
+
+// The node's name, for the messages of the checks a pod makes of its node.
+auto NodeNameEnv() -> deploy::EnvVar;
 
 // Security context of the staging, export and cleanup containers.
 void WriteToolsSecurity(YamlWriter& y, const deploy::Deployment& d);

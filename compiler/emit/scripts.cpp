@@ -158,4 +158,39 @@ auto CleanupScript(const Staging& s) -> std::string {
       ShellQuote(s.dest_dir));
 }
 
+auto TierCheckScript(const std::vector<deploy::Volume>& mounts) -> std::string {
+  std::string checks;
+  for (const deploy::Volume& v : mounts) {
+    if (v.kind != deploy::VolumeKind::HostPath || v.fs_types.empty()) continue;
+    std::string types;
+    for (const std::string& t : v.fs_types) types += (types.empty() ? "" : " ") + t;
+    checks += fmt::format("check_tier {} {}\n", ShellQuote(v.mount_path), ShellQuote(types));
+  }
+  if (checks.empty()) return "";
+  return "# check_tier DIR TYPES: DIR is a mount of one of the file systems TYPES.\n"
+         "check_tier() {\n"
+         "  found=\"$(awk -v dir=\"$1\" '$5 == dir { for (i = 7; i < NF; i++) if ($i == \"-\") { print $(i + 1); "
+         "break } }' \\\n"
+         "    \"${AVF_MOUNTINFO:-/proc/self/mountinfo}\" | tail -n 1)\"\n"
+         "  case \" $2 \" in\n"
+         "    *\" ${found:-none} \"*) return 0 ;;\n"
+         "  esac\n"
+         "  echo \"error: $1 on node ${NODE_NAME:-unknown} is ${found:-no mount} where the tier is $2:\" \\\n"
+         "    \"is the tier mounted on this node? Nothing is written to the node's own disk\" >&2\n"
+         "  exit 1\n"
+         "}\n" +
+         checks;
+}
+
+auto StagedCopyCheckScript(const Staging& s) -> std::string {
+  return Prologue(s) +
+         fmt::format(
+             "if [ \"$(cat \"$dir/{0}\" 2>/dev/null)\" != \"$marker\" ]; then\n"
+             "  echo \"error: $dir on node ${{NODE_NAME:-unknown}} holds no sealed copy of the dataset\" \\\n"
+             "    \"(its {0} is not: $marker)\" >&2\n"
+             "  exit 1\n"
+             "fi\n",
+             kStagedMarker);
+}
+
 }  // namespace avf::emit

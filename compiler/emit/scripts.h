@@ -33,6 +33,16 @@ auto SealStagedScript(const deploy::Staging& s) -> std::string;
 auto ExportScript(const deploy::Export& e) -> std::string;
 // Deletes the staged copy.
 auto CleanupScript(const deploy::Staging& s) -> std::string;
+// Stops the script unless every host-path tier of `mounts` is mounted in this
+// container with its declared file system, per /proc/self/mountinfo
+// ($AVF_MOUNTINFO in tests): an empty mount point on a node would send copies
+// and checkpoints to the node's own disk. Needs `awk`; names the node from
+// $NODE_NAME. "" when no mount is a host-path tier of a known file system.
+auto TierCheckScript(const std::vector<deploy::Volume>& mounts) -> std::string;
+// Stops the script unless the hot tier holds this dataset's sealed copy (its
+// marker), as a training pod needs it.
+auto StagedCopyCheckScript(const deploy::Staging& s) -> std::string;
+
 // The marker file of a staged dataset, beside its shards.
 inline constexpr std::string_view kStagedMarker = ".aviflow-staged";
 

@@ -9,6 +9,9 @@
       value is an Argo expression (`{{workflow.uid}}`) keeps the value it has
       in this environment, if any, and `{{workflow.name}}` and
       `{{workflow.uid}}` in the script are $WF_NAME and $WF_UID, if set.
+  workflow_steps.py init JOB.yaml REPLICA
+      runs the init container of a PyTorchJob's REPLICA (Master, Worker)
+      in job.yaml with `sh`, as the kubelet would.
 """
 import os
 import subprocess
@@ -54,6 +57,12 @@ def main(argv):
                 source = source.replace(var, os.environ[name])
         r = subprocess.run(["sh", "-c", source], env=env)
         return r.returncode
+    if len(argv) == 4 and argv[1] == "init":
+        with open(argv[2]) as f:
+            job = [d for d in yaml.safe_load_all(f) if d and d.get("kind") == "PyTorchJob"][0]
+        pod = job["spec"]["pytorchReplicaSpecs"][argv[3]]["template"]["spec"]
+        init = pod["initContainers"][0]
+        return subprocess.run(init["command"] + init["args"]).returncode
     print(__doc__, file=sys.stderr)
     return 2
 
