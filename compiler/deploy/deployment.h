@@ -179,7 +179,7 @@ struct Deployment {
   int64_t nodes = 1;
   int64_t procs_per_node = 1;  // ranks (GPUs) per pod
   int64_t max_restarts = 3;
-  int64_t backoff_limit = 3;  // PyTorchJob's, counted per pod restart: max_restarts x nodes
+  int64_t backoff_limit = 4;  // PyTorchJob's, counted per pod restart: max_restarts x nodes + 1
   int port = 29500;           // the rendezvous store on node 0
   Resources resources;
   SecurityProfile security;

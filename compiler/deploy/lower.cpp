@@ -86,7 +86,9 @@ void LowerIdentity(LowerContext& c, std::optional<Target> target) {
   o.priority = j.deploy.priority.value;
   o.max_restarts = j.deploy.max_restarts;
   o.nodes = c.plan.nodes_used;
-  o.backoff_limit = o.max_restarts * o.nodes;
+  // The operator fails the job once the pods' restarts reach the limit, and
+  // one incident restarts every pod once: max_restarts incidents must stay below it.
+  o.backoff_limit = o.max_restarts * o.nodes + 1;
   o.procs_per_node = c.plan.ranks_per_node;
   if (o.nodes > 1 && j.workload.gpus % o.procs_per_node != 0) {
     int64_t per = o.procs_per_node, lower = j.workload.gpus / per * per;

@@ -16,6 +16,8 @@ using deploy::EnvVar;
 using deploy::Scheduler;
 
 constexpr std::string_view kReplicatedJob = "node";
+// avf-run's exit status when SIGTERM stopped it (128 + 15).
+constexpr int64_t kStoppedBySignalStatus = 143;
 
 auto QueueLabels(const Deployment& d) -> std::vector<std::pair<std::string, std::string>> {
   if (d.scheduler != Scheduler::Kueue || d.queue.empty()) return {};
@@ -53,7 +55,8 @@ void WritePyTorchJob(YamlWriter& y, const Deployment& d, Owner owner) {
       y.MapField("runPolicy", [&] {
         // Counted per pod restart: one incident restarts every pod once.
         y.Field("backoffLimit", d.backoff_limit);
-        y.Comment(fmt::format("max_restarts {} x {} pods", d.max_restarts, d.nodes));
+        y.Comment(fmt::format("max_restarts {} x {} pods + 1: the job fails when the restarts reach it", d.max_restarts,
+                              d.nodes));
         y.Field("cleanPodPolicy", "Running");
         if (d.scheduler == Scheduler::Volcano) WriteVolcanoPolicy(y, d);
       });
@@ -76,6 +79,34 @@ auto JobSetRankEnv(const Deployment& d) -> std::vector<EnvVar> {
   };
 }
 
+// A pod preempted, evicted by a drain or lost with its node (condition
+// DisruptionTarget), or a trainer stopped by SIGTERM (exit 143: avf-run
+// checkpoints and all ranks stop together), fails the Job with reason
+// PodFailurePolicy, which the JobSet's rule restarts for free.
+void WriteDisruptionPolicy(YamlWriter& y) {
+  y.MapField("podFailurePolicy", [&] {
+    y.SeqField("rules", [&] {
+      y.Map([&] {
+        y.Field("action", "FailJob");
+        y.SeqField("onPodConditions", [&] {
+          y.Map([&] {
+            y.Field("type", "DisruptionTarget");
+            y.Field("status", "True");
+          });
+        });
+      });
+      y.Map([&] {
+        y.Field("action", "FailJob");
+        y.MapField("onExitCodes", [&] {
+          y.Field("containerName", "trainer");
+          y.Field("operator", "In");
+          y.SeqField("values", [&] { y.Int(kStoppedBySignalStatus); });
+        });
+      });
+    });
+  });
+}
+
 void WriteJobSet(YamlWriter& y, const Deployment& d, Owner owner) {
   y.Map([&] {
     y.Field("apiVersion", "jobset.x-k8s.io/v1alpha2");
@@ -84,7 +115,19 @@ void WriteJobSet(YamlWriter& y, const Deployment& d, Owner owner) {
     y.MapField("spec", [&] {
       // Any pod failure fails its Job, and JobSet recreates every Job: all
       // ranks restart together and resume from the last checkpoint.
-      y.MapField("failurePolicy", [&] { y.Field("maxRestarts", d.max_restarts); });
+      y.MapField("failurePolicy", [&] {
+        y.Field("maxRestarts", d.max_restarts);
+        // A Job failed by its pod failure policy (a disruption, below) is
+        // not the run's fault: restarted without spending maxRestarts.
+        y.SeqField("rules", [&] {
+          y.Map([&] {
+            y.Field("name", "DisruptionsAreFree");
+            y.Field("action", "RestartJobSetAndIgnoreMaxRestarts");
+            y.Key("onJobFailureReasons");
+            y.StringSeq({"PodFailurePolicy"});
+          });
+        });
+      });
       y.MapField("network", [&] {
         y.Field("enableDNSHostnames", true);
         y.Field("publishNotReadyAddresses", true);
@@ -99,6 +142,7 @@ void WriteJobSet(YamlWriter& y, const Deployment& d, Owner owner) {
               y.Field("completions", d.nodes);
               y.Field("completionMode", "Indexed");
               y.Field("backoffLimit", 0);
+              WriteDisruptionPolicy(y);
               TrainerPod pod;
               pod.container = "trainer";
               pod.restart_policy = "Never";
