@@ -25,6 +25,7 @@ auto FromStore(StoreErrc code) -> CommErrc {
     case StoreErrc::kMalformed:
     case StoreErrc::kFrameTooLarge: return CommErrc::kMalformed;
     case StoreErrc::kWorldSizeMismatch:
+    case StoreErrc::kPlanMismatch:
     case StoreErrc::kInvalidArgument:
     case StoreErrc::kNotCounter: return CommErrc::kInvalidArgument;
     case StoreErrc::kIo: return CommErrc::kIo;

@@ -242,6 +242,15 @@ class ValidPlan {
 // Refuses files over max_bytes (also pipes and devices that never end).
 auto ReadPlanFile(llvm::StringRef path, uint64_t max_bytes = kMaxPlanBytes) -> llvm::Expected<ValidPlan>;
 
+// A plan read from a file, and the SHA-256 of the exact bytes read (64
+// lowercase hex digits): the ranks of a job compare it when they join the
+// rendezvous, so that none trains on another plan.json than rank 0's.
+struct PlanFile {
+  ValidPlan plan;
+  std::string sha256;
+};
+auto ReadPlanFileWithSha256(llvm::StringRef path, uint64_t max_bytes = kMaxPlanBytes) -> llvm::Expected<PlanFile>;
+
 // Parses and validates plan.json text; `name` prefixes every message.
 auto ParsePlan(llvm::StringRef text, llvm::StringRef name = "plan.json") -> llvm::Expected<ValidPlan>;
 

@@ -8,7 +8,9 @@
 #include <cstring>
 
 #include <fmt/format.h>
+#include <llvm/ADT/StringExtras.h>
 #include <llvm/Support/JSON.h>
+#include <llvm/Support/SHA256.h>
 
 #include "io/regular_file.h"
 #include "plan/check_plan.h"
@@ -240,6 +242,17 @@ auto ReadPlanFile(llvm::StringRef path, uint64_t max_bytes) -> llvm::Expected<Va
   std::optional<std::string> text = ReadCapped(path, max_bytes, problems);
   if (!text) return problems.TakeError();
   return ParsePlan(*text, path);
+}
+
+auto ReadPlanFileWithSha256(llvm::StringRef path, uint64_t max_bytes) -> llvm::Expected<PlanFile> {
+  Problems problems(path);
+  std::optional<std::string> text = ReadCapped(path, max_bytes, problems);
+  if (!text) return problems.TakeError();
+  llvm::Expected<ValidPlan> plan = ParsePlan(*text, path);
+  if (!plan) return plan.takeError();
+  llvm::SHA256 hash;
+  hash.update(*text);
+  return PlanFile{std::move(*plan), llvm::toHex(hash.final(), /*LowerCase=*/true)};
 }
 
 auto CheckPlanFile(llvm::StringRef path) -> llvm::Expected<ValidPlan> {

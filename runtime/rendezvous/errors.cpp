@@ -19,6 +19,7 @@ auto ErrcName(StoreErrc code) -> std::string_view {
     case StoreErrc::kWorldSizeMismatch: return "world-size-mismatch";
     case StoreErrc::kRankOutOfRange: return "rank-out-of-range";
     case StoreErrc::kDuplicateRank: return "duplicate-rank";
+    case StoreErrc::kPlanMismatch: return "plan-mismatch";
     case StoreErrc::kMalformed: return "malformed";
     case StoreErrc::kFrameTooLarge: return "frame-too-large";
     case StoreErrc::kInvalidArgument: return "invalid-argument";

@@ -26,6 +26,7 @@ enum class StoreErrc {
   kWorldSizeMismatch,  // the rank's world size differs from the store's
   kRankOutOfRange,     // rank < 0 or rank >= world size
   kDuplicateRank,      // the rank is already connected
+  kPlanMismatch,       // the rank read another plan.json than the store's rank (its SHA-256 differs)
   kMalformed,          // a frame that does not decode as the message it claims to be
   kFrameTooLarge,      // a frame over the size limit (checked before anything is allocated)
   kInvalidArgument,    // an empty or too long key, a bad option

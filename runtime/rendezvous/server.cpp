@@ -21,6 +21,7 @@
 
 #include <fmt/format.h>
 
+#include "rendezvous/hello.h"
 #include "rendezvous/store.h"
 #include "rendezvous/token.h"
 
@@ -353,46 +354,18 @@ auto StoreServer::Impl::CheckFrameHeader(Conn& c) -> bool {
 // ---- requests ----
 
 void StoreServer::Impl::HandleHello(Conn& c, std::string_view payload) {
-  wire::Reader r(payload);
-  r.U8();
-  r.U32();  // type and magic: CheckFrameHeader has seen them
-  uint16_t version = r.U16();
-  if (r.failed())
-    return Reject(c, StoreErrc::kMalformed, fmt::format("sent a hello of {} bytes, too short", payload.size()));
-  if (version != wire::kVersion) {
-    return Reject(c, StoreErrc::kBadVersion,
-                  fmt::format("the rank speaks rendezvous protocol version {}, this store version {} (every rank "
-                              "must run the same avf-run build)",
-                              version, wire::kVersion));
+  auto rank = CheckHello(payload, {opts_.token, opts_.plan_sha256, static_cast<uint32_t>(opts_.world_size)});
+  if (!rank) {
+    Failure f = TakeFailure(rank.takeError());
+    return Reject(c, f.code, f.message);
   }
-  std::string token = r.Str(wire::kMaxTokenBytes);
-  uint32_t rank = r.U32(), world = r.U32();
-  if (!r.ok_at_end())
-    return Reject(c, StoreErrc::kMalformed, fmt::format("sent a malformed hello ({} bytes)", payload.size()));
-  // The token comes first: a peer without it learns nothing about the job.
-  if (!TokensEqual(opts_.token, token)) {
-    return Reject(c, StoreErrc::kBadToken,
-                  fmt::format("the job token it presented (claiming rank {}) is not this job's; every rank must "
-                              "read the same token (the job's Secret, or ${})",
-                              rank, kTokenEnv));
-  }
-  if (world != static_cast<uint32_t>(opts_.world_size)) {
-    return Reject(c, StoreErrc::kWorldSizeMismatch,
-                  fmt::format("rank {} says the job has {} ranks, but the store was started for {} (is WORLD_SIZE the "
-                              "same on every rank?)",
-                              rank, world, opts_.world_size));
-  }
-  if (rank >= world) {
-    return Reject(c, StoreErrc::kRankOutOfRange,
-                  fmt::format("rank {} is out of range for a job of {} ranks (0-{})", rank, world, world - 1));
-  }
-  if (Conn* other = Find(connected_[rank]); other && !other->dead) {
+  if (Conn* other = Find(connected_[*rank]); other && !other->dead) {
     return Reject(c, StoreErrc::kDuplicateRank,
                   fmt::format("rank {} has already joined from {} and is still connected (do two ranks have the same "
                               "RANK?)",
-                              rank, other->peer));
+                              *rank, other->peer));
   }
-  AdmitRank(c, static_cast<int>(rank));
+  AdmitRank(c, static_cast<int>(*rank));
 }
 
 void StoreServer::Impl::AdmitRank(Conn& c, int rank) {
@@ -747,6 +720,12 @@ auto StoreServer::Start(ServerOptions options) -> llvm::Expected<std::unique_ptr
         fmt::format("the rendezvous store needs a world size from 1 to {}, not {}", 1 << 24, options.world_size));
   }
   if (auto err = ValidateToken(options.token, "the store's options")) return err;
+  if (!wire::IsPlanSha256(options.plan_sha256)) {
+    return MakeError(StoreErrc::kInvalidArgument,
+                     fmt::format("the store's plan_sha256 has {} bytes; it must be the plan.json's SHA-256 ({} "
+                                 "lowercase hexadecimal digits)",
+                                 options.plan_sha256.size(), wire::kPlanSha256Bytes));
+  }
   if (options.max_frame_bytes < wire::kMaxHelloBytes || options.max_frame_bytes > wire::kMaxFrameBytes) {
     return MakeError(StoreErrc::kInvalidArgument,
                      fmt::format("max_frame_bytes must be from {} to {}, not {}", wire::kMaxHelloBytes,

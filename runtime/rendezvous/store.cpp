@@ -33,18 +33,6 @@ auto Plural(size_t n, std::string_view one, std::string_view many) -> std::strin
 
 }  // namespace
 
-auto EncodeHello(std::string_view token, uint32_t rank, uint32_t world_size, uint32_t magic, uint16_t version)
-    -> std::string {
-  return std::move(wire::Writer()
-                       .U8(static_cast<uint8_t>(wire::MsgType::kHello))
-                       .U32(magic)
-                       .U16(version)
-                       .Str(token)
-                       .U32(rank)
-                       .U32(world_size))
-      .Finish();
-}
-
 StoreClient::StoreClient(net::Fd fd, const ClientOptions& options)
     : fd_(std::move(fd)),
       where_(net::JoinHostPort(options.host, options.port)),
@@ -70,6 +58,11 @@ auto ValidateClientOptions(const ClientOptions& o) -> llvm::Error {
                      fmt::format("the rendezvous store's address '{}' has no {} (check MASTER_ADDR and MASTER_PORT)",
                                  net::JoinHostPort(o.host, o.port), o.host.empty() ? "host" : "port"));
   }
+  if (!wire::IsPlanSha256(o.plan_sha256)) {
+    return MakeError(StoreErrc::kInvalidArgument,
+                     fmt::format("rank {}: the plan's SHA-256 has {} bytes; it must be {} lowercase hexadecimal digits",
+                                 o.rank, o.plan_sha256.size(), wire::kPlanSha256Bytes));
+  }
   return ValidateToken(o.token, "the rank's options");
 }
 
@@ -80,8 +73,8 @@ auto StoreClient::Join(const ClientOptions& options) -> llvm::Expected<std::uniq
   auto fd = net::ConnectWithRetry(options.host, options.port, Clock::now() + options.connect_timeout);
   if (!fd) return fd.takeError();
   std::unique_ptr<StoreClient> client(new StoreClient(std::move(*fd), options));
-  auto hello =
-      EncodeHello(options.token, static_cast<uint32_t>(options.rank), static_cast<uint32_t>(options.world_size));
+  auto hello = EncodeHello(options.token, static_cast<uint32_t>(options.rank),
+                           static_cast<uint32_t>(options.world_size), options.plan_sha256);
   auto body = client->Call(std::move(hello), milliseconds(0), "JOIN");
   if (!body) return body.takeError();
   wire::Reader r(*body);

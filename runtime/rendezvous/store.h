@@ -3,8 +3,9 @@
 // barriers before any communicator exists. The wire protocol is in wire.h and
 // runtime/README.md#rendezvous-store.
 //
-//   auto server = StoreServer::Start({.port = 29500, .world_size = 8, .token = t});   // rank 0 only
-//   auto client = StoreClient::Join({.host = master_addr, .port = 29500, .rank = r, .world_size = 8, .token = t});
+//   auto server = StoreServer::Start({.port = 29500, .world_size = 8, .token = t, .plan_sha256 = p});  // rank 0
+//   auto client = StoreClient::Join({.host = master_addr, .port = 29500, .rank = r, .world_size = 8, .token = t,
+//                                    .plan_sha256 = p});
 //   client->Set("nccl/0", id);  client->Get("nccl/0", 30s);  client->Barrier("init", 8, 60s);
 //
 // Every operation has a deadline; nothing blocks forever. Failures are
@@ -26,6 +27,7 @@
 #include <llvm/Support/Error.h>
 
 #include "rendezvous/errors.h"
+#include "rendezvous/hello.h"
 #include "rendezvous/socket.h"
 #include "rendezvous/wire.h"
 
@@ -40,6 +42,9 @@ struct ServerOptions {
   uint16_t port = 0;  // 0: the kernel picks one (tests); port() reports it
   int world_size = 1;
   std::string token;
+  // The SHA-256 of the plan.json rank 0 read (wire::IsPlanSha256); a rank
+  // that read other bytes is refused, so that no two ranks train different plans.
+  std::string plan_sha256;
   // A connection that has not sent a valid hello by then is closed (it holds
   // no rank, and may be a port scanner).
   milliseconds handshake_timeout{10'000};
@@ -90,6 +95,7 @@ struct ClientOptions {
   int rank = 0;
   int world_size = 1;
   std::string token;
+  std::string plan_sha256;  // of the plan.json this rank read
   // Total time for connecting, retried with backoff (rank 0 may start later).
   milliseconds connect_timeout{300'000};
   // The longest wait for the reply to a request that does not block (and the
@@ -105,8 +111,9 @@ struct ClientOptions {
 class StoreClient {
  public:
   // Connects (retrying until connect_timeout) and joins: the hello carries the
-  // protocol magic and version, the token, the rank and the world size, and the
-  // store's refusal comes back as a StoreError in the user's terms.
+  // protocol magic and version, the token, the rank, the world size and the
+  // plan's SHA-256, and the store's refusal comes back as a StoreError in the
+  // user's terms.
   static auto Join(const ClientOptions& options) -> llvm::Expected<std::unique_ptr<StoreClient>>;
 
   auto Set(std::string_view key, std::string_view value) -> llvm::Error;
@@ -155,10 +162,5 @@ class StoreClient {
   std::optional<Failure> broken_;
   std::unordered_map<std::string, int64_t> barrier_calls_;
 };
-
-// The hello frame a client sends first (exposed for tests that speak the
-// protocol by hand).
-auto EncodeHello(std::string_view token, uint32_t rank, uint32_t world_size, uint32_t magic = wire::kMagic,
-                 uint16_t version = wire::kVersion) -> std::string;
 
 }  // namespace avf::rendezvous

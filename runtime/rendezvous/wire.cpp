@@ -15,6 +15,7 @@ auto ToErrc(uint8_t status) -> StoreErrc {
     case WireStatus::kInvalidArgument: return StoreErrc::kInvalidArgument;
     case WireStatus::kNotCounter: return StoreErrc::kNotCounter;
     case WireStatus::kShutdown: return StoreErrc::kShutdown;
+    case WireStatus::kPlanMismatch: return StoreErrc::kPlanMismatch;
     case WireStatus::kOk:
     case WireStatus::kMalformed: break;
   }
@@ -34,6 +35,7 @@ auto ToWireStatus(StoreErrc code) -> WireStatus {
     case StoreErrc::kInvalidArgument: return WireStatus::kInvalidArgument;
     case StoreErrc::kNotCounter: return WireStatus::kNotCounter;
     case StoreErrc::kShutdown: return WireStatus::kShutdown;
+    case StoreErrc::kPlanMismatch: return WireStatus::kPlanMismatch;
     default: return WireStatus::kMalformed;
   }
 }
@@ -49,6 +51,10 @@ auto MsgTypeName(uint8_t type) -> std::string_view {
     case MsgType::kWaitAll: return "WAIT_ALL";
   }
   return "unknown";
+}
+
+auto IsPlanSha256(std::string_view s) -> bool {
+  return s.size() == kPlanSha256Bytes && s.find_first_not_of("0123456789abcdef") == std::string_view::npos;
 }
 
 namespace {

@@ -19,7 +19,8 @@ namespace avf::rendezvous::wire {
 
 // The first four payload bytes after the type of a hello spell "AVFR".
 inline constexpr uint32_t kMagic = 0x52465641;
-inline constexpr uint16_t kVersion = 1;
+// Version 2 added the plan's SHA-256 to the hello.
+inline constexpr uint16_t kVersion = 2;
 inline constexpr size_t kHeaderBytes = 4;
 // The largest frame either side accepts (values are NCCL ids and addresses,
 // a few hundred bytes; 64 MiB leaves room for gathered tables).
@@ -28,9 +29,11 @@ inline constexpr uint32_t kMaxFrameBytes = 64u << 20;
 inline constexpr uint32_t kMaxHelloBytes = 4096;
 inline constexpr size_t kMaxTokenBytes = 1024;
 inline constexpr size_t kMaxKeyBytes = 4096;
+// The plan a rank runs, as the SHA-256 of its plan.json bytes in lowercase hex.
+inline constexpr size_t kPlanSha256Bytes = 64;
 
 enum class MsgType : uint8_t {
-  kHello = 1,    // u32 magic, u16 version, str token, u32 rank, u32 world size
+  kHello = 1,    // u32 magic, u16 version, str token, u32 rank, u32 world size, str plan sha256
   kSet = 2,      // str key, str value
   kGet = 3,      // str key, u32 timeout ms -> value
   kAdd = 4,      // str key, i64 delta -> i64 new value
@@ -55,12 +58,15 @@ enum class WireStatus : uint8_t {
   kInvalidArgument = 10,
   kNotCounter = 11,
   kShutdown = 12,
+  kPlanMismatch = 13,
 };
 
 // Unknown status bytes (a newer store) read as kMalformed.
 auto ToErrc(uint8_t status) -> StoreErrc;
 auto ToWireStatus(StoreErrc code) -> WireStatus;
 auto MsgTypeName(uint8_t type) -> std::string_view;
+// Whether `s` spells a plan's SHA-256: kPlanSha256Bytes lowercase hex digits.
+auto IsPlanSha256(std::string_view s) -> bool;
 
 // Builds one frame; Finish() fills in the length.
 class Writer {

@@ -127,7 +127,14 @@ auto Millis(double seconds) -> std::chrono::milliseconds {
   return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
 }
 
-auto Connect(const avf::runtime::RankIdentity& id, const RunFlags& f) -> llvm::Expected<World> {
+// What the store logs about a connection it refused or lost (a rank with
+// another plan or token, a peer that broke the protocol): on rank 0's stderr.
+void LogStore(std::string_view line) { fmt::print(stderr, "avf-run: {}\n", line); }
+
+// Every rank presents the SHA-256 of the plan.json it read; rank 0's store
+// refuses a rank whose plan differs from its own.
+auto Connect(const avf::runtime::RankIdentity& id, const RunFlags& f, const std::string& plan_sha256)
+    -> llvm::Expected<World> {
   auto token = avf::rendezvous::TokenFromEnvironment();
   if (!token) return token.takeError();
   World w;
@@ -138,11 +145,19 @@ auto Connect(const avf::runtime::RankIdentity& id, const RunFlags& f) -> llvm::E
     options.port = port;
     options.world_size = size;
     options.token = *token;
+    options.plan_sha256 = plan_sha256;
+    options.log = LogStore;
     auto server = avf::rendezvous::StoreServer::Start(std::move(options));
     if (!server) return server.takeError();
     w.server = std::move(*server);
   }
-  auto store = avf::rendezvous::StoreClient::Join({id.master_addr, port, rank, size, *token, Millis(f.join_timeout_s)});
+  auto store = avf::rendezvous::StoreClient::Join({.host = id.master_addr,
+                                                   .port = port,
+                                                   .rank = rank,
+                                                   .world_size = size,
+                                                   .token = *token,
+                                                   .plan_sha256 = plan_sha256,
+                                                   .connect_timeout = Millis(f.join_timeout_s)});
   if (!store) return store.takeError();
   w.store = std::move(*store);
   avf::comm::TcpOptions options;
@@ -243,9 +258,9 @@ auto LockFolders(const RunFlags& f) -> llvm::Error {
 }
 
 auto Run(const RunFlags& f, const std::vector<std::string>& args) -> int {
-  auto valid = avf::runtime::ReadPlanFile(f.plan);
-  if (!valid) return Report(valid.takeError());
-  const avf::runtime::RunPlan& plan = **valid;
+  auto file = avf::runtime::ReadPlanFileWithSha256(f.plan);
+  if (!file) return Report(file.takeError());
+  const avf::runtime::RunPlan& plan = *file->plan;
   avf::runtime::Environment env = avf::runtime::ProcessEnvironment();
   if (!avf::run::LocalRankGiven(f.identity, env)) {
     auto node = avf::runtime::ResolveNode(f.identity, env, plan);
@@ -279,11 +294,11 @@ auto Run(const RunFlags& f, const std::vector<std::string>& args) -> int {
   if (llvm::Error e = avf::runtime::CheckHostMemory(plan, identity->rank, avf::runtime::HostMemoryBytes())) {
     return Report(std::move(e));
   }
-  auto runnable = avf::parallel::CheckRunnable(*valid, static_cast<int>(identity->world_size));
+  auto runnable = avf::parallel::CheckRunnable(file->plan, static_cast<int>(identity->world_size));
   if (!runnable) return Report(runnable.takeError());
   World world;
   if (identity->world_size > 1) {
-    auto connected = Connect(*identity, f);
+    auto connected = Connect(*identity, f, file->sha256);
     if (!connected) return Report(connected.takeError());
     world = std::move(*connected);
     o.world = world.comm.get();

@@ -34,6 +34,7 @@ auto Server() -> avf::rendezvous::StoreServer& {
                                                   .port = 0,
                                                   .world_size = avf::fuzz::kRendezvousWorld,
                                                   .token = avf::fuzz::kRendezvousToken,
+                                                  .plan_sha256 = avf::fuzz::kRendezvousPlanSha256,
                                                   .log = [](std::string_view) {}});
     if (!s) {
       std::fprintf(stderr, "fuzz_rendezvous: cannot start the store: %s\n", llvm::toString(s.takeError()).c_str());

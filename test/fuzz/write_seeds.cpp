@@ -33,13 +33,16 @@ auto Frame(wire::MsgType type) -> wire::Writer {
 }
 
 void WriteRendezvousSeeds(const fs::path& dir) {
-  using avf::fuzz::kRendezvousToken, avf::fuzz::kRendezvousWorld;
-  std::string hello = avf::rendezvous::EncodeHello(kRendezvousToken, 0, kRendezvousWorld);
+  using avf::fuzz::kRendezvousPlanSha256, avf::fuzz::kRendezvousToken, avf::fuzz::kRendezvousWorld;
+  std::string hello = avf::rendezvous::EncodeHello(kRendezvousToken, 0, kRendezvousWorld, kRendezvousPlanSha256);
   std::vector<std::string> keys = {"nccl/0", "avf/barrier/init/0"};
   auto wait = Frame(wire::MsgType::kWait).U32(2).Str(keys[0]).Str(keys[1]).U32(0);
   auto check = Frame(wire::MsgType::kCheck).U32(2).Str(keys[0]).Str(keys[1]);
   WriteFile(dir / "hello", hello);
-  WriteFile(dir / "hello_wrong_token", avf::rendezvous::EncodeHello("not-the-token", 1, kRendezvousWorld));
+  WriteFile(dir / "hello_wrong_token",
+            avf::rendezvous::EncodeHello("not-the-token", 1, kRendezvousWorld, kRendezvousPlanSha256));
+  WriteFile(dir / "hello_other_plan",
+            avf::rendezvous::EncodeHello(kRendezvousToken, 1, kRendezvousWorld, std::string(64, 'f')));
   WriteFile(dir / "set_get", hello + std::move(Frame(wire::MsgType::kSet).Str(keys[0]).Str("id")).Finish() +
                                  std::move(Frame(wire::MsgType::kGet).Str(keys[0]).U32(0)).Finish());
   WriteFile(dir / "add_add", hello + std::move(Frame(wire::MsgType::kAdd).Str("count").I64(1)).Finish() +

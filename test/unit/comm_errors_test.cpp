@@ -31,6 +31,7 @@ TEST(CommErrors, StoreFailuresKeepTheirSentenceUnderTheNearestCode) {
       {StoreErrc::kWorldSizeMismatch, CommErrc::kInvalidArgument},
       {StoreErrc::kRankOutOfRange, CommErrc::kRankOutOfRange},
       {StoreErrc::kDuplicateRank, CommErrc::kDuplicateRank},
+      {StoreErrc::kPlanMismatch, CommErrc::kInvalidArgument},
       {StoreErrc::kMalformed, CommErrc::kMalformed},
       {StoreErrc::kFrameTooLarge, CommErrc::kMalformed},
       {StoreErrc::kInvalidArgument, CommErrc::kInvalidArgument},
@@ -67,12 +68,14 @@ TEST(CommErrors, AStoreTimeoutDuringCreateIsACommError) {
   so.host = "127.0.0.1";
   so.world_size = 2;
   so.token = testing::kToken;
+  so.plan_sha256 = testing::kPlanSha256;
   auto server = rendezvous::StoreServer::Start(std::move(so));
   ASSERT_TRUE(static_cast<bool>(server)) << testing::Text(server.takeError());
   auto store = rendezvous::StoreClient::Join({.port = (*server)->port(),
                                               .rank = 1,
                                               .world_size = 2,
                                               .token = testing::kToken,
+                                              .plan_sha256 = testing::kPlanSha256,
                                               .connect_timeout = 3s,
                                               .io_timeout = 3s});
   ASSERT_TRUE(static_cast<bool>(store)) << testing::Text(store.takeError());

@@ -35,6 +35,7 @@ using namespace std::chrono_literals;
 using rendezvous::net::Clock;
 namespace net = rendezvous::net;
 
+using testing::kPlanSha256;
 using testing::kToken;
 using testing::Text;
 
@@ -119,8 +120,13 @@ auto RunRanks(const World& w, const Body& body) -> std::vector<std::string> {
   std::vector<Child> children;
   for (int r : ranks) {
     children.push_back(Spawn([&, r](uint16_t port) -> std::string {
-      auto store = rendezvous::StoreClient::Join(
-          {.port = port, .rank = r, .world_size = w.size, .token = kToken, .connect_timeout = 5s, .io_timeout = 5s});
+      auto store = rendezvous::StoreClient::Join({.port = port,
+                                                  .rank = r,
+                                                  .world_size = w.size,
+                                                  .token = kToken,
+                                                  .plan_sha256 = kPlanSha256,
+                                                  .connect_timeout = 5s,
+                                                  .io_timeout = 5s});
       if (!store) return "join: " + Text(store.takeError());
       return body(Rank{r, w.size, std::shared_ptr<rendezvous::StoreClient>(std::move(*store))});
     }));
@@ -129,6 +135,7 @@ auto RunRanks(const World& w, const Body& body) -> std::vector<std::string> {
   so.host = "127.0.0.1";
   so.world_size = w.size;
   so.token = kToken;
+  so.plan_sha256 = kPlanSha256;
   auto server = rendezvous::StoreServer::Start(std::move(so));
   if (!server) return {"server: " + Text(server.takeError())};
   for (auto& c : children) Give(c, (*server)->port());
@@ -303,9 +310,11 @@ TEST(NcclCreate, RefusesBadOptionsBeforeTouchingCuda) {
   rendezvous::ServerOptions so;
   so.host = "127.0.0.1";
   so.token = kToken;
+  so.plan_sha256 = kPlanSha256;
   auto server = rendezvous::StoreServer::Start(std::move(so));
   ASSERT_TRUE(static_cast<bool>(server)) << Text(server.takeError());
-  auto client = rendezvous::StoreClient::Join({.port = (*server)->port(), .token = kToken, .connect_timeout = 5s});
+  auto client = rendezvous::StoreClient::Join(
+      {.port = (*server)->port(), .token = kToken, .plan_sha256 = kPlanSha256, .connect_timeout = 5s});
   ASSERT_TRUE(static_cast<bool>(client)) << Text(client.takeError());
   std::shared_ptr<rendezvous::StoreClient> store(std::move(*client));
   for (auto [rank, size, device, why] : {std::tuple{2, 2, 0, "a rank from 0"},
@@ -336,8 +345,13 @@ TEST(NcclCreate, EveryRankFailsPromptlyWithoutADevice) {
   std::string id_value;
   World world{.size = 3, .limit = 30s};
   world.inspect = [&](uint16_t port) {
-    auto store = rendezvous::StoreClient::Join(
-        {.port = port, .rank = 0, .world_size = 3, .token = kToken, .connect_timeout = 5s, .io_timeout = 5s});
+    auto store = rendezvous::StoreClient::Join({.port = port,
+                                                .rank = 0,
+                                                .world_size = 3,
+                                                .token = kToken,
+                                                .plan_sha256 = kPlanSha256,
+                                                .connect_timeout = 5s,
+                                                .io_timeout = 5s});
     if (!store) return;
     auto value = (*store)->Get(NcclIdKey("world"), 0ms);
     id_value = value ? *value : Text(value.takeError());

@@ -20,6 +20,7 @@ using rendezvous::net::Clock;
 namespace net = rendezvous::net;
 
 const std::string kToken = "comm-test-token-0123456789abcdef";
+const std::string kPlanSha256(64, 'c');
 
 auto Text(llvm::Error e) -> std::string { return e ? comm::TakeFailure(std::move(e)).message : std::string(); }
 
@@ -78,8 +79,13 @@ auto Reap(Child& c, Clock::time_point deadline) -> std::string {
 namespace {
 
 auto RankMain(int rank, int size, uint16_t port, const RunSetup& setup, const Body& body) -> std::string {
-  auto store = rendezvous::StoreClient::Join(
-      {.port = port, .rank = rank, .world_size = size, .token = kToken, .connect_timeout = 3s, .io_timeout = 3s});
+  auto store = rendezvous::StoreClient::Join({.port = port,
+                                              .rank = rank,
+                                              .world_size = size,
+                                              .token = kToken,
+                                              .plan_sha256 = kPlanSha256,
+                                              .connect_timeout = 3s,
+                                              .io_timeout = 3s});
   if (!store) return "join: " + Text(store.takeError());
   TcpOptions o;
   o.store = std::shared_ptr<rendezvous::StoreClient>(std::move(*store));
@@ -106,6 +112,7 @@ auto RunRanks(int size, const Body& body, const RunSetup& setup) -> std::vector<
   so.host = "127.0.0.1";
   so.world_size = size;
   so.token = kToken;
+  so.plan_sha256 = kPlanSha256;
   auto server = rendezvous::StoreServer::Start(std::move(so));
   if (!server) return {"server: " + Text(server.takeError())};
   uint16_t port = (*server)->port();

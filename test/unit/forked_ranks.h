@@ -23,6 +23,8 @@ namespace avf::comm::testing {
 using std::chrono::milliseconds;
 
 extern const std::string kToken;
+// The SHA-256 every forked rank presents as its plan's.
+extern const std::string kPlanSha256;
 
 // The message of an error ("" for success).
 auto Text(llvm::Error e) -> std::string;

@@ -31,6 +31,7 @@ auto RunChild(int rank, int world, int port_fd, int result_fd, const RankBody& b
   o.rank = rank;
   o.world_size = world;
   o.token = kToken;
+  o.plan_sha256 = kPlanSha256;
   o.connect_timeout = 3s;
   o.io_timeout = 3s;
   auto c = StoreClient::Join(o);

@@ -131,8 +131,8 @@ TEST(RendezvousWire, FramesRoundTripAndTruncationIsCaught) {
   wire::Reader h(std::string_view(huge).substr(4));
   h.Str();
   EXPECT_TRUE(h.failed());  // a length beyond the bytes present: refused, nothing allocated
-  EXPECT_EQ(EncodeHello(kToken, 1, 2).substr(4, 5), std::string("\x01"
-                                                                "AVFR"));
+  EXPECT_EQ(EncodeHello(kToken, 1, 2, kPlanSha256).substr(4, 5), std::string("\x01"
+                                                                             "AVFR"));
 }
 
 // ---- operations ----
@@ -305,6 +305,62 @@ TEST(RendezvousJoin, WrongTokenIsRefusedAndLogged) {
   EXPECT_EQ(t->server->Stats().joined_ranks, 0);
 }
 
+// The SHA-256 of the bytes "another plan": a rank that read another plan.json.
+const std::string kOtherPlanSha256 = "77ddfb898d260e3b10990dcc3789ea8bd9a7aba33680543f531dc7d842f55b79";
+
+TEST(RendezvousJoin, RanksOfTheSamePlanAreAdmitted) {
+  auto t = StartTestServer(2);
+  ASSERT_TRUE(t);
+  RDZV_ASSIGN(auto r0, StoreClient::Join(t->Options(0, 2)));
+  RDZV_ASSIGN(auto r1, StoreClient::Join(t->Options(1, 2)));
+  RDZV_OK(t->server->WaitForAll(1s));
+  EXPECT_EQ(t->server->Stats().rejected, 0);
+}
+
+TEST(RendezvousJoin, AnotherPlanIsRefusedNamingTheRankAndBothPlans) {
+  auto t = StartTestServer(2);
+  ASSERT_TRUE(t);
+  RDZV_ASSIGN(auto r0, StoreClient::Join(t->Options(0, 2)));
+  auto o = t->Options(1, 2);
+  o.plan_sha256 = kOtherPlanSha256;
+  std::string sentence = "rank 1's plan.json has SHA-256 77ddfb898d26..., rank 0's 64879f7d6b96...";
+  ExpectFailure(StoreClient::Join(o), StoreErrc::kPlanMismatch,
+                {"the rendezvous store at 127.0.0.1:", "rejected rank 1: ", sentence,
+                 "Every pod of the job must read the same plan.json", "re-submit the job"});
+  EXPECT_NE(t->log.WaitFor(sentence), "");
+  EXPECT_EQ(t->server->Stats().joined_ranks, 1);
+  // The others time out as they would for a rank that never came.
+  ExpectFailure(r0->WaitForAll(100ms), StoreErrc::kTimeout, {"rank 1 did not join"});
+  RDZV_ASSIGN(auto r1, StoreClient::Join(t->Options(1, 2)));
+  RDZV_OK(t->server->WaitForAll(1s));
+}
+
+TEST(RendezvousJoin, TheTokenIsCheckedBeforeThePlan) {
+  auto t = StartTestServer(2);
+  ASSERT_TRUE(t);
+  auto o = t->Options(1, 2);
+  o.token = "another-jobs-token-0000000";
+  o.plan_sha256 = kOtherPlanSha256;
+  auto joined = StoreClient::Join(o);
+  ASSERT_FALSE(static_cast<bool>(joined));
+  Failure f = TakeFailure(joined.takeError());
+  EXPECT_EQ(ErrcName(f.code), "bad-token") << f.message;
+  // A peer without the token learns nothing about rank 0's plan.
+  EXPECT_EQ(f.message.find("64879f7d6b96"), std::string::npos) << f.message;
+  EXPECT_EQ(f.message.find("SHA-256"), std::string::npos) << f.message;
+}
+
+TEST(RendezvousJoin, APlanSha256OfTheWrongFormIsRefusedBeforeConnecting) {
+  for (std::string sha :
+       {std::string(), kPlanSha256.substr(1), kPlanSha256 + "0", std::string(64, 'A'), std::string(64, 'g')}) {
+    auto o = ClientOptions{.port = 1, .token = kToken, .plan_sha256 = sha};
+    ExpectFailure(StoreClient::Join(o), StoreErrc::kInvalidArgument,
+                  {fmt::format("the plan's SHA-256 has {} bytes", sha.size()), "64 lowercase hexadecimal digits"});
+    ExpectFailure(StoreServer::Start({.host = "127.0.0.1", .token = kToken, .plan_sha256 = sha}),
+                  StoreErrc::kInvalidArgument, {"the store's plan_sha256", "64 lowercase hexadecimal digits"});
+  }
+}
+
 TEST(RendezvousJoin, WrongWorldSizeIsRefused) {
   auto t = StartTestServer(4);
   ASSERT_TRUE(t);
@@ -332,6 +388,7 @@ TEST(RendezvousJoin, BadOptionsAreCaughtBeforeConnecting) {
   ClientOptions o;
   o.port = 1;
   o.token = kToken;
+  o.plan_sha256 = kPlanSha256;
   o.rank = 4;
   o.world_size = 4;
   ExpectFailure(StoreClient::Join(o), StoreErrc::kInvalidArgument, {"rank 4 is out of range", "0-3"});
@@ -343,6 +400,7 @@ TEST(RendezvousJoin, BadOptionsAreCaughtBeforeConnecting) {
   ExpectFailure(StoreClient::Join(o), StoreErrc::kInvalidArgument, {"job token", "at least 16"});
   ServerOptions s;
   s.token = kToken;
+  s.plan_sha256 = kPlanSha256;
   s.world_size = 0;
   ExpectFailure(StoreServer::Start(s), StoreErrc::kInvalidArgument, {"world size", "not 0"});
 }
@@ -380,6 +438,7 @@ TEST(RendezvousConnect, UnreachableStoreFailsAtTheDeadline) {
   ClientOptions o;
   o.port = ntohs(a.sin_port);
   o.token = kToken;
+  o.plan_sha256 = kPlanSha256;
   o.connect_timeout = 300ms;
   auto start = Clock::now();
   ExpectFailure(StoreClient::Join(o), StoreErrc::kUnreachable,
@@ -410,6 +469,7 @@ TEST(RendezvousConnect, RetriesUntilTheStoreStarts) {
   ClientOptions o;
   o.port = port;
   o.token = kToken;
+  o.plan_sha256 = kPlanSha256;
   o.connect_timeout = 3s;
   auto c = StoreClient::Join(o);
   starter.join();
@@ -447,12 +507,14 @@ TEST(RendezvousStore, WorksOverIpv6Loopback) {
   ServerOptions so;
   so.host = "::1";
   so.token = kToken;
+  so.plan_sha256 = kPlanSha256;
   auto s = StoreServer::Start(so);
   if (!s) GTEST_SKIP() << "no IPv6 loopback here: " << ErrText(s.takeError());
   ClientOptions o;
   o.host = "::1";
   o.port = (*s)->port();
   o.token = kToken;
+  o.plan_sha256 = kPlanSha256;
   o.connect_timeout = 1s;
   RDZV_ASSIGN(auto c, StoreClient::Join(o));
   EXPECT_EQ(c->where(), fmt::format("[::1]:{}", o.port));
@@ -462,10 +524,12 @@ TEST(RendezvousStore, WorksOverIpv6Loopback) {
 TEST(RendezvousStore, WildcardListenerTakesLoopbackClients) {
   ServerOptions so;  // empty host: every interface
   so.token = kToken;
+  so.plan_sha256 = kPlanSha256;
   RDZV_ASSIGN(auto s, StoreServer::Start(so));
   ClientOptions o;
   o.port = s->port();
   o.token = kToken;
+  o.plan_sha256 = kPlanSha256;
   o.connect_timeout = 1s;
   RDZV_ASSIGN(auto c, StoreClient::Join(o));
   RDZV_OK(s->WaitForAll(1s));

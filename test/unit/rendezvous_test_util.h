@@ -24,6 +24,8 @@ using namespace std::chrono_literals;
 using net::Clock;
 
 inline const std::string kToken = "test-token-0123456789abcdef";
+// The SHA-256 of the plan every test rank "read" (of the bytes "plan").
+inline const std::string kPlanSha256 = "64879f7d6b960a01909762d911a32d4582c20010c5641ee90278b644a9e3b525";
 
 // The error's message ("" for success), consuming it.
 inline auto ErrText(llvm::Error e) -> std::string { return e ? TakeFailure(std::move(e)).message : std::string(); }
@@ -107,6 +109,7 @@ struct TestServer {
     o.rank = rank;
     o.world_size = world;
     o.token = kToken;
+    o.plan_sha256 = kPlanSha256;
     o.connect_timeout = 2s;
     o.io_timeout = 2s;
     return o;
@@ -120,6 +123,7 @@ inline auto StartTestServer(int world, const std::function<void(ServerOptions&)>
   o.host = "127.0.0.1";
   o.world_size = world;
   o.token = kToken;
+  o.plan_sha256 = kPlanSha256;
   o.log = t->log.Callback();
   if (tweak) tweak(o);
   auto s = StoreServer::Start(std::move(o));
@@ -179,7 +183,8 @@ inline auto RawClosed(const net::Fd& fd, std::chrono::milliseconds within = 2s) 
 // A socket that has joined as `rank`, for tests that then misbehave.
 inline auto RawJoin(uint16_t port, int rank, int world) -> net::Fd {
   net::Fd fd = RawConnect(port);
-  if (!fd.valid() || !RawSend(fd, EncodeHello(kToken, static_cast<uint32_t>(rank), static_cast<uint32_t>(world)))) {
+  if (!fd.valid() ||
+      !RawSend(fd, EncodeHello(kToken, static_cast<uint32_t>(rank), static_cast<uint32_t>(world), kPlanSha256))) {
     ADD_FAILURE() << "cannot send the hello";
     return {};
   }

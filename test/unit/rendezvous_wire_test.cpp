@@ -44,18 +44,18 @@ TEST(RendezvousWireServer, WrongMagicAndWrongVersionAreNamed) {
   auto t = StartTestServer(2);
   ASSERT_TRUE(t);
   net::Fd a = RawConnect(t->port());
-  ASSERT_TRUE(RawSend(a, EncodeHello(kToken, 0, 2, 0xDEADBEEF)));
+  ASSERT_TRUE(RawSend(a, EncodeHello(kToken, 0, 2, kPlanSha256, 0xDEADBEEF)));
   auto ra = RawReadReply(a);
   ASSERT_TRUE(ra);
   EXPECT_EQ(ra->status, static_cast<uint8_t>(wire::WireStatus::kBadMagic));
   EXPECT_NE(ra->message.find("ef be ad de"), std::string::npos) << ra->message;
 
   net::Fd b = RawConnect(t->port());
-  ASSERT_TRUE(RawSend(b, EncodeHello(kToken, 0, 2, wire::kMagic, 99)));
+  ASSERT_TRUE(RawSend(b, EncodeHello(kToken, 0, 2, kPlanSha256, wire::kMagic, 99)));
   auto rb = RawReadReply(b);
   ASSERT_TRUE(rb);
   EXPECT_EQ(rb->status, static_cast<uint8_t>(wire::WireStatus::kBadVersion));
-  EXPECT_NE(rb->message.find("protocol version 99, this store version 1"), std::string::npos) << rb->message;
+  EXPECT_NE(rb->message.find("protocol version 99, this store version 2"), std::string::npos) << rb->message;
   EXPECT_TRUE(RawClosed(b));
   ExpectStillServing(*t, 0, 2);
 }
@@ -64,11 +64,43 @@ TEST(RendezvousWireServer, RankOutOfRangeIsRefused) {
   auto t = StartTestServer(4);
   ASSERT_TRUE(t);
   net::Fd fd = RawConnect(t->port());
-  ASSERT_TRUE(RawSend(fd, EncodeHello(kToken, 7, 4)));
+  ASSERT_TRUE(RawSend(fd, EncodeHello(kToken, 7, 4, kPlanSha256)));
   auto reply = RawReadReply(fd);
   ASSERT_TRUE(reply);
   EXPECT_EQ(reply->status, static_cast<uint8_t>(wire::WireStatus::kRankOutOfRange));
   EXPECT_NE(reply->message.find("rank 7 is out of range for a job of 4 ranks (0-3)"), std::string::npos);
+  EXPECT_TRUE(RawClosed(fd));
+}
+
+TEST(RendezvousWireServer, AHelloWithAPlanSha256OfTheWrongFormIsMalformed) {
+  auto t = StartTestServer(2);
+  ASSERT_TRUE(t);
+  for (std::string sha : {std::string(), kPlanSha256.substr(0, 63), kPlanSha256 + kPlanSha256, std::string(64, 'F')}) {
+    net::Fd fd = RawConnect(t->port());
+    ASSERT_TRUE(RawSend(fd, EncodeHello(kToken, 1, 2, sha)));
+    auto reply = RawReadReply(fd);
+    ASSERT_TRUE(reply);
+    EXPECT_EQ(reply->status, static_cast<uint8_t>(wire::WireStatus::kMalformed));
+    EXPECT_NE(reply->message.find(fmt::format("rank 1 sent a plan fingerprint of {} bytes", sha.size())),
+              std::string::npos)
+        << reply->message;
+    EXPECT_TRUE(RawClosed(fd));
+  }
+  EXPECT_EQ(t->server->Stats().joined_ranks, 0);
+  ExpectStillServing(*t, 1, 2);
+}
+
+// A hello of version 1 (no plan) is refused by its version, not misread.
+TEST(RendezvousWireServer, AVersion1HelloIsRefusedByItsVersion) {
+  auto t = StartTestServer(2);
+  ASSERT_TRUE(t);
+  net::Fd fd = RawConnect(t->port());
+  std::string v1 = std::move(Frame(wire::MsgType::kHello).U32(wire::kMagic).U16(1).Str(kToken).U32(1).U32(2)).Finish();
+  ASSERT_TRUE(RawSend(fd, v1));
+  auto reply = RawReadReply(fd);
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(reply->status, static_cast<uint8_t>(wire::WireStatus::kBadVersion));
+  EXPECT_NE(reply->message.find("protocol version 1, this store version 2"), std::string::npos) << reply->message;
   EXPECT_TRUE(RawClosed(fd));
 }
 
@@ -170,7 +202,7 @@ TEST(RendezvousWireServer, SilentOrHalfHelloTimesOut) {
   auto start = Clock::now();
   net::Fd silent = RawConnect(t->port());
   net::Fd half = RawConnect(t->port());
-  ASSERT_TRUE(RawSend(half, EncodeHello(kToken, 0, 1).substr(0, 12)));
+  ASSERT_TRUE(RawSend(half, EncodeHello(kToken, 0, 1, kPlanSha256).substr(0, 12)));
   for (net::Fd* fd : {&silent, &half}) {
     auto reply = RawReadReply(*fd);
     ASSERT_TRUE(reply);
@@ -313,6 +345,7 @@ class FakeStore {
     ClientOptions o;
     o.port = port_;
     o.token = kToken;
+    o.plan_sha256 = kPlanSha256;
     o.connect_timeout = 1s;
     o.io_timeout = 300ms;
     return o;
