@@ -194,6 +194,7 @@ struct Deployment {
   std::optional<Export> export_checkpoints;
   JobToken token;
   // Names of the companion objects (the workflow is named `name`).
+  // The plan's ConfigMap is NAME-plan-HASH: the first 10 hex digits of plan_sha256.
   std::string configmap, service_account;
 };
 

@@ -76,7 +76,9 @@ void LowerIdentity(LowerContext& c, std::optional<Target> target) {
     return;
   }
   o.name = *name;
-  o.configmap = o.name + "-plan";
+  // Named by its content: a changed plan is a new ConfigMap, which only the
+  // pods of a new run mount; the running job's stays as it was.
+  o.configmap = o.name + "-plan-" + o.plan_sha256.substr(0, 10);
   o.service_account = o.name + "-workflow";
   // Explicit, so that RoleBinding subjects and cleanup name it.
   o.k8s_namespace = j.deploy.k8s_namespace.value.empty() ? "default" : j.deploy.k8s_namespace.value;

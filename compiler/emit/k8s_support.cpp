@@ -16,6 +16,8 @@ void WriteConfigMap(YamlWriter& y, const Deployment& d) {
     y.Field("apiVersion", "v1");
     y.Field("kind", "ConfigMap");
     WriteMetadata(y, d, d.configmap);
+    // The API server refuses any change: a plan the pods read never changes under them.
+    y.Field("immutable", true);
     y.MapField("data", [&] {
       y.Key("plan.json");
       y.Text(d.plan_json);

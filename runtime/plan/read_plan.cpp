@@ -238,10 +238,9 @@ auto ValidPlan::Of(RunPlan plan, llvm::StringRef name) -> llvm::Expected<ValidPl
 }
 
 auto ReadPlanFile(llvm::StringRef path, uint64_t max_bytes) -> llvm::Expected<ValidPlan> {
-  Problems problems(path);
-  std::optional<std::string> text = ReadCapped(path, max_bytes, problems);
-  if (!text) return problems.TakeError();
-  return ParsePlan(*text, path);
+  llvm::Expected<PlanFile> file = ReadPlanFileWithSha256(path, max_bytes);
+  if (!file) return file.takeError();
+  return std::move(file->plan);
 }
 
 auto ReadPlanFileWithSha256(llvm::StringRef path, uint64_t max_bytes) -> llvm::Expected<PlanFile> {
