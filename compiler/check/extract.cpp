@@ -315,6 +315,8 @@ void ReadDeployJob(const Decl& job, DeploySpec& d) {
   d.queue = WrittenText(f, "queue", at);
   d.priority = WrittenText(f, "priority", at);
   d.max_restarts = Integer(f, "max_restarts").value_or(3);
+  d.deadline = Number(f, "deadline");
+  d.deadline_range = RangeOf(f, "deadline", at);
   if (const RecordValue* r = Sub(f, "resources")) {
     llvm::SMRange rec = RangeOf(f, "resources", at);
     d.cpus = Integer(*r, "cpus");

@@ -160,6 +160,8 @@ struct DeploySpec {
   std::optional<int64_t> copiers;
   bool cleanup_staged = false;
   int64_t max_restarts = 3;
+  std::optional<double> deadline;  // seconds
+  llvm::SMRange deadline_range;
   Written image, tools_image, k8s_namespace, queue, priority;
 };
 

@@ -179,6 +179,12 @@ struct Deployment {
   int64_t nodes = 1;
   int64_t procs_per_node = 1;  // ranks (GPUs) per pod
   int64_t max_restarts = 3;
+  // The workflow's activeDeadlineSeconds: the job's `deadline`, else twice
+  // the predicted time to train plus a day.
+  int64_t deadline_seconds = 0;
+  bool deadline_from_job = false;
+  // How long a finished workflow and training object are kept (logs, status).
+  int64_t keep_finished_seconds = 7 * 86400;
   int64_t backoff_limit = 4;  // PyTorchJob's, counted per pod restart: max_restarts x nodes + 1
   int port = 29500;           // the rendezvous store on node 0
   Resources resources;

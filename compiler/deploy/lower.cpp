@@ -87,6 +87,16 @@ void LowerIdentity(LowerContext& c, std::optional<Target> target) {
   o.queue = j.deploy.queue.value;
   o.priority = j.deploy.priority.value;
   o.max_restarts = j.deploy.max_restarts;
+  // Stage-in, queueing and restarts all count against the deadline: the
+  // default leaves the prediction twice its time and a day.
+  double deadline = j.deploy.deadline.value_or(2 * c.plan.totals.seconds + 86400);
+  o.deadline_seconds = static_cast<int64_t>(std::ceil(std::min(deadline, 1e12)));
+  o.deadline_from_job = j.deploy.deadline.has_value();
+  if (o.target != Target::Slurm && deadline < c.plan.totals.seconds) {
+    c.Report(DiagId::DeadlineBeforeTraining, j.deploy.deadline_range, j.name, deadline / 3600,
+             c.plan.totals.seconds / 3600)
+        .Help("raise `deadline`, or leave it out for twice the predicted time plus a day");
+  }
   o.nodes = c.plan.nodes_used;
   // The operator fails the job once the pods' restarts reach the limit, and
   // one incident restarts every pod once: max_restarts incidents must stay below it.

@@ -307,6 +307,13 @@ void WriteSpec(YamlWriter& y, const Deployment& d) {
     // has ended, exit handler included, instead of racing it for the job's
     // token, training object and staged data.
     y.MapField("synchronization", [&] { y.SeqField("mutexes", [&] { y.Map([&] { y.Field("name", d.name); }); }); });
+    // Past it Argo stops the workflow, and the exit handler stops the training.
+    y.Field("activeDeadlineSeconds", d.deadline_seconds);
+    y.Comment(d.deadline_from_job ? "the job's deadline" : "2 x the predicted time to train + 1 day");
+    // A finished workflow is kept a week (status, failed steps' logs); deleting
+    // it deletes what it owns: the training object and the token's Secret.
+    y.MapField("ttlStrategy", [&] { y.Field("secondsAfterCompletion", d.keep_finished_seconds); });
+    y.MapField("podGC", [&] { y.Field("strategy", "OnPodSuccess"); });
     if (d.staging) {
       y.MapField("arguments", [&] {
         y.SeqField("parameters", [&] {

@@ -58,6 +58,7 @@ void WritePyTorchJob(YamlWriter& y, const Deployment& d, Owner owner) {
         y.Comment(fmt::format("max_restarts {} x {} pods + 1: the job fails when the restarts reach it", d.max_restarts,
                               d.nodes));
         y.Field("cleanPodPolicy", "Running");
+        y.Field("ttlSecondsAfterFinished", d.keep_finished_seconds);
         if (d.scheduler == Scheduler::Volcano) WriteVolcanoPolicy(y, d);
       });
       y.MapField("pytorchReplicaSpecs", [&] {
@@ -128,6 +129,7 @@ void WriteJobSet(YamlWriter& y, const Deployment& d, Owner owner) {
           });
         });
       });
+      y.Field("ttlSecondsAfterFinished", d.keep_finished_seconds);
       y.MapField("network", [&] {
         y.Field("enableDNSHostnames", true);
         y.Field("publishNotReadyAddresses", true);
