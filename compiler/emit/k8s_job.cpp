@@ -19,9 +19,15 @@ constexpr std::string_view kReplicatedJob = "node";
 // avf-run's exit status when SIGTERM stopped it (128 + 15).
 constexpr int64_t kStoppedBySignalStatus = 143;
 
+// Kueue admits by queue, and orders a queue's workloads by the
+// WorkloadPriorityClass the job names (the pods' PriorityClass only decides
+// preemption once they run).
 auto QueueLabels(const Deployment& d) -> std::vector<std::pair<std::string, std::string>> {
-  if (d.scheduler != Scheduler::Kueue || d.queue.empty()) return {};
-  return {{"kueue.x-k8s.io/queue-name", d.queue}};
+  if (d.scheduler != Scheduler::Kueue) return {};
+  std::vector<std::pair<std::string, std::string>> labels;
+  if (!d.queue.empty()) labels.emplace_back("kueue.x-k8s.io/queue-name", d.queue);
+  if (!d.priority.empty()) labels.emplace_back("kueue.x-k8s.io/priority-class", d.priority);
+  return labels;
 }
 
 void WriteVolcanoPolicy(YamlWriter& y, const Deployment& d) {
