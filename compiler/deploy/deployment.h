@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "check/job_spec.h"
@@ -166,6 +167,10 @@ struct SecurityProfile {
   std::optional<int64_t> fs_group;
 };
 
+// The folder in the checkpoint folder where avf-run writes metrics.jsonl and
+// its memory reports (--run-dir).
+inline constexpr std::string_view kRunFolder = "run";
+
 struct Deployment {
   std::string source_name;  // the main .avf file as given on the command line
   std::string job;          // the job's .avf name
@@ -190,6 +195,7 @@ struct Deployment {
   Resources resources;
   SecurityProfile security;
   std::vector<std::string> command;  // avf-run and its flags
+  std::string run_dir;               // avf-run's --run-dir; "" for the container's folder
   std::vector<EnvVar> env;           // NCCL and aviflow settings
   std::vector<Volume> volumes;       // of the training pods
   std::vector<Claim> claims;

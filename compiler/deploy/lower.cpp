@@ -299,13 +299,21 @@ void LowerCommand(LowerContext& c) {
     }
   }
   const check::CheckpointSpec& ck = c.job.checkpoint;
-  if (!ck.enabled || !ck.dir) return;
   for (const Volume& v : o.volumes) {
-    if (v.storage != ck.dir->storage) continue;
+    if (!ck.enabled || !ck.dir || v.storage != ck.dir->storage) continue;
     std::string dir = v.mount_path + (ck.dir->path.empty() ? "" : "/" + ck.dir->path);
     o.command.insert(o.command.end(), {"--checkpoint-dir", dir, "--resume", "latest"});
+    o.run_dir = dir + "/" + std::string(kRunFolder);
     break;
   }
+  // metrics.jsonl and the memory reports outlive the pods: beside the
+  // checkpoints (and exported with them), else on the hot tier.
+  if (o.run_dir.empty() && o.staging) {
+    for (const Volume& v : o.volumes) {
+      if (v.storage == o.staging->hot_storage) o.run_dir = v.mount_path + "/runs/" + o.name;
+    }
+  }
+  if (!o.run_dir.empty()) o.command.insert(o.command.end(), {"--run-dir", o.run_dir});
 }
 
 }  // namespace

@@ -130,21 +130,27 @@ auto ExportScript(const deploy::Export& e) -> std::string {
   std::string keep = e.keep ? fmt::format(" | tail -n {}", *e.keep) : "";
   return fmt::format(
       "set -eu\n"
-      "dir={}\n"
+      "dir={0}\n"
       "kept=\"$(mktemp)\"\n"
       "# committed checkpoints: step_NNNNNNNN directories holding COMMITTED (docs/deploy.md)\n"
       "for d in \"$dir\"/step_*; do\n"
       "  if [ -f \"$d/COMMITTED\" ]; then basename \"$d\"; fi\n"
-      "done | sort{} > \"$kept\"\n"
+      "done | sort{1} > \"$kept\"\n"
       "if [ ! -s \"$kept\" ]; then\n"
       "  echo \"error: no committed checkpoint in $dir\" >&2\n"
       "  exit 1\n"
       "fi\n"
       "while read -r name; do\n"
       "  echo \"exporting $name\"\n"
-      "  rclone copy \"$dir/$name\" {}\"/$name\" {}\n"
-      "done < \"$kept\"\n",
-      ShellQuote(e.checkpoint_dir), keep, ShellQuote(RemotePath(e.dest, e.dest_path)), RcloneFlags(0));
+      "  rclone copy \"$dir/$name\" {2}\"/$name\" {3}\n"
+      "done < \"$kept\"\n"
+      "# metrics.jsonl and the memory reports of the run\n"
+      "if [ -d \"$dir/{4}\" ]; then\n"
+      "  echo \"exporting {4}\"\n"
+      "  rclone copy \"$dir/{4}\" {2}\"/{4}\" {3}\n"
+      "fi\n",
+      ShellQuote(e.checkpoint_dir), keep, ShellQuote(RemotePath(e.dest, e.dest_path)), RcloneFlags(0),
+      deploy::kRunFolder);
 }
 
 auto CleanupScript(const Staging& s) -> std::string {
