@@ -74,6 +74,7 @@ auto StorageLocation(const Decl& storage, std::string path) -> Location {
   loc.mount = Text(storage.fields, "mount");
   loc.claim = Text(storage.fields, "claim");
   loc.credentials = Text(storage.fields, "credentials");
+  loc.ca_bundle = Text(storage.fields, "ca_bundle");
   loc.storage_class = Text(storage.fields, "storage_class");
   loc.capacity = Number(storage.fields, "capacity");
   loc.read_bw = Number(storage.fields, "read_bw");
@@ -293,6 +294,7 @@ void ReadDeployCluster(const Program& p, const Decl& cluster, DeploySpec& d) {
   d.labels = WrittenList(c, "labels", at);
   d.hcas = WrittenList(c, "hcas", at);
   d.socket_interface = WrittenText(c, "socket_interface", at);
+  d.pod_networks = WrittenList(c, "pod_networks", at);
   if (const RecordValue* tree = Sub(c, "topology")) {
     d.leaf_label = WrittenText(*tree, "leaf_label", RangeOf(c, "topology", at));
     d.spine_label = WrittenText(*tree, "spine_label", RangeOf(c, "topology", at));
@@ -329,6 +331,15 @@ void ReadDeployJob(const Decl& job, DeploySpec& d) {
   if (const RecordValue* s = Sub(f, "staging")) {
     d.copiers = Integer(*s, "copiers");
     d.cleanup_staged = Flag(*s, "cleanup");
+  }
+  if (const RecordValue* pod = Sub(f, "pod")) {
+    llvm::SMRange rec = RangeOf(f, "pod", at);
+    d.image_pull_secrets = WrittenList(*pod, "image_pull_secrets", rec);
+    d.extra_env = WrittenList(*pod, "env", rec);
+    d.extra_labels = WrittenList(*pod, "labels", rec);
+    d.extra_annotations = WrittenList(*pod, "annotations", rec);
+    d.guaranteed_qos = Text(*pod, "qos") == "guaranteed";
+    d.qos_range = RangeOf(*pod, "qos", rec);
   }
 }
 

@@ -90,6 +90,7 @@ struct Location {
   StorageKind storage_kind = StorageKind::Local;
   std::string path;
   std::string endpoint, bucket, mount, claim, credentials;  // as declared; empty when absent
+  std::string ca_bundle;                                    // ConfigMap of an https store's CA
   std::string storage_class;                                // for kind = pvc
   std::optional<double> capacity;                           // bytes
   std::optional<double> read_bw, write_bw;                  // bytes per second
@@ -151,6 +152,11 @@ struct DeploySpec {
   std::vector<Written> labels;             // `key=value` node selector
   std::vector<Written> hcas;
   Written socket_interface;
+  std::vector<Written> pod_networks;  // Multus
+  // job.pod: the site's needs
+  std::vector<Written> image_pull_secrets, extra_env, extra_labels, extra_annotations;
+  bool guaranteed_qos = false;
+  llvm::SMRange qos_range;
   Written leaf_label, spine_label;
   std::optional<int64_t> node_cpus;
   std::optional<double> node_memory;  // the node's cpu_memory, bytes

@@ -87,6 +87,8 @@ struct Remote {
   std::string provider;  // rclone's s3 provider: Ceph, Minio, AWS
   std::string endpoint, bucket;
   std::string secret;  // credentials Secret; "" when the tier declares none
+  // A ConfigMap whose key `ca.crt` is the CA of an https endpoint; "" for the system's.
+  std::string ca_configmap;
   // A file-system tier instead of an object store: its path in the pod.
   std::string local_root;
   auto is_local() const -> bool { return !local_root.empty(); }
@@ -155,6 +157,7 @@ struct Resources {
   int64_t memory_mib = 0;                                 // the same, for Slurm's --mem
   std::string shm;                                        // /dev/shm size limit
   std::vector<std::pair<std::string, int64_t>> extended;  // RDMA pools, ...
+  bool guaranteed = false;                                // limits = requests (Guaranteed QoS)
 };
 
 struct SecurityProfile {
@@ -205,6 +208,12 @@ struct Deployment {
   std::optional<Staging> staging;
   std::optional<Export> export_checkpoints;
   JobToken token;
+  // The site's needs (job.pod, cluster.pod_networks).
+  std::vector<std::string> image_pull_secrets;
+  std::vector<std::pair<std::string, std::string>> extra_labels;         // on every object and pod
+  std::vector<std::pair<std::string, std::string>> pod_annotations;      // on every pod
+  std::vector<std::pair<std::string, std::string>> trainer_annotations;  // those, and Multus networks
+  std::string socket_interface;  // checked in the training pods before avf-run starts
   // Names of the companion objects (the workflow is named `name`).
   // The plan's ConfigMap is NAME-plan-HASH: the first 10 hex digits of plan_sha256.
   std::string configmap, service_account;

@@ -34,6 +34,15 @@ void ReportInvalid(LowerContext& c, const check::Written& w, const std::string& 
   c.Report(DiagId::InvalidKubernetesValue, w.range, Printable(w.value), what, Printable(why));
 }
 
+// `registry/name:tag@sha256:HEX` pins the image; without `@` there is nothing to check.
+auto IsImageDigestValid(const std::string& image) -> bool {
+  size_t at = image.find('@');
+  if (at == std::string::npos) return true;
+  std::string_view digest = std::string_view(image).substr(at + 1);
+  if (digest.substr(0, 7) != "sha256:" || digest.size() != 7 + 64) return false;
+  return digest.substr(7).find_first_not_of("0123456789abcdef") == std::string_view::npos;
+}
+
 auto IsPartitionName(const std::string& name) -> bool {
   return std::all_of(name.begin(), name.end(), [](char ch) {
     return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' ||
@@ -111,6 +120,9 @@ void LowerIdentity(LowerContext& c, std::optional<Target> target) {
   // Images go into the Argo workflow, where `{{` is a template expression.
   for (const check::Written* w : {&j.deploy.image, &j.deploy.tools_image}) {
     if (!w->value.empty()) CheckScriptSafe(c, w->value, "container image", w->range);
+    if (!IsImageDigestValid(w->value)) {
+      ReportInvalid(c, *w, "container image", "a digest is written `@sha256:` and 64 lower-case hex digits");
+    }
   }
   if (o.target != Target::Slurm && o.image.empty()) {
     c.Report(DiagId::MissingImage, j.name_range, j.name)
@@ -387,6 +399,7 @@ auto Lower(const plan::Plan& plan, const LowerOptions& options, diag::Diagnostic
   LowerStorage(c);
   LowerToken(c);
   LowerCommand(c);
+  LowerSiteNeeds(c);
   if (diags.error_count() > errors || c.repeated_error) return std::nullopt;
   return out;
 }

@@ -37,6 +37,10 @@ struct LowerContext {
 
 // Storage, staging and checkpoint export (lower_storage.cpp).
 void LowerStorage(LowerContext& c);
+// What the site adds to the pods: pull Secrets, environment, labels,
+// annotations, QoS, Multus networks (lower_pod.cpp); after the environment
+// and resources are lowered.
+void LowerSiteNeeds(LowerContext& c);
 
 // `80GB` -> "74505Mi": bytes as a Kubernetes quantity, rounded down to MiB
 // (to GiB when that is exact) so a request never exceeds what was asked.

@@ -55,6 +55,11 @@ auto TierVolume(LowerContext& c, const Location& loc) -> std::optional<Volume> {
   for (const Volume& v : c.out.volumes) {
     if (v.storage == loc.storage) return v;
   }
+  if (!loc.ca_bundle.empty()) {
+    c.Report(DiagId::InvalidKubernetesValue, loc.decl_range, Printable(loc.ca_bundle), "CA bundle",
+             "a `ca_bundle` is the CA of an https object store");
+    return std::nullopt;
+  }
   Volume v;
   v.storage = loc.storage;
   v.name = "tier-" + Dns1035Label(loc.storage, 50).value_or("storage");
@@ -110,6 +115,16 @@ auto RemoteOf(LowerContext& c, const Location& loc, std::string name) -> std::op
   Remote r;
   r.name = std::move(name);
   r.storage = loc.storage;
+  if (!loc.ca_bundle.empty()) {
+    std::string why = !IsObjectStore(loc.storage_kind)     ? "a `ca_bundle` is the CA of an https object store"
+                      : !IsDns1123Subdomain(loc.ca_bundle) ? "a ConfigMap name: lower-case letters, digits, `-` and `.`"
+                                                           : "";
+    if (!why.empty()) {
+      c.Report(DiagId::InvalidKubernetesValue, loc.decl_range, Printable(loc.ca_bundle), "CA bundle", why);
+      return std::nullopt;
+    }
+    r.ca_configmap = loc.ca_bundle;
+  }
   if (!IsObjectStore(loc.storage_kind)) {
     std::optional<Volume> v = TierVolume(c, loc);
     if (!v) return std::nullopt;

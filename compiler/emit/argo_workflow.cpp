@@ -41,7 +41,26 @@ struct ToolStep {
   std::vector<std::string> tiers;   // storage tiers it mounts
   std::vector<std::string> inputs;  // input parameters, passed as env
   Retry retry = Retry::None;
+  const deploy::Remote* remote = nullptr;  // the object store it copies from or to
 };
+
+// A remote's CA, from its ConfigMap (docs/deploy.md, "Secrets").
+auto CaVolume(const deploy::Remote& r) -> Volume {
+  return {.kind = deploy::VolumeKind::ConfigMap,
+          .name = "ca-" + r.name,
+          .source = r.ca_configmap,
+          .mount_path = CaCertDir(r),
+          .read_only = true};
+}
+
+// The CA volumes of the workflow's remotes.
+auto CaVolumes(const Deployment& d) -> std::vector<Volume> {
+  std::vector<Volume> out;
+  if (d.staging && !d.staging->source.ca_configmap.empty()) out.push_back(CaVolume(d.staging->source));
+  if (d.export_checkpoints && !d.export_checkpoints->dest.ca_configmap.empty())
+    out.push_back(CaVolume(d.export_checkpoints->dest));
+  return out;
+}
 
 void WriteRetry(YamlWriter& y, Retry retry) {
   if (retry == Retry::None) return;
@@ -84,6 +103,8 @@ auto NeedsClusterNodes(const std::vector<Volume>& mounts) -> bool {
 
 void WriteToolStep(YamlWriter& y, const Deployment& d, const ToolStep& s) {
   std::vector<Volume> mounts = TierVolumes(d, s.tiers);
+  bool ca = s.remote && !s.remote->ca_configmap.empty();
+  if (ca) mounts.push_back(CaVolume(*s.remote));
   y.Map([&] {
     y.Field("name", s.name);
     if (!s.inputs.empty()) {
@@ -105,6 +126,7 @@ void WriteToolStep(YamlWriter& y, const Deployment& d, const ToolStep& s) {
       env.insert(env.end(), s.env.begin(), s.env.end());
       std::string tier_check = TierCheckScript(mounts);
       if (!tier_check.empty()) env.push_back(NodeNameEnv());
+      if (ca) env.push_back(EnvVar::Literal("RCLONE_CA_CERT", CaCertDir(*s.remote) + "/ca.crt"));
       WriteEnv(y, env);
       y.MapField("resources", [&] {
         y.MapField("requests", [&] {
@@ -129,7 +151,7 @@ auto StagingSteps(const Deployment& d) -> std::vector<ToolStep> {
   std::string copy = "FIRST=\"$ARG_first\"\nLAST=\"$ARG_last\"\n" + CopyShardsScript(s, s.bwlimit_kib);
   return {
       {"check-staged", CheckStagedScript(s), {}, tiers, {}, Retry::None},
-      {"copy-shards", copy, RemoteEnv(s.source), copy_tiers, {"first", "last"}, Retry::Always},
+      {"copy-shards", copy, RemoteEnv(s.source), copy_tiers, {"first", "last"}, Retry::Always, &s.source},
       {"seal-staged", SealStagedScript(s), {}, tiers, {}, Retry::None},
   };
 }
@@ -138,7 +160,7 @@ auto ExportStep(const Deployment& d) -> ToolStep {
   const deploy::Export& e = *d.export_checkpoints;
   std::vector<std::string> tiers{e.checkpoint_storage};
   if (e.dest.is_local() && e.dest.storage != e.checkpoint_storage) tiers.push_back(e.dest.storage);
-  return {"export-checkpoints", ExportScript(e), RemoteEnv(e.dest), tiers, {}, Retry::Always};
+  return {"export-checkpoints", ExportScript(e), RemoteEnv(e.dest), tiers, {}, Retry::Always, &e.dest};
 }
 
 void WriteTask(YamlWriter& y, std::string_view name, std::string_view depends, std::string_view when = "") {
@@ -325,11 +347,19 @@ void WriteSpec(YamlWriter& y, const Deployment& d) {
         });
       });
     }
-    y.MapField("podMetadata", [&] { WriteJobLabels(y, d, {{"aviflow.dev/role", "workflow-step"}}); });
+    WriteImagePullSecrets(y, d);
+    y.MapField("podMetadata", [&] {
+      WriteJobLabels(y, d, {{"aviflow.dev/role", "workflow-step"}});
+      if (d.pod_annotations.empty()) return;
+      y.MapField("annotations", [&] {
+        for (const auto& [k, v] : d.pod_annotations) y.Field(k, v);
+      });
+    });
     std::vector<Volume> tiers;
     for (const Volume& v : d.volumes) {
       if (!v.storage.empty()) tiers.push_back(v);
     }
+    for (const Volume& v : CaVolumes(d)) tiers.push_back(v);
     if (!tiers.empty()) WriteVolumes(y, tiers);
     WriteTemplates(y, d);
   });

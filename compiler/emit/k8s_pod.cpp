@@ -83,8 +83,13 @@ void WriteResources(YamlWriter& y, const deploy::Resources& r) {
       if (r.cpus) y.Field("cpu", std::to_string(*r.cpus));
       limited();
     });
-    // No CPU limit: throttling a rank stalls every other rank at the next collective.
-    y.MapField("limits", limited);
+    // No CPU limit: throttling a rank stalls every other rank at the next
+    // collective; unless Guaranteed QoS is asked for (exclusive cores under
+    // the kubelet's static CPU manager), which needs limits = requests.
+    y.MapField("limits", [&] {
+      if (r.guaranteed && r.cpus) y.Field("cpu", std::to_string(*r.cpus));
+      limited();
+    });
   });
 }
 
@@ -152,6 +157,7 @@ void WriteTrainerContainer(YamlWriter& y, const Deployment& d, const TrainerPod&
 // that the operator's init container never spends the restart budget.
 auto InitScript(const Deployment& d, const TrainerPod& pod) -> std::string {
   std::string script = TierCheckScript(d.volumes);
+  if (!d.socket_interface.empty()) script += InterfaceCheckScript(d.socket_interface);
   if (d.staging) script += StagedCopyCheckScript(*d.staging);
   if (!pod.wait_for_host.empty()) {
     script += fmt::format(
@@ -185,7 +191,11 @@ void WriteInitContainer(YamlWriter& y, const Deployment& d, const TrainerPod& po
           y.Field("cpu", "100m");
           y.Field("memory", "64Mi");
         });
-        y.MapField("limits", [&] { y.Field("memory", "64Mi"); });
+        // Equal to the requests: a Guaranteed pod needs it of every container.
+        y.MapField("limits", [&] {
+          y.Field("cpu", "100m");
+          y.Field("memory", "64Mi");
+        });
       });
       WriteToolsSecurity(y, d);
       if (!tiers.empty()) WriteMounts(y, tiers);
@@ -224,9 +234,18 @@ auto HeaderComment(const Deployment& d, std::string_view artifact) -> std::strin
 }
 
 auto JobLabels(const Deployment& d) -> std::vector<std::pair<std::string, std::string>> {
-  return {{"app.kubernetes.io/managed-by", "aviflowc"},
-          {"app.kubernetes.io/name", "aviflow"},
-          {std::string(JobLabelKey()), d.name}};
+  std::vector<std::pair<std::string, std::string>> labels{{"app.kubernetes.io/managed-by", "aviflowc"},
+                                                          {"app.kubernetes.io/name", "aviflow"},
+                                                          {std::string(JobLabelKey()), d.name}};
+  labels.insert(labels.end(), d.extra_labels.begin(), d.extra_labels.end());
+  return labels;
+}
+
+void WriteImagePullSecrets(YamlWriter& y, const Deployment& d) {
+  if (d.image_pull_secrets.empty()) return;
+  y.SeqField("imagePullSecrets", [&] {
+    for (const std::string& s : d.image_pull_secrets) y.Map([&] { y.Field("name", s); });
+  });
 }
 
 void WriteJobLabels(YamlWriter& y, const Deployment& d, const std::vector<std::pair<std::string, std::string>>& extra) {
@@ -333,6 +352,7 @@ void WriteTrainerTemplate(YamlWriter& y, const Deployment& d, const TrainerPod& 
       WriteJobLabels(y, d, {{std::string(kRoleLabel), std::string(kTrainerRole)}});
       std::vector<std::pair<std::string, std::string>> annotations = pod.annotations;
       for (const auto& a : TopologyAnnotations(d)) annotations.push_back(a);
+      annotations.insert(annotations.end(), d.trainer_annotations.begin(), d.trainer_annotations.end());
       if (!pod.podset_group.empty() && d.scheduler == deploy::Scheduler::Kueue &&
           d.placement.mode != TopologyMode::None) {
         annotations.emplace_back(std::string(kKueuePrefix) + "podset-group-name", pod.podset_group);
@@ -344,6 +364,9 @@ void WriteTrainerTemplate(YamlWriter& y, const Deployment& d, const TrainerPod& 
     });
     y.MapField("spec", [&] {
       if (!pod.restart_policy.empty()) y.Field("restartPolicy", pod.restart_policy);
+      // avf-run never talks to the API server: no credentials in its pods.
+      y.Field("automountServiceAccountToken", false);
+      WriteImagePullSecrets(y, d);
       if (d.scheduler == deploy::Scheduler::Volcano) y.Field("schedulerName", "volcano");
       if (!d.priority.empty()) y.Field("priorityClassName", d.priority);
       y.Field("terminationGracePeriodSeconds", kTerminationGraceSeconds);

@@ -27,6 +27,8 @@ void WriteJobLabels(YamlWriter& y, const deploy::Deployment& d,
 auto JobLabels(const deploy::Deployment& d) -> std::vector<std::pair<std::string, std::string>>;
 
 void WriteEnv(YamlWriter& y, const std::vector<deploy::EnvVar>& env);
+// `imagePullSecrets` of the job's `pod.image_pull_secrets`, if any.
+void WriteImagePullSecrets(YamlWriter& y, const deploy::Deployment& d);
 void WriteVolumes(YamlWriter& y, const std::vector<deploy::Volume>& volumes);
 void WriteMounts(YamlWriter& y, const std::vector<deploy::Volume>& volumes);
 

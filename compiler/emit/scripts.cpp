@@ -85,6 +85,8 @@ auto RemoteEnv(const deploy::Remote& r) -> std::vector<EnvVar> {
   return env;
 }
 
+auto CaCertDir(const deploy::Remote& r) -> std::string { return "/etc/aviflow/ca/" + r.name; }
+
 auto CheckStagedScript(const Staging& s) -> std::string {
   return Prologue(s) + VerifyFunction(s) +
          fmt::format(
@@ -186,6 +188,19 @@ auto TierCheckScript(const std::vector<deploy::Volume>& mounts) -> std::string {
          "  exit 1\n"
          "}\n" +
          checks;
+}
+
+auto InterfaceCheckScript(const std::string& interface) -> std::string {
+  return fmt::format(
+      "interface={}\n"
+      "net=\"${{AVF_SYS_CLASS_NET:-/sys/class/net}}\"\n"
+      "if [ ! -e \"$net/$interface\" ]; then\n"
+      "  echo \"error: the pod on node ${{NODE_NAME:-unknown}} has no network interface $interface (the cluster's\" "
+      "\\\n"
+      "    \"socket_interface), only: $(ls \"$net\" | tr '\\n' ' ')\" >&2\n"
+      "  exit 1\n"
+      "fi\n",
+      ShellQuote(interface));
 }
 
 auto StagedCopyCheckScript(const Staging& s) -> std::string {

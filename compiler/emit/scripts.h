@@ -21,6 +21,9 @@ auto ShellQuote(std::string_view text) -> std::string;
 auto RemotePath(const deploy::Remote& r, const std::string& path) -> std::string;
 // The environment that configures an rclone remote, credentials by reference.
 auto RemoteEnv(const deploy::Remote& r) -> std::vector<deploy::EnvVar>;
+// rclone reads the CA of a remote with a `ca_configmap` from $RCLONE_CA_CERT,
+// the file `ca.crt` of this folder, where the steps mount the ConfigMap.
+auto CaCertDir(const deploy::Remote& r) -> std::string;
 
 // Prints `staged` when the marker matches and every shard has its size, else `missing`.
 auto CheckStagedScript(const deploy::Staging& s) -> std::string;
@@ -39,6 +42,10 @@ auto CleanupScript(const deploy::Staging& s) -> std::string;
 // and checkpoints to the node's own disk. Needs `awk`; names the node from
 // $NODE_NAME. "" when no mount is a host-path tier of a known file system.
 auto TierCheckScript(const std::vector<deploy::Volume>& mounts) -> std::string;
+// Stops the script unless the pod has the network interface NCCL is told to
+// use (the cluster's `socket_interface`; a Multus network's, say), per
+// /sys/class/net ($AVF_SYS_CLASS_NET in tests).
+auto InterfaceCheckScript(const std::string& interface) -> std::string;
 // Stops the script unless the hot tier holds this dataset's sealed copy (its
 // marker), as a training pod needs it.
 auto StagedCopyCheckScript(const deploy::Staging& s) -> std::string;

@@ -43,9 +43,12 @@ auto Directives(const Deployment& d) -> std::string {
 }
 
 // Credentials of an object store: the Secret named in the source, as a
-// directory of files (one per key) under $AVF_SECRETS.
+// directory of files (one per key) under $AVF_SECRETS; its CA likewise.
 auto RemoteExports(const deploy::Remote& r, std::string_view indent) -> std::string {
   std::string s;
+  if (!r.ca_configmap.empty()) {
+    s += fmt::format("{}export RCLONE_CA_CERT=\"$AVF_SECRETS\"/{}/ca.crt\n", indent, ShellQuote(r.ca_configmap));
+  }
   for (const deploy::EnvVar& e : RemoteEnv(r)) {
     if (!e.secret_name.empty()) {
       s += fmt::format("{}export {}=\"$(cat \"$AVF_SECRETS\"/{}/{})\"\n", indent, e.name, ShellQuote(e.secret_name),

@@ -199,6 +199,9 @@ const RecordSchema kCluster{
         F("socket_interface")
             .String()
             .Doc("network interface for NCCL's bootstrap and socket traffic (NCCL_SOCKET_IFNAME)"),
+        F("pod_networks")
+            .List(F("network").String(), 0, 16)
+            .Doc("Multus networks attached to the training pods (`name` or `namespace/name`)"),
     }};
 
 const RecordSchema kStorage{
@@ -213,6 +216,7 @@ const RecordSchema kStorage{
         F("read_bw").Bandwidth(),
         F("write_bw").Bandwidth(),
         F("credentials").Secret(),
+        F("ca_bundle").String().Doc("ConfigMap whose key `ca.crt` holds the CA of an https object store"),
         F("storage_class").String().Doc("StorageClass of the PersistentVolumeClaim, for kind = pvc"),
     }};
 
@@ -281,6 +285,21 @@ const RecordSchema kResources{"resources",
                                   F("shm").Bytes().Doc("size of the pod's /dev/shm (counts against `memory`)"),
                               }};
 
+const RecordSchema kPod{
+    "pod",
+    {
+        F("image_pull_secrets").List(F("secret").String(), 0, 64).Doc("Secrets the kubelet pulls the images with"),
+        F("env")
+            .List(F("variable").String(), 0, 256)
+            .Doc("`NAME=value` in the trainers' environment; it overrides a value aviflowc sets"),
+        F("labels").List(F("label").String(), 0, 64).Doc("`key=value` labels on every object and pod of the job"),
+        F("annotations").List(F("annotation").String(), 0, 64).Doc("`key=value` annotations on every pod of the job"),
+        F("qos")
+            .Enum({"burstable", "guaranteed"})
+            .DefaultEnum("burstable")
+            .Doc("`guaranteed`: CPU and memory limits equal to the requests"),
+    }};
+
 const RecordSchema kStaging{
     "staging",
     {
@@ -316,6 +335,7 @@ const RecordSchema kJob{
                  "plus a day"),
         F("resources").Record(kResources),
         F("staging").Record(kStaging),
+        F("pod").Record(kPod),
     }};
 
 auto FormatNumber(double v) -> std::string { return fmt::format("{}", v); }
