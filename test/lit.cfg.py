@@ -2,6 +2,7 @@
 # .avf file (or a .test script) with `// RUN:` lines and FileCheck patterns.
 import os
 import shutil
+import subprocess
 
 import lit.formats
 
@@ -39,6 +40,15 @@ if os.path.exists("/dev/nvidia0") or shutil.which("nvidia-smi"):
     config.available_features.add("cuda")
 if config.have_cuda_toolkit:
     config.available_features.add("cuda-toolkit")
+# `avf-run-gpu`: the avf-run under test was built with CUDA and NCCL, so its
+# preflight checks GPUs (the sanitizer build has no CUDA).
+try:
+    preflight_help = subprocess.run([config.avf_run_path, "preflight", "--help"], capture_output=True, text=True,
+                                    timeout=60).stdout
+    if "gpu (default" in preflight_help:
+        config.available_features.add("avf-run-gpu")
+except (OSError, subprocess.SubprocessError):
+    pass
 # `sanitized`: the run against the ASan/UBSan build (test/CMakeLists.txt).
 # There %big, the size of the robustness tests' huge inputs, is 100 000
 # instead of 1 000 000: the same code paths at a tenth of the sanitizers' cost.

@@ -1,7 +1,9 @@
 // avf-run: executes one rank of a plan.json (docs/deploy.md, "avf-run"), and
 // `avf-run tokenize`, which makes token shards from text so that a local run
-// needs no download, and `avf-run check-plan FILE`, which checks a plan. Exit status: 0 success, 1 an error in the
-// plan, the data or a checkpoint, 2 a usage error.
+// needs no download, `avf-run check-plan FILE`, which checks a plan, and
+// `avf-run preflight`, which checks a job's nodes (run/preflight.h). Exit
+// status: 0 success, 1 an error in the plan, the data or a checkpoint, or a
+// failed preflight check, 2 a usage error.
 #include <unistd.h>
 
 #include <atomic>
@@ -17,7 +19,6 @@
 #include <llvm/Support/raw_ostream.h>
 #include <CLI/CLI.hpp>
 
-#include "comm/tcp_communicator.h"
 #include "data/shard_format.h"
 #include "data/shard_writer.h"
 #include "data/tokenizer.h"
@@ -28,10 +29,11 @@
 #include "plan/sizes.h"
 #include "plan_format/folder_lock.h"
 #include "plan_format/launch.h"
-#include "rendezvous/store.h"
-#include "rendezvous/token.h"
 #include "run/launcher.h"
 #include "run/memory_report.h"
+#include "run/preflight.h"
+#include "run/preflight_device.h"
+#include "run/world.h"
 #include "train/trainer.h"
 
 namespace {
@@ -45,6 +47,15 @@ struct RunFlags {
   double join_timeout_s = 300, peer_timeout_s = 60;
   avf::runtime::IdentityFlags identity;
   bool print_schedule = false;
+};
+
+struct PreflightFlags {
+  std::string plan, device;
+  avf::runtime::IdentityFlags identity;
+  double join_timeout_s = 300, peer_timeout_s = 60;
+  std::optional<uint64_t> bytes;
+  int64_t iterations = 20, warmup = 5;
+  std::optional<double> min_bus_gbps, min_node_bus_gbps;
 };
 
 struct TokenizeFlags {
@@ -103,75 +114,6 @@ auto Tokenize(const TokenizeFlags& f) -> int {
       "  tokens = {}; shards = {}; format = {}\n",
       n, f.shards, f.out_dir, tok.vocab_size(), n, f.shards, f.format);
   return 0;
-}
-
-// The connections of a multi-rank run: rank 0 serves the rendezvous store,
-// every rank joins it with the job token and builds the data group's mesh.
-struct World {
-  std::unique_ptr<avf::rendezvous::StoreServer> server;
-  std::shared_ptr<avf::rendezvous::StoreClient> store;
-  std::unique_ptr<avf::comm::TcpCommunicator> comm;
-};
-
-// The address the other ranks reach this one at: $AVF_HOST, else loopback
-// when the store is local, else this machine's host name (a pod's name
-// resolves to its address through the training object's headless Service).
-auto OwnAddress(const std::string& master) -> std::string {
-  if (const char* host = std::getenv("AVF_HOST"); host && *host) return host;
-  if (master == "localhost" || master.rfind("127.", 0) == 0 || master == "::1") return "127.0.0.1";
-  char name[256] = {};
-  return gethostname(name, sizeof(name) - 1) == 0 ? std::string(name) : "127.0.0.1";
-}
-
-auto Millis(double seconds) -> std::chrono::milliseconds {
-  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
-}
-
-// What the store logs about a connection it refused or lost (a rank with
-// another plan or token, a peer that broke the protocol): on rank 0's stderr.
-void LogStore(std::string_view line) { fmt::print(stderr, "avf-run: {}\n", line); }
-
-// Every rank presents the SHA-256 of the plan.json it read; rank 0's store
-// refuses a rank whose plan differs from its own.
-auto Connect(const avf::runtime::RankIdentity& id, const RunFlags& f, const std::string& plan_sha256)
-    -> llvm::Expected<World> {
-  auto token = avf::rendezvous::TokenFromEnvironment();
-  if (!token) return token.takeError();
-  World w;
-  auto port = static_cast<uint16_t>(id.master_port);
-  int rank = static_cast<int>(id.rank), size = static_cast<int>(id.world_size);
-  if (rank == 0) {
-    avf::rendezvous::ServerOptions options;
-    options.port = port;
-    options.world_size = size;
-    options.token = *token;
-    options.plan_sha256 = plan_sha256;
-    options.log = LogStore;
-    auto server = avf::rendezvous::StoreServer::Start(std::move(options));
-    if (!server) return server.takeError();
-    w.server = std::move(*server);
-  }
-  auto store = avf::rendezvous::StoreClient::Join({.host = id.master_addr,
-                                                   .port = port,
-                                                   .rank = rank,
-                                                   .world_size = size,
-                                                   .token = *token,
-                                                   .plan_sha256 = plan_sha256,
-                                                   .connect_timeout = Millis(f.join_timeout_s)});
-  if (!store) return store.takeError();
-  w.store = std::move(*store);
-  avf::comm::TcpOptions options;
-  options.store = w.store;
-  options.rank = rank;
-  options.size = size;
-  options.token = *token;
-  options.host = OwnAddress(id.master_addr);
-  options.timeout = Millis(f.peer_timeout_s);
-  options.setup_timeout = Millis(f.join_timeout_s);
-  auto comm = avf::comm::TcpCommunicator::Create(std::move(options));
-  if (!comm) return comm.takeError();
-  w.comm = std::move(*comm);
-  return w;
 }
 
 // SIGTERM (a pod being deleted, preemption, the launcher passing one on) or
@@ -296,9 +238,9 @@ auto Run(const RunFlags& f, const std::vector<std::string>& args) -> int {
   }
   auto runnable = avf::parallel::CheckRunnable(file->plan, static_cast<int>(identity->world_size));
   if (!runnable) return Report(runnable.takeError());
-  World world;
+  avf::run::World world;
   if (identity->world_size > 1) {
-    auto connected = Connect(*identity, f, file->sha256);
+    auto connected = avf::run::Connect(*identity, f.join_timeout_s, f.peer_timeout_s, file->sha256);
     if (!connected) return Report(connected.takeError());
     world = std::move(*connected);
     o.world = world.comm.get();
@@ -314,6 +256,44 @@ auto Run(const RunFlags& f, const std::vector<std::string>& args) -> int {
   return Finish(plan, *result, identity->rank);
 }
 
+// preflight: started like a training run (the same launcher, identity and
+// store); only what each rank does once it joined differs.
+auto Preflight(const PreflightFlags& f, const std::vector<std::string>& args) -> int {
+  namespace pre = avf::run::preflight;
+  if (f.device == "gpu" && !pre::GpuBuild()) {
+    llvm::errs() << "avf-run: error: --device gpu: this avf-run was built without CUDA and NCCL; it checks CPUs "
+                    "only (--device cpu)\n";
+    return 2;
+  }
+  auto file = avf::runtime::ReadPlanFileWithSha256(f.plan);
+  if (!file) return Report(file.takeError());
+  const avf::runtime::RunPlan& plan = *file->plan;
+  avf::runtime::Environment env = avf::runtime::ProcessEnvironment();
+  if (!avf::run::LocalRankGiven(f.identity, env)) {
+    auto node = avf::runtime::ResolveNode(f.identity, env, plan);
+    if (!node) return Report(node.takeError());
+    if (node->nproc_per_node > 1) return avf::run::LaunchNode(args, *node);
+  }
+  avf::run::ApplyThreadDefaults(args);
+  auto identity = avf::runtime::ResolveIdentity(f.identity, env, plan);
+  if (!identity) return Report(identity.takeError());
+  avf::run::World world;
+  if (identity->world_size > 1) {
+    auto joined = avf::run::JoinStore(*identity, f.join_timeout_s, file->sha256);
+    if (!joined) return Report(joined.takeError());
+    world = std::move(*joined);
+  }
+  bool gpu = f.device == "gpu";
+  pre::Options o{.bytes = f.bytes.value_or(gpu ? pre::kGpuBytes : pre::kCpuBytes),
+                 .iterations = f.iterations,
+                 .warmup = f.warmup,
+                 .limits = {.min_bus_gbps = f.min_bus_gbps, .min_node_bus_gbps = f.min_node_bus_gbps},
+                 .gpu = gpu,
+                 .join_timeout_s = f.join_timeout_s,
+                 .peer_timeout_s = f.peer_timeout_s};
+  return pre::RunRank(plan, *identity, world, o);
+}
+
 // Seconds and seeds are checked by the launch contract, the same in aviflowc
 // run and avf-run (CLI::Range lets `nan` through; CLI11 turns `-5` into 2^64 - 5).
 auto Seconds() -> CLI::Validator {
@@ -324,6 +304,31 @@ auto Seed() -> CLI::Validator {
   return CLI::Validator([](std::string& text) { return avf::plan_format::SeedProblem(text); }, "N");
 }
 
+// A bandwidth: a finite number above 0.
+auto Gbps() -> CLI::Validator {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        char* end = nullptr;
+        double v = std::strtod(text.c_str(), &end);
+        bool ok = !text.empty() && *end == '\0' && std::isfinite(v) && v > 0;
+        return ok ? "" : "a bandwidth in GB/s is a number above 0, not `" + text + "`";
+      },
+      "GB/S");
+}
+
+// The all-reduce's bytes per rank, after CLI::AsSizeValue read a suffix:
+// whole fp32 elements, at most 64 GiB.
+auto AllReduceBytes() -> CLI::Validator {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        uint64_t v = 0;
+        auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+        bool ok = ec == std::errc() && end == text.data() + text.size() && v >= 4 && v % 4 == 0 && v <= (1ull << 36);
+        return ok ? "" : "a multiple of 4 (fp32 elements) from 4 to 64 GiB, not " + text;
+      },
+      "BYTES");
+}
+
 void AddIdentityFlags(CLI::App& app, avf::runtime::IdentityFlags& id) {
   app.add_option("--rank", id.rank, "Global rank (overrides RANK)");
   app.add_option("--world-size", id.world_size, "Ranks in all (overrides WORLD_SIZE)");
@@ -332,6 +337,41 @@ void AddIdentityFlags(CLI::App& app, avf::runtime::IdentityFlags& id) {
   app.add_option("--nproc-per-node", id.nproc_per_node, "Ranks per node (overrides PET_NPROC_PER_NODE)");
   app.add_option("--master-addr", id.master_addr, "Address of rank 0's store (overrides MASTER_ADDR)");
   app.add_option("--master-port", id.master_port, "Port of rank 0's store (overrides MASTER_PORT)");
+}
+
+auto AddPreflight(CLI::App& app, PreflightFlags& f) -> CLI::App* {
+  namespace pre = avf::run::preflight;
+  CLI::App* sub = app.add_subcommand(
+      "preflight",
+      "Check a job's nodes before it trains: each rank's device, each node's InfiniBand ports, then the "
+      "all-reduce bandwidth within each node and over the job; started like a training run (one avf-run per node). "
+      "Exit 0 when every check passed, 1 when one failed (the problems name the node), 2 on a usage error");
+  sub->add_option("--plan", f.plan, "The job's plan.json")->type_name("FILE")->required();
+  f.device = pre::GpuBuild() ? "gpu" : "cpu";
+  sub->add_option("--device", f.device,
+                  pre::GpuBuild() ? "gpu (default: each rank's GPU, NCCL) or cpu (the host, TCP)"
+                                  : "cpu (default; this avf-run was built without CUDA and NCCL)")
+      ->check(CLI::IsMember({"gpu", "cpu"}));
+  sub->add_option("--bytes", f.bytes,
+                  fmt::format("Bytes each rank all-reduces (suffixes K, M, G: KiB, MiB, GiB; default {} on GPUs, {} "
+                              "on CPUs)",
+                              pre::FormatBytes(pre::kGpuBytes), pre::FormatBytes(pre::kCpuBytes)))
+      ->transform(CLI::AsSizeValue(false))
+      ->check(AllReduceBytes());
+  sub->add_option("--iters", f.iterations, "Timed all-reduces (default 20)")->check(CLI::Range(1, 100000));
+  sub->add_option("--warmup", f.warmup, "Untimed all-reduces before them (default 5)")->check(CLI::Range(0, 100000));
+  sub->add_option("--min-bus-gbps", f.min_bus_gbps,
+                  "Fail when the world all-reduce's bus bandwidth is below this many GB/s")
+      ->check(Gbps());
+  sub->add_option("--min-node-bus-gbps", f.min_node_bus_gbps,
+                  "Fail a node whose all-reduce among its own ranks has a lower bus bandwidth (GB/s)")
+      ->check(Gbps());
+  sub->add_option("--join-timeout", f.join_timeout_s, "Seconds to wait for every rank to join (default 300)")
+      ->check(Seconds());
+  sub->add_option("--peer-timeout", f.peer_timeout_s, "Seconds a collective waits for a silent peer (default 60)")
+      ->check(Seconds());
+  AddIdentityFlags(*sub, f.identity);
+  return sub;
 }
 
 }  // namespace
@@ -371,6 +411,8 @@ auto main(int argc, char** argv) -> int {
                                        "Check a plan.json strictly (every rule, no unknown key, the "
                                        "predicted totals) and exit");
   check->add_option("file", check_path, "The plan.json, or - for standard input")->required();
+  PreflightFlags pre;
+  CLI::App* preflight = AddPreflight(app, pre);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -380,6 +422,7 @@ auto main(int argc, char** argv) -> int {
   }
   if (tokenize->parsed()) return Tokenize(tok);
   if (check->parsed()) return CheckPlan(check_path);
+  if (preflight->parsed()) return Preflight(pre, std::vector<std::string>(argv, argv + argc));
   if (run.plan.empty()) {
     llvm::errs() << "avf-run: error: --plan is required\nRun `avf-run --help` for usage.\n";
     return 2;
