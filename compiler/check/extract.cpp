@@ -317,6 +317,7 @@ void ReadDeployJob(const Decl& job, DeploySpec& d) {
   d.queue = WrittenText(f, "queue", at);
   d.priority = WrittenText(f, "priority", at);
   d.max_restarts = Integer(f, "max_restarts").value_or(3);
+  d.preflight = Flag(f, "preflight");
   d.deadline = Number(f, "deadline");
   d.deadline_range = RangeOf(f, "deadline", at);
   if (const RecordValue* r = Sub(f, "resources")) {

@@ -166,6 +166,7 @@ struct DeploySpec {
   std::optional<int64_t> copiers;
   bool cleanup_staged = false;
   int64_t max_restarts = 3;
+  bool preflight = true;
   std::optional<double> deadline;  // seconds
   llvm::SMRange deadline_range;
   Written image, tools_image, k8s_namespace, queue, priority;

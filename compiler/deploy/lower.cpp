@@ -29,6 +29,8 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 // labels"), so that a Secret made by hand for `kubectl apply -f job.yaml`
 // and the workflow's make-token step agree on it; 40 + 11 characters.
 constexpr const char* kTokenSecretSuffix = "-rendezvous";
+// A preflight all-reduce below this share of the expected bus bandwidth fails.
+constexpr double kPreflightShare = 0.5;
 
 void ReportInvalid(LowerContext& c, const check::Written& w, const std::string& what, const std::string& why) {
   c.Report(DiagId::InvalidKubernetesValue, w.range, Printable(w.value), what, Printable(why));
@@ -299,6 +301,26 @@ void LowerToken(LowerContext& c) {
   if (!o.security.ipc_lock) o.security.fs_group = o.security.group;
 }
 
+// What an all-reduce of the job's ranks should reach, in GB/s of bus
+// bandwidth: each GPU's share of its node's NICs across nodes (less behind
+// an oversubscribed spine), NVLink within one node; 0 when not declared.
+auto ExpectedBusBandwidth(const LowerContext& c) -> double {
+  const cost::Hardware& h = c.job.hardware;
+  if (c.out.nodes <= 1) return h.nvlink_bandwidth / 1e9;
+  double per_gpu = h.nic_bandwidth * static_cast<double>(h.nics_per_node) / static_cast<double>(h.gpus_per_node);
+  if (c.plan.leaves_used > 1) per_gpu /= h.oversubscription;
+  return per_gpu / 1e9;
+}
+
+// avf-run checks the nodes before it trains, at every start of the pods:
+// half the expected bandwidth or less names a bad link.
+void LowerPreflight(LowerContext& c) {
+  Deployment& o = c.out;
+  o.command.push_back("--preflight");
+  double floor_gbps = std::floor(ExpectedBusBandwidth(c) * kPreflightShare * 10) / 10;
+  if (floor_gbps > 0) o.command.insert(o.command.end(), {"--min-bus-gbps", fmt::format("{:.1f}", floor_gbps)});
+}
+
 void LowerCommand(LowerContext& c) {
   Deployment& o = c.out;
   std::string plan = o.target == Target::Slurm ? "${AVF_PLAN}" : "/etc/aviflow/plan.json";
@@ -326,6 +348,7 @@ void LowerCommand(LowerContext& c) {
     }
   }
   if (!o.run_dir.empty()) o.command.insert(o.command.end(), {"--run-dir", o.run_dir});
+  if (c.job.deploy.preflight) LowerPreflight(c);
 }
 
 }  // namespace

@@ -68,7 +68,8 @@ void LowerEnv(LowerContext& c) {
   std::vector<std::string> seen;
   for (const Written& w : c.job.deploy.extra_env) {
     KeyValue kv = SplitKeyValue(w.value);
-    std::string why = !kv.has_value || !IsEnvName(kv.key) ? "it is written `NAME=value`, NAME of letters, digits and `_`"
+    std::string why = !kv.has_value || !IsEnvName(kv.key)
+                          ? "it is written `NAME=value`, NAME of letters, digits and `_`"
                       : plan_format::IsLaunchVariable(kv.key) || kv.key == o.token.env
                           ? "avf-run reads it to find its rank and the rendezvous; aviflowc sets it"
                           : "";
@@ -92,9 +93,9 @@ void LowerNetworks(LowerContext& c) {
   std::string list;
   for (const Written& w : c.job.deploy.pod_networks) {
     size_t slash = w.value.find('/');
-    bool ok = slash == std::string::npos ? IsDns1123Label(w.value)
-                                         : IsDns1123Label(w.value.substr(0, slash)) &&
-                                               IsDns1123Label(w.value.substr(slash + 1));
+    bool ok = slash == std::string::npos
+                  ? IsDns1123Label(w.value)
+                  : IsDns1123Label(w.value.substr(0, slash)) && IsDns1123Label(w.value.substr(slash + 1));
     if (!ok) {
       Invalid(c, w, "Multus network", "a NetworkAttachmentDefinition is named `name` or `namespace/name`");
       continue;

@@ -137,6 +137,8 @@ void WriteTrainerContainer(YamlWriter& y, const Deployment& d, const TrainerPod&
     y.StringSeq(d.command);
     std::vector<deploy::EnvVar> env = pod.rank_env;
     env.insert(env.end(), d.env.begin(), d.env.end());
+    // avf-run names a node by it in its preflight and failure reports.
+    env.push_back(deploy::EnvVar::FromField("AVF_NODE_NAME", "spec.nodeName"));
     WriteEnv(y, env);
     y.SeqField("ports", [&] {
       y.Map([&] {

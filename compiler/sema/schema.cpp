@@ -329,6 +329,10 @@ const RecordSchema kJob{
         F("target").Enum({"kubeflow", "jobset", "slurm"}).DefaultEnum("kubeflow"),
         F("tools_image").String().Doc("image with rclone and a POSIX shell for staging and export (default: `image`)"),
         F("max_restarts").Count().Min(0).Max(1000).Default(3).Doc("whole-job restarts before the run fails"),
+        F("preflight")
+            .Bool()
+            .DefaultBool(true)
+            .Doc("check the nodes at every start of the training pods: GPUs, InfiniBand ports, an all-reduce"),
         F("deadline")
             .Time()
             .Doc("longest a workflow of the job may run; default twice the predicted time to train, "

@@ -47,6 +47,10 @@ struct RunFlags {
   double join_timeout_s = 300, peer_timeout_s = 60;
   avf::runtime::IdentityFlags identity;
   bool print_schedule = false;
+  // The preflight's checks before training, at every start (run/preflight.h).
+  bool preflight = false;
+  std::string preflight_device;  // gpu or cpu; "" for this build's (as `preflight --device`)
+  std::optional<double> min_bus_gbps;
 };
 
 struct PreflightFlags {
@@ -199,6 +203,24 @@ auto LockFolders(const RunFlags& f) -> llvm::Error {
   return llvm::Error::success();
 }
 
+// `--preflight`: the preflight's checks on the store the run joined, with
+// its defaults for this build; a failed check ends the run before training.
+auto PreflightBeforeTraining(const RunFlags& f, const avf::runtime::RunPlan& plan, const avf::runtime::RankIdentity& id,
+                             avf::run::World& world) -> int {
+  namespace pre = avf::run::preflight;
+  bool gpu = f.preflight_device.empty() ? pre::GpuBuild() : f.preflight_device == "gpu";
+  if (gpu && !pre::GpuBuild()) {
+    llvm::errs() << "avf-run: error: --preflight-device gpu: this avf-run was built without CUDA and NCCL\n";
+    return 2;
+  }
+  pre::Options o{.bytes = gpu ? pre::kGpuBytes : pre::kCpuBytes,
+                 .limits = {.min_bus_gbps = f.min_bus_gbps},
+                 .gpu = gpu,
+                 .join_timeout_s = f.join_timeout_s,
+                 .peer_timeout_s = f.peer_timeout_s};
+  return pre::RunRank(plan, id, world, o);
+}
+
 auto Run(const RunFlags& f, const std::vector<std::string>& args) -> int {
   auto file = avf::runtime::ReadPlanFileWithSha256(f.plan);
   if (!file) return Report(file.takeError());
@@ -240,9 +262,18 @@ auto Run(const RunFlags& f, const std::vector<std::string>& args) -> int {
   if (!runnable) return Report(runnable.takeError());
   avf::run::World world;
   if (identity->world_size > 1) {
-    auto connected = avf::run::Connect(*identity, f.join_timeout_s, f.peer_timeout_s, file->sha256);
-    if (!connected) return Report(connected.takeError());
-    world = std::move(*connected);
+    auto joined = avf::run::JoinStore(*identity, f.join_timeout_s, file->sha256);
+    if (!joined) return Report(joined.takeError());
+    world = std::move(*joined);
+  }
+  if (f.preflight) {
+    if (int status = PreflightBeforeTraining(f, plan, *identity, world); status != 0) return status;
+  }
+  if (identity->world_size > 1) {
+    auto mesh =
+        avf::comm::TcpCommunicator::Create(avf::run::MeshOptions(world, *identity, f.join_timeout_s, f.peer_timeout_s));
+    if (!mesh) return Report(mesh.takeError());
+    world.comm = std::move(*mesh);
     o.world = world.comm.get();
   }
   o.stop_signal = &stop_signal;
@@ -398,6 +429,13 @@ auto main(int argc, char** argv) -> int {
       ->check(Seconds());
   AddIdentityFlags(app, run.identity);
   app.add_flag("--print-schedule", run.print_schedule, "Print every pipeline stage's schedule of the plan and exit");
+  app.add_flag("--preflight", run.preflight,
+               "Check the nodes before training (as `avf-run preflight` does); a failed check ends the run");
+  app.add_option("--min-bus-gbps", run.min_bus_gbps, "With --preflight: the least all-reduce bus bandwidth, GB/s")
+      ->check(Gbps());
+  app.add_option("--preflight-device", run.preflight_device,
+                 "With --preflight: gpu (default where built with CUDA and NCCL) or cpu")
+      ->check(CLI::IsMember({"gpu", "cpu"}));
   CLI::App* tokenize = app.add_subcommand("tokenize", "Make token shards from text files (a BPE trained on them)");
   tokenize->add_option("files", tok.inputs, "Text files")->required();
   tokenize->add_option("-o,--output", tok.out_dir, "Folder for shard_NNNNNN.bin and tokenizer.json")->required();

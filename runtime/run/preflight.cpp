@@ -220,7 +220,9 @@ class Rank {
     RankTiming t{.rank = id_.rank};
     size_t count = o_.bytes / sizeof(float);
     if (Ranks() == 1) return t;
-    auto world = device_->CreateWorld(MeshOptions(world_, id_, o_.join_timeout_s, o_.peer_timeout_s));
+    comm::TcpOptions mesh = MeshOptions(world_, id_, o_.join_timeout_s, o_.peer_timeout_s);
+    mesh.id = "preflight";  // not the training's `world`, which may follow on the same store
+    auto world = device_->CreateWorld(mesh);
     if (!world) {
       t.problem = "cannot build the world communicator: " + llvm::toString(world.takeError());
       return t;

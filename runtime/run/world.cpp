@@ -73,14 +73,4 @@ auto MeshOptions(const World& w, const runtime::RankIdentity& id, double join_ti
   return options;
 }
 
-auto Connect(const runtime::RankIdentity& id, double join_timeout_s, double peer_timeout_s,
-             const std::string& plan_sha256) -> llvm::Expected<World> {
-  auto w = JoinStore(id, join_timeout_s, plan_sha256);
-  if (!w) return w.takeError();
-  auto comm = comm::TcpCommunicator::Create(MeshOptions(*w, id, join_timeout_s, peer_timeout_s));
-  if (!comm) return comm.takeError();
-  w->comm = std::move(*comm);
-  return w;
-}
-
 }  // namespace avf::run

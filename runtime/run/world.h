@@ -38,8 +38,4 @@ auto JoinStore(const runtime::RankIdentity& id, double join_timeout_s, const std
 auto MeshOptions(const World& w, const runtime::RankIdentity& id, double join_timeout_s, double peer_timeout_s)
     -> comm::TcpOptions;
 
-// JoinStore, then the world's TCP mesh (w.comm).
-auto Connect(const runtime::RankIdentity& id, double join_timeout_s, double peer_timeout_s,
-             const std::string& plan_sha256) -> llvm::Expected<World>;
-
 }  // namespace avf::run
