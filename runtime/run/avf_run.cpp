@@ -12,6 +12,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstring>
+#include <functional>
 
 #include <fmt/format.h>
 #include <llvm/Support/FileSystem.h>
@@ -221,23 +222,44 @@ auto PreflightBeforeTraining(const RunFlags& f, const avf::runtime::RunPlan& pla
   return pre::RunRank(plan, id, world, o);
 }
 
-auto Run(const RunFlags& f, const std::vector<std::string>& args) -> int {
-  auto file = avf::runtime::ReadPlanFileWithSha256(f.plan);
-  if (!file) return Report(file.takeError());
-  const avf::runtime::RunPlan& plan = *file->plan;
+// How a training run or a preflight starts on this machine: the plan read,
+// then either this node's launcher, which starts a rank per GPU and is done
+// when they are (`exit_status`), or the identity of this rank.
+struct Start {
+  std::optional<int> exit_status;
+  std::optional<avf::runtime::PlanFile> file;
+  std::optional<avf::runtime::RankIdentity> identity;
+};
+
+// `before_launch(node_rank)` runs in a launcher before it starts its ranks.
+auto StartRank(const std::string& plan_path, const avf::runtime::IdentityFlags& flags,
+               const std::vector<std::string>& args, const std::function<llvm::Error(int64_t node_rank)>& before_launch)
+    -> Start {
+  auto file = avf::runtime::ReadPlanFileWithSha256(plan_path);
+  if (!file) return {.exit_status = Report(file.takeError())};
   avf::runtime::Environment env = avf::runtime::ProcessEnvironment();
-  if (!avf::run::LocalRankGiven(f.identity, env)) {
-    auto node = avf::runtime::ResolveNode(f.identity, env, plan);
-    if (!node) return Report(node.takeError());
+  if (!avf::run::LocalRankGiven(flags, env)) {
+    auto node = avf::runtime::ResolveNode(flags, env, *file->plan);
+    if (!node) return {.exit_status = Report(node.takeError())};
     if (node->nproc_per_node > 1) {
-      // Node 0's launcher locks the job's folders for its ranks (rank 0 among them).
-      if (llvm::Error e = node->node_rank == 0 ? LockFolders(f) : llvm::Error::success()) return Report(std::move(e));
-      return avf::run::LaunchNode(args, *node);
+      if (llvm::Error e = before_launch(node->node_rank)) return {.exit_status = Report(std::move(e))};
+      return {.exit_status = avf::run::LaunchNode(args, *node)};
     }
   }
   avf::run::ApplyThreadDefaults(args);
-  auto identity = avf::runtime::ResolveIdentity(f.identity, env, plan);
-  if (!identity) return Report(identity.takeError());
+  auto identity = avf::runtime::ResolveIdentity(flags, env, *file->plan);
+  if (!identity) return {.exit_status = Report(identity.takeError())};
+  return {.file = std::move(*file), .identity = *identity};
+}
+
+auto Run(const RunFlags& f, const std::vector<std::string>& args) -> int {
+  // Node 0's launcher locks the job's folders for its ranks (rank 0 among them).
+  Start start = StartRank(f.plan, f.identity, args,
+                          [&](int64_t node_rank) { return node_rank == 0 ? LockFolders(f) : llvm::Error::success(); });
+  if (start.exit_status) return *start.exit_status;
+  const avf::runtime::PlanFile* file = &*start.file;
+  const avf::runtime::RunPlan& plan = *file->plan;
+  const avf::runtime::RankIdentity* identity = &*start.identity;
   if (f.data_dir.empty()) {
     return Report(llvm::createStringError(llvm::inconvertibleErrorCode(),
                                           "--data-dir is required: the folder that holds dataset `%s`'s shard files",
@@ -296,18 +318,11 @@ auto Preflight(const PreflightFlags& f, const std::vector<std::string>& args) ->
                     "only (--device cpu)\n";
     return 2;
   }
-  auto file = avf::runtime::ReadPlanFileWithSha256(f.plan);
-  if (!file) return Report(file.takeError());
+  Start start = StartRank(f.plan, f.identity, args, [](int64_t) { return llvm::Error::success(); });
+  if (start.exit_status) return *start.exit_status;
+  const avf::runtime::PlanFile* file = &*start.file;
   const avf::runtime::RunPlan& plan = *file->plan;
-  avf::runtime::Environment env = avf::runtime::ProcessEnvironment();
-  if (!avf::run::LocalRankGiven(f.identity, env)) {
-    auto node = avf::runtime::ResolveNode(f.identity, env, plan);
-    if (!node) return Report(node.takeError());
-    if (node->nproc_per_node > 1) return avf::run::LaunchNode(args, *node);
-  }
-  avf::run::ApplyThreadDefaults(args);
-  auto identity = avf::runtime::ResolveIdentity(f.identity, env, plan);
-  if (!identity) return Report(identity.takeError());
+  const avf::runtime::RankIdentity* identity = &*start.identity;
   avf::run::World world;
   if (identity->world_size > 1) {
     auto joined = avf::run::JoinStore(*identity, f.join_timeout_s, file->sha256);
