@@ -11,6 +11,7 @@
 //   train_cpu [--layers N] [--batch B] [--steps S] [--quick]
 #include <cblas.h>
 
+#include <unistd.h>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -19,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu/blas_core.h"
 #include "cpu/kernels.h"
 #include "model/transformer.h"
 #include "omp_reference.h"
@@ -148,7 +150,18 @@ void PrintShapes(int64_t n, int hidden, int vocab, bool quick) {
 
 }  // namespace
 
+// The BLAS kernels avf-run asks for (run/launcher.h): OpenBLAS reads
+// OPENBLAS_CORETYPE when it loads, so this process runs again with it.
+void UseAvfRunBlasCore(char** argv) {
+  if (std::getenv("OPENBLAS_CORETYPE")) return;
+  std::string core = avf::cpu::BetterOpenBlasCore(avf::cpu::OpenBlasCore(), avf::cpu::CpuVectorLevel());
+  if (core.empty()) return;
+  setenv("OPENBLAS_CORETYPE", core.c_str(), 1);
+  execv("/proc/self/exe", argv);
+}
+
 int main(int argc, char** argv) {
+  UseAvfRunBlasCore(argv);
   Args args = Parse(argc, argv);
   // --quick: a toy shape whose rows (2 x 15) and vocabulary (500) are not
   // multiples of the reference's 8-wide tiles, so the check covers those too.

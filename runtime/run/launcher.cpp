@@ -16,6 +16,7 @@
 #include <optional>
 #include <thread>
 
+#include "cpu/blas_core.h"
 #include "plan_format/child_table.h"
 
 extern char** environ;
@@ -205,6 +206,10 @@ auto ThreadDefaults(int64_t ranks) -> std::vector<std::string> {
     if (!std::getenv(name)) vars.push_back(fmt::format("{}={}", name, threads));
   }
   if (!std::getenv("OMP_WAIT_POLICY")) vars.emplace_back("OMP_WAIT_POLICY=PASSIVE");
+  if (!std::getenv("OPENBLAS_CORETYPE")) {
+    std::string core = cpu::BetterOpenBlasCore(cpu::OpenBlasCore(), cpu::CpuVectorLevel());
+    if (!core.empty()) vars.push_back("OPENBLAS_CORETYPE=" + core);
+  }
   return vars;
 }
 

@@ -31,7 +31,8 @@ auto LocalRankGiven(const runtime::IdentityFlags& flags, const runtime::Environm
 // cores (its CPU affinity), as NAME=value, for the variables that are not
 // set: OMP_NUM_THREADS and OPENBLAS_NUM_THREADS = cores / ranks (at least 1),
 // OMP_WAIT_POLICY=PASSIVE (OpenMP threads that spin after a loop take the
-// cores from the BLAS's threads).
+// cores from the BLAS's threads), and OPENBLAS_CORETYPE when the library
+// picked kernels narrower than the CPU runs (cpu/blas_core.h).
 auto ThreadDefaults(int64_t ranks) -> std::vector<std::string>;
 
 // A rank without a launcher: when ThreadDefaults(1) is not empty, sets them
