@@ -14,14 +14,14 @@ namespace {
 // OpenBLAS's x86 core names (openblas_get_corename, lower case) by the
 // kernels they run.
 constexpr std::array<std::pair<std::string_view, VectorLevel>, 23> kCores{{
-    {"skylakex", VectorLevel::Avx512},    {"cooperlake", VectorLevel::Avx512}, {"sapphirerapids", VectorLevel::Avx512},
-    {"haswell", VectorLevel::Avx2},       {"zen", VectorLevel::Avx2},          {"excavator", VectorLevel::Avx2},
-    {"sandybridge", VectorLevel::Avx},    {"bulldozer", VectorLevel::Avx},     {"piledriver", VectorLevel::Avx},
-    {"steamroller", VectorLevel::Avx},    {"prescott", VectorLevel::Sse},      {"core2", VectorLevel::Sse},
-    {"penryn", VectorLevel::Sse},         {"dunnington", VectorLevel::Sse},    {"nehalem", VectorLevel::Sse},
-    {"atom", VectorLevel::Sse},           {"opteron", VectorLevel::Sse},       {"opteron_sse3", VectorLevel::Sse},
-    {"barcelona", VectorLevel::Sse},      {"bobcat", VectorLevel::Sse},        {"nano", VectorLevel::Sse},
-    {"katmai", VectorLevel::Sse},         {"northwood", VectorLevel::Sse},
+    {"skylakex", VectorLevel::Avx512}, {"cooperlake", VectorLevel::Avx512}, {"sapphirerapids", VectorLevel::Avx512},
+    {"haswell", VectorLevel::Avx2},    {"zen", VectorLevel::Avx2},          {"excavator", VectorLevel::Avx2},
+    {"sandybridge", VectorLevel::Avx}, {"bulldozer", VectorLevel::Avx},     {"piledriver", VectorLevel::Avx},
+    {"steamroller", VectorLevel::Avx}, {"prescott", VectorLevel::Sse},      {"core2", VectorLevel::Sse},
+    {"penryn", VectorLevel::Sse},      {"dunnington", VectorLevel::Sse},    {"nehalem", VectorLevel::Sse},
+    {"atom", VectorLevel::Sse},        {"opteron", VectorLevel::Sse},       {"opteron_sse3", VectorLevel::Sse},
+    {"barcelona", VectorLevel::Sse},   {"bobcat", VectorLevel::Sse},        {"nano", VectorLevel::Sse},
+    {"katmai", VectorLevel::Sse},      {"northwood", VectorLevel::Sse},
 }};
 
 }  // namespace
@@ -30,8 +30,8 @@ auto CpuVectorLevel() -> VectorLevel {
 #if defined(__x86_64__)
   __builtin_cpu_init();
   // OpenBLAS's SkylakeX kernels use AVX-512 F, CD, BW, DQ and VL.
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd") &&
-      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl")) {
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl")) {
     return VectorLevel::Avx512;
   }
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return VectorLevel::Avx2;
