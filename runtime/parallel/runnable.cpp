@@ -58,6 +58,14 @@ auto CheckRunnable(const runtime::ValidPlan& valid, int world) -> llvm::Expected
     return Fail(fmt::format("this avf-run trains with AdamW only; the plan asks for {}",
                             runtime::Name(p.optimizer.kind).str()));
   }
+  // Training a bf16 plan in fp32 would be another run than the plan's (its
+  // memory, speed and numerics): refused until the runtime has bf16.
+  if (p.training.precision != runtime::Precision::Fp32) {
+    return Fail(
+        fmt::format("this avf-run trains in fp32 only; the plan asks for {}: compile the job with "
+                    "`precision = fp32` to train it here",
+                    runtime::Name(p.training.precision).str()));
+  }
   if (static_cast<int64_t>(p.ranks.size()) != world) {
     return Fail(
         fmt::format("plan.json has {} ranks but {} {} running", p.ranks.size(), world, world == 1 ? "is" : "are"));

@@ -70,6 +70,12 @@ TEST(Runnable, RefusesWhatThisRuntimeCannotRun) {
   EXPECT_EQ(ErrorText(Runnable(s, 2)), "runnable");
   EXPECT_EQ(ErrorText(Runnable(s, 3)), "plan.json has 2 ranks but 3 are running");
   EXPECT_EQ(ErrorText(Runnable(s, 1)), "plan.json has 2 ranks but 1 is running");
+  // A bf16 plan trained in fp32 would be another run than the plan's.
+  runtime::RunPlan bf16 = testing::MakePlan(s);
+  bf16.training.precision = runtime::Precision::Bf16;
+  EXPECT_EQ(ErrorText(CheckRunnable(testing::MustBeValid(bf16), 2)),
+            "this avf-run trains in fp32 only; the plan asks for bf16: compile the job with `precision = fp32` to "
+            "train it here");
   runtime::RunPlan sgd = testing::MakePlan(s);
   sgd.optimizer.kind = runtime::OptimizerKind::Sgd;
   EXPECT_EQ(ErrorText(CheckRunnable(testing::MustBeValid(sgd), 2)),

@@ -71,6 +71,7 @@ auto MakePlan(const PlanShape& s) -> RunPlan {
   p.layout.virtual_stages = s.chunks, p.layout.schedule = s.schedule, p.layout.zero = s.zero;
   p.layout.micro_batch = s.micro_batch, p.layout.sequence_parallel = s.sequence_parallel;
   p.layout.rank_order = "tensor,data,pipeline";
+  p.training.precision = runtime::Precision::Fp32;  // what this runtime trains
   p.training.gpus = s.tensor * s.data * s.pipeline;
   p.training.micro_batch = s.micro_batch, p.training.micro_batches_per_step = s.micro_batches;
   p.training.global_batch = s.micro_batch * s.micro_batches * s.data;

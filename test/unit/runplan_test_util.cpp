@@ -205,6 +205,7 @@ auto MakePlan(const Shape& s) -> RunPlan {
   p.hardware.gpus_per_node = s.gpus_per_node;
   p.hardware.nodes = p.hardware.cluster_nodes = (world + s.gpus_per_node - 1) / s.gpus_per_node;
   p.hardware.leaves = 1;
+  p.training.precision = Precision::Fp32;  // what this runtime trains
   p.training.gpus = world;
   // Interleaving runs micro-batches in groups of P.
   int64_t micro_batches = s.chunks > 1 ? s.pipeline : 2;
