@@ -226,7 +226,7 @@ void WriteDag(YamlWriter& y, const Deployment& d) {
   });
 }
 
-const ObjectKind kPodGroup{"scheduling.volcano.sh", "v1beta1", "PodGroup", "podgroups"};
+const ObjectKind kPodGroup{"scheduling.volcano.sh", "podgroups"};
 
 // kubectl's name of the job's object of kind `k`: `plural.group`, the job's name.
 auto JobObject(const Deployment& d, const ObjectKind& k) -> KubeObject {
@@ -309,10 +309,8 @@ void WriteTemplates(YamlWriter& y, const Deployment& d) {
     if (d.staging) {
       for (const ToolStep& s : StagingSteps(d)) WriteToolStep(y, d, s);
     }
-    if (HasPodGroup(d))
-      WriteToolStep(y, d, CreateOwnedStep(d, "create-podgroup", kPodGroup, PodGroupYaml(d, Owner::Workflow)));
-    WriteToolStep(y, d,
-                  CreateOwnedStep(d, "start-training", TrainingObjectKind(d), TrainingObjectYaml(d, Owner::Workflow)));
+    if (HasPodGroup(d)) WriteToolStep(y, d, CreateOwnedStep(d, "create-podgroup", kPodGroup, PodGroupYaml(d)));
+    WriteToolStep(y, d, CreateOwnedStep(d, "start-training", TrainingObjectKind(d), TrainingObjectYaml(d)));
     WriteToolStep(y, d, TrainStep(d));
     if (d.export_checkpoints) WriteToolStep(y, d, ExportStep(d));
     WriteExitHandler(y, d);

@@ -186,21 +186,21 @@ auto HasPodGroup(const Deployment& d) -> bool {
 }
 
 auto TrainingObjectKind(const Deployment& d) -> ObjectKind {
-  if (d.target == deploy::Target::JobSet) return {"jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets"};
-  return {"kubeflow.org", "v1", "PyTorchJob", "pytorchjobs"};
+  if (d.target == deploy::Target::JobSet) return {"jobset.x-k8s.io", "jobsets"};
+  return {"kubeflow.org", "pytorchjobs"};
 }
 
-auto TrainingObjectYaml(const Deployment& d, Owner owner) -> std::string {
+auto TrainingObjectYaml(const Deployment& d) -> std::string {
   YamlWriter y("");
-  if (d.target == deploy::Target::JobSet) WriteJobSet(y, d, owner);
-  else WritePyTorchJob(y, d, owner);
+  if (d.target == deploy::Target::JobSet) WriteJobSet(y, d, Owner::Workflow);
+  else WritePyTorchJob(y, d, Owner::Workflow);
   return y.Output();
 }
 
-auto PodGroupYaml(const Deployment& d, Owner owner) -> std::string {
+auto PodGroupYaml(const Deployment& d) -> std::string {
   if (!HasPodGroup(d)) return "";
   YamlWriter y("");
-  WritePodGroup(y, d, owner);
+  WritePodGroup(y, d, Owner::Workflow);
   return y.Output();
 }
 

@@ -3,19 +3,23 @@
 // a deploy::Deployment; every decision was taken in deploy/.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "deploy/deployment.h"
-#include "emit/manifests.h"
 #include "emit/yaml_writer.h"
 
 namespace avf::emit {
 
 // The comment every artifact starts with: tool, source, job, plan hash.
 auto HeaderComment(const deploy::Deployment& d, std::string_view artifact) -> std::string;
+
+// Who owns an object: nobody, or the Argo workflow that creates it (an owner
+// reference in Argo's variables, which Argo fills in in a step's script).
+enum class Owner : uint8_t { None, Workflow };
 
 // `metadata:` with name, namespace, the job's labels and the owner.
 void WriteMetadata(YamlWriter& y, const deploy::Deployment& d, std::string_view name,

@@ -52,6 +52,19 @@ auto OwnersQuery(const KubeObject& o) -> std::string {
                              kOwnersPath);
 }
 
+// A shell function `state` that prints the object's `jsonpath`, a
+// `|`-separated list of fields led by its uid (`what` says which), and ""
+// when the object is gone.
+auto StateFunction(std::string_view what, std::string_view jsonpath) -> std::string {
+  return fmt::format(
+      "# \"{}\", \"\" when the object is gone.\n"
+      "state() {{\n"
+      "  kubectl get \"$resource\" \"$name\" --namespace \"$namespace\" --ignore-not-found \\\n"
+      "    -o jsonpath='{{.metadata.uid}}|{}'\n"
+      "}}\n",
+      what, jsonpath);
+}
+
 // A function `attach` of "UID|OWNER UIDS" (an object that exists): exits 0
 // when this workflow owns it, else kTrainingEndedStatus with who does.
 auto AttachFunction() -> std::string {
@@ -93,19 +106,13 @@ auto UnlessAnotherRunsScript(const KubeObject& o, const std::string& body) -> st
 }
 
 auto CreateOwnedScript(const KubeObject& o, const std::string& manifest) -> std::string {
-  return "set -eu\n" + ObjectVars(o) +
+  return "set -eu\n" + ObjectVars(o) + StateFunction("UID|OWNER UIDS", kOwnersPath) + AttachFunction() +
          fmt::format(
-             "# \"UID|OWNER UIDS\" of the object, \"\" when there is none.\n"
-             "state() {{\n"
-             "  kubectl get \"$resource\" \"$name\" --namespace \"$namespace\" --ignore-not-found \\\n"
-             "    -o jsonpath='{{.metadata.uid}}|{0}'\n"
-             "}}\n"
-             "{1}"
              "found=\"$(state)\"\n"
              "[ -z \"$found\" ] || attach \"$found\"\n"
              "manifest() {{\n"
              "  cat <<'AVF_MANIFEST'\n"
-             "{2}"
+             "{}"
              "AVF_MANIFEST\n"
              "}}\n"
              "if ! manifest | kubectl create --namespace \"$namespace\" -f -; then\n"
@@ -114,19 +121,15 @@ auto CreateOwnedScript(const KubeObject& o, const std::string& manifest) -> std:
              "  [ -z \"$found\" ] || attach \"$found\"\n"
              "  exit 1\n"
              "fi\n",
-             kOwnersPath, AttachFunction(), manifest);
+             manifest);
 }
 
 auto AwaitTrainingScript(const KubeObject& o, const std::string& done_condition) -> std::string {
+  std::string holds = std::string(kOwnersPath) + "|{.status.conditions[?(@.status==\"True\")].type}";
   return "set -eu\n" + ObjectVars(o) +
+         fmt::format("done_condition={}\npoll=\"${{AVF_POLL_SECONDS:-30}}\"\n", ShellQuote(done_condition)) +
+         StateFunction("UID|OWNER UIDS|CONDITIONS THAT HOLD", holds) +
          fmt::format(
-             "done_condition={0}\n"
-             "poll=\"${{AVF_POLL_SECONDS:-30}}\"\n"
-             "# \"UID|OWNER UIDS|CONDITIONS THAT HOLD\", \"\" when the object is gone.\n"
-             "state() {{\n"
-             "  kubectl get \"$resource\" \"$name\" --namespace \"$namespace\" --ignore-not-found \\\n"
-             "    -o jsonpath='{{.metadata.uid}}|{1}|{{.status.conditions[?(@.status==\"True\")].type}}'\n"
-             "}}\n"
              "echo \"waiting for $resource $name to end ($done_condition or Failed)\"\n"
              "errors=0\n"
              "seen=-\n"
@@ -143,14 +146,14 @@ auto AwaitTrainingScript(const KubeObject& o, const std::string& done_condition)
              "  errors=0\n"
              "  if [ -z \"$found\" ]; then\n"
              "    echo \"error: $resource $name is gone: it was deleted outside this workflow\" >&2\n"
-             "    exit {2}\n"
+             "    exit {0}\n"
              "  fi\n"
              "  rest=\"${{found#*|}}\"\n"
              "  owners=\"${{rest%%|*}}\"\n"
              "  holds=\"${{rest#*|}}\"\n"
              "  case \" $owners \" in\n"
              "    *\" $WF_UID \"*) ;;\n"
-             "    *) echo \"error: $resource $name is not this workflow's (owners: ${{owners:-none}})\" >&2; exit {2} "
+             "    *) echo \"error: $resource $name is not this workflow's (owners: ${{owners:-none}})\" >&2; exit {0} "
              ";;\n"
              "  esac\n"
              "  if [ \"$holds\" != \"$seen\" ]; then\n"
@@ -163,11 +166,11 @@ auto AwaitTrainingScript(const KubeObject& o, const std::string& done_condition)
              "      why=\"$(kubectl get \"$resource\" \"$name\" --namespace \"$namespace\" \\\n"
              "        -o jsonpath='{{.status.conditions[?(@.type==\"Failed\")].message}}' 2>/dev/null || true)\"\n"
              "      echo \"error: $resource $name failed: ${{why:-no message}}\" >&2\n"
-             "      exit {2} ;;\n"
+             "      exit {0} ;;\n"
              "  esac\n"
              "  sleep \"$poll\"\n"
              "done\n",
-             ShellQuote(done_condition), kOwnersPath, kTrainingEndedStatus);
+             kTrainingEndedStatus);
 }
 
 // The Secret's manifest goes to `kubectl create -f -` from printf, a shell
