@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "backend/element.h"
 #include "backend/shapes.h"
 
 namespace avf::backend {
@@ -59,12 +60,12 @@ class Kernels : public Memory {
                                 int64_t c, int64_t vocab_first, int64_t vocab_count) = 0;
   virtual void EmbeddingBackward(T* dwte, T* dwpe, const T* dout, const uint32_t* tokens, int64_t b, int64_t t,
                                  int64_t c, int64_t vocab_first, int64_t vocab_count) = 0;
-  virtual void LayerNormForward(T* out, T* mean, T* rstd, const T* in, const T* weight, const T* bias, int64_t n,
-                                int64_t c) = 0;
+  virtual void LayerNormForward(T* out, Wide<T>* mean, Wide<T>* rstd, const T* in, const T* weight, const T* bias,
+                                int64_t n, int64_t c) = 0;
   virtual void LayerNormBackward(T* din, T* dweight, T* dbias, const T* dout, const T* in, const T* weight,
-                                 const T* mean, const T* rstd, int64_t n, int64_t c) = 0;
-  virtual void RmsNormForward(T* out, T* rstd, const T* in, const T* weight, int64_t n, int64_t c) = 0;
-  virtual void RmsNormBackward(T* din, T* dweight, const T* dout, const T* in, const T* weight, const T* rstd,
+                                 const Wide<T>* mean, const Wide<T>* rstd, int64_t n, int64_t c) = 0;
+  virtual void RmsNormForward(T* out, Wide<T>* rstd, const T* in, const T* weight, int64_t n, int64_t c) = 0;
+  virtual void RmsNormBackward(T* din, T* dweight, const T* dout, const T* in, const T* weight, const Wide<T>* rstd,
                                int64_t n, int64_t c) = 0;
   virtual void GeluForward(T* out, const T* in, int64_t n) = 0;
   virtual void GeluBackward(T* din, const T* in, const T* dout, int64_t n) = 0;
@@ -77,14 +78,15 @@ class Kernels : public Memory {
   virtual void AttentionForward(T* out, T* att, const T* q, const T* k, const T* v, const AttentionShape& s) = 0;
   virtual void AttentionBackward(T* dq, T* dk, T* dv, const T* dout, const T* att, const T* q, const T* k, const T* v,
                                  const AttentionShape& s) = 0;
-  virtual void CrossEntropyStats(T* row_max, T* target_logit, const T* logits, const uint32_t* targets, int64_t n,
-                                 int64_t v, int64_t vocab_first) = 0;
-  virtual void CrossEntropySoftmax(T* probs, T* row_sum, const T* logits, const T* row_max, int64_t n, int64_t v) = 0;
-  virtual void CrossEntropyFinish(T* losses, T* probs, const T* row_sum, const T* row_max, const T* target_logit,
-                                  int64_t n, int64_t v) = 0;
-  virtual void CrossEntropyBackward(T* dlogits, const T* probs, const uint32_t* targets, const T* dlosses, int64_t n,
-                                    int64_t v, int64_t vocab_first) = 0;
-  virtual void MaxOverBlocks(T* out, const T* blocks, int64_t count, int64_t nblocks) = 0;
+  virtual void CrossEntropyStats(Wide<T>* row_max, Wide<T>* target_logit, const T* logits, const uint32_t* targets,
+                                 int64_t n, int64_t v, int64_t vocab_first) = 0;
+  virtual void CrossEntropySoftmax(T* probs, Wide<T>* row_sum, const T* logits, const Wide<T>* row_max, int64_t n,
+                                   int64_t v) = 0;
+  virtual void CrossEntropyFinish(Wide<T>* losses, T* probs, const Wide<T>* row_sum, const Wide<T>* row_max,
+                                  const Wide<T>* target_logit, int64_t n, int64_t v) = 0;
+  virtual void CrossEntropyBackward(T* dlogits, const T* probs, const uint32_t* targets, const Wide<T>* dlosses,
+                                    int64_t n, int64_t v, int64_t vocab_first) = 0;
+  virtual void MaxOverBlocks(Wide<T>* out, const Wide<T>* blocks, int64_t count, int64_t nblocks) = 0;
 };
 
 }  // namespace avf::backend

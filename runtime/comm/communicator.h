@@ -30,10 +30,14 @@
 #include <memory>
 #include <string_view>
 
-#include "comm/bf16.h"
 #include "comm/errors.h"
+#include "numeric/bf16.h"
 
 namespace avf::comm {
+
+using numeric::Bf16;
+using numeric::ToBf16;
+using numeric::ToFloat;
 
 // Avg is the ordered sum divided by the number of ranks (see each
 // implementation for the order).

@@ -58,18 +58,18 @@ class CpuKernels final : public Kernels<T> {
                          int64_t vocab_first, int64_t vocab_count) override {
     cpu::EmbeddingBackward(dwte, dwpe, dout, tokens, b, t, c, vocab_first, vocab_count);
   }
-  void LayerNormForward(T* out, T* mean, T* rstd, const T* in, const T* w, const T* bias, int64_t n,
+  void LayerNormForward(T* out, Wide<T>* mean, Wide<T>* rstd, const T* in, const T* w, const T* bias, int64_t n,
                         int64_t c) override {
     cpu::LayerNormForward(out, mean, rstd, in, w, bias, n, c);
   }
-  void LayerNormBackward(T* din, T* dw, T* db, const T* dout, const T* in, const T* w, const T* mean, const T* rstd,
-                         int64_t n, int64_t c) override {
+  void LayerNormBackward(T* din, T* dw, T* db, const T* dout, const T* in, const T* w, const Wide<T>* mean,
+                         const Wide<T>* rstd, int64_t n, int64_t c) override {
     cpu::LayerNormBackward(din, dw, db, dout, in, w, mean, rstd, n, c);
   }
-  void RmsNormForward(T* out, T* rstd, const T* in, const T* w, int64_t n, int64_t c) override {
+  void RmsNormForward(T* out, Wide<T>* rstd, const T* in, const T* w, int64_t n, int64_t c) override {
     cpu::RmsNormForward(out, rstd, in, w, n, c);
   }
-  void RmsNormBackward(T* din, T* dw, const T* dout, const T* in, const T* w, const T* rstd, int64_t n,
+  void RmsNormBackward(T* din, T* dw, const T* dout, const T* in, const T* w, const Wide<T>* rstd, int64_t n,
                        int64_t c) override {
     cpu::RmsNormBackward(din, dw, dout, in, w, rstd, n, c);
   }
@@ -94,23 +94,24 @@ class CpuKernels final : public Kernels<T> {
                          const AttentionShape& s) override {
     cpu::AttentionBackward(dq, dk, dv, dout, att, q, k, v, s);
   }
-  void CrossEntropyStats(T* row_max, T* target_logit, const T* logits, const uint32_t* targets, int64_t n, int64_t v,
-                         int64_t vocab_first) override {
+  void CrossEntropyStats(Wide<T>* row_max, Wide<T>* target_logit, const T* logits, const uint32_t* targets, int64_t n,
+                         int64_t v, int64_t vocab_first) override {
     cpu::CrossEntropyStats(row_max, target_logit, logits, targets, n, v, vocab_first);
   }
-  void CrossEntropySoftmax(T* probs, T* row_sum, const T* logits, const T* row_max, int64_t n, int64_t v) override {
+  void CrossEntropySoftmax(T* probs, Wide<T>* row_sum, const T* logits, const Wide<T>* row_max, int64_t n,
+                           int64_t v) override {
     cpu::CrossEntropySoftmax(probs, row_sum, logits, row_max, n, v);
   }
-  void CrossEntropyFinish(T* losses, T* probs, const T* row_sum, const T* row_max, const T* target_logit, int64_t n,
-                          int64_t v) override {
+  void CrossEntropyFinish(Wide<T>* losses, T* probs, const Wide<T>* row_sum, const Wide<T>* row_max,
+                          const Wide<T>* target_logit, int64_t n, int64_t v) override {
     cpu::CrossEntropyFinish(losses, probs, row_sum, row_max, target_logit, n, v);
   }
-  void CrossEntropyBackward(T* dlogits, const T* probs, const uint32_t* targets, const T* dlosses, int64_t n, int64_t v,
-                            int64_t vocab_first) override {
+  void CrossEntropyBackward(T* dlogits, const T* probs, const uint32_t* targets, const Wide<T>* dlosses, int64_t n,
+                            int64_t v, int64_t vocab_first) override {
     cpu::CrossEntropyBackward(dlogits, probs, targets, dlosses, n, v, vocab_first);
   }
-  void MaxOverBlocks(T* out, const T* blocks, int64_t count, int64_t nblocks) override {
-    cpu::MaxOverBlocks(out, blocks, count, nblocks);
+  void MaxOverBlocks(Wide<T>* out, const Wide<T>* blocks, int64_t count, int64_t nblocks) override {
+    cpu::MaxOverBlocks<Wide<T>>(out, blocks, count, nblocks);
   }
 };
 

@@ -5,6 +5,8 @@
 
 #include <cstdint>
 
+#include "backend/element.h"
+
 namespace avf::cpu::detail {
 
 // C(m x n) = alpha op(A) op(B) + beta C, row-major; op(X) is X or X^T.
@@ -13,5 +15,13 @@ namespace avf::cpu::detail {
 template <typename T>
 void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda, const T* b,
           int64_t ldb, T beta, T* c, int64_t ldc);
+
+// The same on bf16 operands, every product accumulated in fp32: into an fp32
+// C, or into a bf16 C rounded once at the end (beta reads C widened exactly).
+using backend::Bf16;
+void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const Bf16* a, int64_t lda,
+          const Bf16* b, int64_t ldb, float beta, float* c, int64_t ldc);
+void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const Bf16* a, int64_t lda,
+          const Bf16* b, int64_t ldb, float beta, Bf16* c, int64_t ldc);
 
 }  // namespace avf::cpu::detail

@@ -9,9 +9,12 @@
 
 #include <cstdint>
 
+#include "backend/element.h"
 #include "backend/shapes.h"
 
 namespace avf::cpu {
+
+using backend::Wide;
 
 // out(N x OC) = in(N x C) . weight(OC x C)^T + bias(OC); bias may be null.
 template <typename T>
@@ -35,16 +38,17 @@ void EmbeddingBackward(T* dwte, T* dwpe, const T* dout, const uint32_t* tokens, 
 
 // LayerNorm over C with eps 1e-5; mean and rstd (per row) are kept for backward.
 template <typename T>
-void LayerNormForward(T* out, T* mean, T* rstd, const T* in, const T* weight, const T* bias, int64_t n, int64_t c);
+void LayerNormForward(T* out, Wide<T>* mean, Wide<T>* rstd, const T* in, const T* weight, const T* bias, int64_t n,
+                      int64_t c);
 template <typename T>
-void LayerNormBackward(T* din, T* dweight, T* dbias, const T* dout, const T* in, const T* weight, const T* mean,
-                       const T* rstd, int64_t n, int64_t c);
+void LayerNormBackward(T* din, T* dweight, T* dbias, const T* dout, const T* in, const T* weight, const Wide<T>* mean,
+                       const Wide<T>* rstd, int64_t n, int64_t c);
 
 // RMSNorm (Llama) over C with eps 1e-5.
 template <typename T>
-void RmsNormForward(T* out, T* rstd, const T* in, const T* weight, int64_t n, int64_t c);
+void RmsNormForward(T* out, Wide<T>* rstd, const T* in, const T* weight, int64_t n, int64_t c);
 template <typename T>
-void RmsNormBackward(T* din, T* dweight, const T* dout, const T* in, const T* weight, const T* rstd, int64_t n,
+void RmsNormBackward(T* din, T* dweight, const T* dout, const T* in, const T* weight, const Wide<T>* rstd, int64_t n,
                      int64_t c);
 
 // GELU, tanh approximation (GPT-2).
@@ -87,7 +91,7 @@ void AttentionBackward(T* dq, T* dk, T* dv, const T* dout, const T* att, const T
 // Softmax cross-entropy: probs(N x V) = softmax(logits), losses[n] =
 // -log probs[n, target[n]]. Backward adds (probs - onehot) * dloss[n].
 template <typename T>
-void CrossEntropyForward(T* losses, T* probs, const T* logits, const uint32_t* targets, int64_t n, int64_t v);
+void CrossEntropyForward(Wide<T>* losses, T* probs, const T* logits, const uint32_t* targets, int64_t n, int64_t v);
 // The same over a vocab-parallel shard: logits (N x V) are this rank's
 // columns [vocab_first, vocab_first + V) of the full logits. Forward runs in
 // three parts with the tensor group's reductions between them:
@@ -97,16 +101,16 @@ void CrossEntropyForward(T* losses, T* probs, const T* logits, const uint32_t* t
 //   Softmax: probs = exp(logits - max) and their row sums; the group sums them.
 //   Finish: losses = log(sum) + max - target logit, probs /= sum.
 template <typename T>
-void CrossEntropyStats(T* row_max, T* target_logit, const T* logits, const uint32_t* targets, int64_t n, int64_t v,
-                       int64_t vocab_first);
+void CrossEntropyStats(Wide<T>* row_max, Wide<T>* target_logit, const T* logits, const uint32_t* targets, int64_t n,
+                       int64_t v, int64_t vocab_first);
 template <typename T>
-void CrossEntropySoftmax(T* probs, T* row_sum, const T* logits, const T* row_max, int64_t n, int64_t v);
+void CrossEntropySoftmax(T* probs, Wide<T>* row_sum, const T* logits, const Wide<T>* row_max, int64_t n, int64_t v);
 template <typename T>
-void CrossEntropyFinish(T* losses, T* probs, const T* row_sum, const T* row_max, const T* target_logit, int64_t n,
-                        int64_t v);
+void CrossEntropyFinish(Wide<T>* losses, T* probs, const Wide<T>* row_sum, const Wide<T>* row_max,
+                        const Wide<T>* target_logit, int64_t n, int64_t v);
 template <typename T>
-void CrossEntropyBackward(T* dlogits, const T* probs, const uint32_t* targets, const T* dlosses, int64_t n, int64_t v,
-                          int64_t vocab_first = 0);
+void CrossEntropyBackward(T* dlogits, const T* probs, const uint32_t* targets, const Wide<T>* dlosses, int64_t n,
+                          int64_t v, int64_t vocab_first = 0);
 
 // out[i] = max over b of blocks[b * count + i]: the max of the tensor
 // group's gathered row maxima.

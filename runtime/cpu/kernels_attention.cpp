@@ -132,8 +132,8 @@ void AttentionBackward(T* dq, T* dk, T* dv, const T* dout, const T* att, const T
 }
 
 template <typename T>
-void CrossEntropyStats(T* row_max, T* target_logit, const T* logits, const uint32_t* targets, int64_t n, int64_t v,
-                       int64_t vocab_first) {
+void CrossEntropyStats(Wide<T>* row_max, Wide<T>* target_logit, const T* logits, const uint32_t* targets, int64_t n,
+                       int64_t v, int64_t vocab_first) {
 #pragma omp parallel for if (n * v >= kParallelMin)
   for (int64_t i = 0; i < n; ++i) {
     const T* z = logits + i * v;
@@ -144,7 +144,7 @@ void CrossEntropyStats(T* row_max, T* target_logit, const T* logits, const uint3
 }
 
 template <typename T>
-void CrossEntropySoftmax(T* probs, T* row_sum, const T* logits, const T* row_max, int64_t n, int64_t v) {
+void CrossEntropySoftmax(T* probs, Wide<T>* row_sum, const T* logits, const Wide<T>* row_max, int64_t n, int64_t v) {
 #pragma omp parallel for if (n * v >= kParallelMin)
   for (int64_t i = 0; i < n; ++i) {
     const T* z = logits + i * v;
@@ -156,8 +156,8 @@ void CrossEntropySoftmax(T* probs, T* row_sum, const T* logits, const T* row_max
 }
 
 template <typename T>
-void CrossEntropyFinish(T* losses, T* probs, const T* row_sum, const T* row_max, const T* target_logit, int64_t n,
-                        int64_t v) {
+void CrossEntropyFinish(Wide<T>* losses, T* probs, const Wide<T>* row_sum, const Wide<T>* row_max,
+                        const Wide<T>* target_logit, int64_t n, int64_t v) {
 #pragma omp parallel for if (n * v >= kParallelMin)
   for (int64_t i = 0; i < n; ++i) {
     T inverse = static_cast<T>(1.0 / static_cast<double>(row_sum[i]));
@@ -168,7 +168,7 @@ void CrossEntropyFinish(T* losses, T* probs, const T* row_sum, const T* row_max,
 }
 
 template <typename T>
-void CrossEntropyForward(T* losses, T* probs, const T* logits, const uint32_t* targets, int64_t n, int64_t v) {
+void CrossEntropyForward(Wide<T>* losses, T* probs, const T* logits, const uint32_t* targets, int64_t n, int64_t v) {
   std::vector<T> max(static_cast<size_t>(n)), target(static_cast<size_t>(n)), sum(static_cast<size_t>(n));
   CrossEntropyStats(max.data(), target.data(), logits, targets, n, v, int64_t{0});
   CrossEntropySoftmax(probs, sum.data(), logits, max.data(), n, v);
@@ -176,8 +176,8 @@ void CrossEntropyForward(T* losses, T* probs, const T* logits, const uint32_t* t
 }
 
 template <typename T>
-void CrossEntropyBackward(T* dlogits, const T* probs, const uint32_t* targets, const T* dlosses, int64_t n, int64_t v,
-                          int64_t vocab_first) {
+void CrossEntropyBackward(T* dlogits, const T* probs, const uint32_t* targets, const Wide<T>* dlosses, int64_t n,
+                          int64_t v, int64_t vocab_first) {
 #pragma omp parallel for if (n * v >= kParallelMin)
   for (int64_t i = 0; i < n; ++i) {
     T* d = dlogits + i * v;
@@ -197,17 +197,17 @@ void MaxOverBlocks(T* out, const T* blocks, int64_t count, int64_t nblocks) {
   }
 }
 
-#define AVF_ATTENTION_KERNELS(T)                                                                             \
-  template void RopeForward<T>(T*, int64_t, int64_t, int64_t, int64_t, double);                              \
-  template void RopeBackward<T>(T*, int64_t, int64_t, int64_t, int64_t, double);                             \
-  template void AttentionForward<T>(T*, T*, const T*, const T*, const T*, const AttentionShape&);            \
-  template void AttentionBackward<T>(T*, T*, T*, const T*, const T*, const T*, const T*, const T*,           \
-                                     const AttentionShape&);                                                 \
-  template void CrossEntropyForward<T>(T*, T*, const T*, const uint32_t*, int64_t, int64_t);                 \
-  template void CrossEntropyStats<T>(T*, T*, const T*, const uint32_t*, int64_t, int64_t, int64_t);          \
-  template void CrossEntropySoftmax<T>(T*, T*, const T*, const T*, int64_t, int64_t);                        \
-  template void CrossEntropyFinish<T>(T*, T*, const T*, const T*, const T*, int64_t, int64_t);               \
-  template void CrossEntropyBackward<T>(T*, const T*, const uint32_t*, const T*, int64_t, int64_t, int64_t); \
+#define AVF_ATTENTION_KERNELS(T)                                                                                       \
+  template void RopeForward<T>(T*, int64_t, int64_t, int64_t, int64_t, double);                                        \
+  template void RopeBackward<T>(T*, int64_t, int64_t, int64_t, int64_t, double);                                       \
+  template void AttentionForward<T>(T*, T*, const T*, const T*, const T*, const AttentionShape&);                      \
+  template void AttentionBackward<T>(T*, T*, T*, const T*, const T*, const T*, const T*, const T*,                     \
+                                     const AttentionShape&);                                                           \
+  template void CrossEntropyForward<T>(Wide<T>*, T*, const T*, const uint32_t*, int64_t, int64_t);                     \
+  template void CrossEntropyStats<T>(Wide<T>*, Wide<T>*, const T*, const uint32_t*, int64_t, int64_t, int64_t);        \
+  template void CrossEntropySoftmax<T>(T*, Wide<T>*, const T*, const Wide<T>*, int64_t, int64_t);                      \
+  template void CrossEntropyFinish<T>(Wide<T>*, T*, const Wide<T>*, const Wide<T>*, const Wide<T>*, int64_t, int64_t); \
+  template void CrossEntropyBackward<T>(T*, const T*, const uint32_t*, const Wide<T>*, int64_t, int64_t, int64_t);     \
   template void MaxOverBlocks<T>(T*, const T*, int64_t, int64_t);
 
 AVF_ATTENTION_KERNELS(float)

@@ -1,9 +1,5 @@
 // Matmul, embedding, norms, activations and residual (kernels.h).
-#include <cblas.h>
-
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <cmath>
 #include <type_traits>
 
@@ -18,25 +14,6 @@ constexpr double kEps = 1e-5;
 
 // Loops shorter than this run on one thread: starting the team costs more.
 constexpr int64_t kParallelMin = 1 << 14;
-
-// Nanoseconds and FLOPs of all GEMMs (relaxed: only totals are read).
-std::atomic<int64_t> gemm_ns{0};
-std::atomic<double> gemm_flops{0};
-
-// Adds the scope's duration and a GEMM's 2mnk FLOPs to the counters.
-class GemmTimer {
- public:
-  GemmTimer(int64_t m, int64_t n, int64_t k) : start_(std::chrono::steady_clock::now()), flops_(2.0 * m * n * k) {}
-  ~GemmTimer() {
-    auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start_).count();
-    gemm_ns.fetch_add(ns, std::memory_order_relaxed);
-    gemm_flops.fetch_add(flops_, std::memory_order_relaxed);
-  }
-
- private:
-  std::chrono::steady_clock::time_point start_;
-  double flops_;
-};
 
 // sums[j] += column j of rows(n x c), each column summed in row order (the
 // same result on any thread count); threads take blocks of columns.
@@ -56,36 +33,7 @@ constexpr double kGeluScale = 0.7978845608028654;  // sqrt(2 / pi)
 
 }  // namespace
 
-namespace detail {
-
-template <typename T>
-void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda, const T* b,
-          int64_t ldb, T beta, T* c, int64_t ldc) {
-  GemmTimer timer(m, n, k);
-  auto gemm = [](auto... args) {
-    if constexpr (std::is_same_v<T, float>) cblas_sgemm(args...);
-    else cblas_dgemm(args...);
-  };
-  gemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, static_cast<int>(m),
-       static_cast<int>(n), static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta, c,
-       static_cast<int>(ldc));
-}
-
-template void Gemm<float>(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t,
-                          float, float*, int64_t);
-template void Gemm<double>(bool, bool, int64_t, int64_t, int64_t, double, const double*, int64_t, const double*,
-                           int64_t, double, double*, int64_t);
-
-}  // namespace detail
-
 using detail::Gemm;
-
-auto GemmSeconds() -> double { return static_cast<double>(gemm_ns.load()) * 1e-9; }
-auto GemmFlops() -> double { return gemm_flops.load(); }
-void ResetGemmCounters() {
-  gemm_ns = 0;
-  gemm_flops = 0;
-}
 
 template <typename T>
 void MatmulForward(T* out, const T* in, const T* weight, const T* bias, int64_t n, int64_t c, int64_t oc) {
@@ -133,7 +81,8 @@ void EmbeddingBackward(T* dwte, T* dwpe, const T* dout, const uint32_t* tokens, 
 }
 
 template <typename T>
-void LayerNormForward(T* out, T* mean, T* rstd, const T* in, const T* weight, const T* bias, int64_t n, int64_t c) {
+void LayerNormForward(T* out, Wide<T>* mean, Wide<T>* rstd, const T* in, const T* weight, const T* bias, int64_t n,
+                      int64_t c) {
 #pragma omp parallel for if (n * c >= kParallelMin)
   for (int64_t i = 0; i < n; ++i) {
     const T* x = in + i * c;
@@ -149,8 +98,8 @@ void LayerNormForward(T* out, T* mean, T* rstd, const T* in, const T* weight, co
 }
 
 template <typename T>
-void LayerNormBackward(T* din, T* dweight, T* dbias, const T* dout, const T* in, const T* weight, const T* mean,
-                       const T* rstd, int64_t n, int64_t c) {
+void LayerNormBackward(T* din, T* dweight, T* dbias, const T* dout, const T* in, const T* weight, const Wide<T>* mean,
+                       const Wide<T>* rstd, int64_t n, int64_t c) {
   for (int64_t i = 0; i < n; ++i) {
     const T* x = in + i * c;
     const T* dy = dout + i * c;
@@ -174,7 +123,7 @@ void LayerNormBackward(T* din, T* dweight, T* dbias, const T* dout, const T* in,
 }
 
 template <typename T>
-void RmsNormForward(T* out, T* rstd, const T* in, const T* weight, int64_t n, int64_t c) {
+void RmsNormForward(T* out, Wide<T>* rstd, const T* in, const T* weight, int64_t n, int64_t c) {
 #pragma omp parallel for if (n * c >= kParallelMin)
   for (int64_t i = 0; i < n; ++i) {
     const T* x = in + i * c;
@@ -187,7 +136,7 @@ void RmsNormForward(T* out, T* rstd, const T* in, const T* weight, int64_t n, in
 }
 
 template <typename T>
-void RmsNormBackward(T* din, T* dweight, const T* dout, const T* in, const T* weight, const T* rstd, int64_t n,
+void RmsNormBackward(T* din, T* dweight, const T* dout, const T* in, const T* weight, const Wide<T>* rstd, int64_t n,
                      int64_t c) {
   for (int64_t i = 0; i < n; ++i) {
     const T* x = in + i * c;
@@ -265,10 +214,11 @@ void ResidualBackward(T* da, T* db, const T* dout, int64_t n) {
   template void EmbeddingForward<T>(T*, const uint32_t*, const T*, const T*, int64_t, int64_t, int64_t, int64_t,      \
                                     int64_t);                                                                         \
   template void EmbeddingBackward<T>(T*, T*, const T*, const uint32_t*, int64_t, int64_t, int64_t, int64_t, int64_t); \
-  template void LayerNormForward<T>(T*, T*, T*, const T*, const T*, const T*, int64_t, int64_t);                      \
-  template void LayerNormBackward<T>(T*, T*, T*, const T*, const T*, const T*, const T*, const T*, int64_t, int64_t); \
-  template void RmsNormForward<T>(T*, T*, const T*, const T*, int64_t, int64_t);                                      \
-  template void RmsNormBackward<T>(T*, T*, const T*, const T*, const T*, const T*, int64_t, int64_t);                 \
+  template void LayerNormForward<T>(T*, Wide<T>*, Wide<T>*, const T*, const T*, const T*, int64_t, int64_t);          \
+  template void LayerNormBackward<T>(T*, T*, T*, const T*, const T*, const T*, const Wide<T>*, const Wide<T>*,        \
+                                     int64_t, int64_t);                                                               \
+  template void RmsNormForward<T>(T*, Wide<T>*, const T*, const T*, int64_t, int64_t);                                \
+  template void RmsNormBackward<T>(T*, T*, const T*, const T*, const T*, const Wide<T>*, int64_t, int64_t);           \
   template void GeluForward<T>(T*, const T*, int64_t);                                                                \
   template void GeluBackward<T>(T*, const T*, const T*, int64_t);                                                     \
   template void SwigluForward<T>(T*, const T*, const T*, int64_t);                                                    \

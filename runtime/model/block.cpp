@@ -33,14 +33,14 @@ auto Reduced(const LayerContext<T>& x, T* partial, Buffer<T>& rows) -> const T* 
 }
 
 template <typename T>
-void Norm(const LayerContext<T>& x, const T* in, int64_t w, int64_t b, T* out, T* mean, T* rstd) {
+void Norm(const LayerContext<T>& x, const T* in, int64_t w, int64_t b, T* out, Wide<T>* mean, Wide<T>* rstd) {
   if (x.config.arch == Arch::Gpt2) x.k.LayerNormForward(out, mean, rstd, in, x.P(w), x.P(b), x.rows(), x.config.hidden);
   else x.k.RmsNormForward(out, rstd, in, x.P(w), x.rows(), x.config.hidden);
 }
 
 template <typename T>
-void NormBackward(const LayerContext<T>& x, T* din, const T* dout, const T* in, int64_t w, int64_t b, const T* mean,
-                  const T* rstd) {
+void NormBackward(const LayerContext<T>& x, T* din, const T* dout, const T* in, int64_t w, int64_t b,
+                  const Wide<T>* mean, const Wide<T>* rstd) {
   int64_t rows = x.rows(), c = x.config.hidden;
   if (x.config.arch == Arch::Gpt2) x.k.LayerNormBackward(din, x.G(w), x.G(b), dout, in, x.P(w), mean, rstd, rows, c);
   else x.k.RmsNormBackward(din, x.G(w), dout, in, x.P(w), rstd, rows, c);
@@ -149,10 +149,10 @@ template <typename T>
 void ReserveBlock(const LayerContext<T>& x, BlockActs<T>& a) {
   LocalDims d(x);
   int64_t n = x.n(), rows = x.rows(), C = x.config.hidden;
-  a.ln1 = x.Alloc(rows * C), a.mean1 = x.Alloc(rows), a.rstd1 = x.Alloc(rows);
+  a.ln1 = x.Alloc(rows * C), a.mean1 = x.AllocWide(rows), a.rstd1 = x.AllocWide(rows);
   a.q = x.Alloc(n * d.q), a.k = x.Alloc(n * d.kv), a.v = x.Alloc(n * d.kv);
   a.att = x.Alloc(x.batch * d.heads * x.seq * x.seq), a.attn = x.Alloc(n * d.q);
-  a.x2 = x.Alloc(rows * C), a.ln2 = x.Alloc(rows * C), a.mean2 = x.Alloc(rows), a.rstd2 = x.Alloc(rows);
+  a.x2 = x.Alloc(rows * C), a.ln2 = x.Alloc(rows * C), a.mean2 = x.AllocWide(rows), a.rstd2 = x.AllocWide(rows);
   a.h = x.Alloc(n * d.mlp_in), a.act = x.Alloc(n * d.ffn), a.out = x.Alloc(rows * C);
 }
 

@@ -38,8 +38,8 @@ auto GatheredRows(const LayerContext<T>& x, const T* rows, Buffer<T>& into) -> c
 template <typename T>
 void ReserveHead(const LayerContext<T>& x, HeadActs<T>& h) {
   int64_t rows = x.rows(), C = x.config.hidden;
-  h.lnf = x.Alloc(rows * C), h.mean = x.Alloc(rows), h.rstd = x.Alloc(rows);
-  h.probs = x.Alloc(x.n() * x.layout.vocab_count), h.losses = x.Alloc(x.n());
+  h.lnf = x.Alloc(rows * C), h.mean = x.AllocWide(rows), h.rstd = x.AllocWide(rows);
+  h.probs = x.Alloc(x.n() * x.layout.vocab_count), h.losses = x.AllocWide(x.n());
 }
 
 template <typename T>
@@ -57,10 +57,10 @@ void ReserveWorkspace(const LayerContext<T>& x) {
   w.dq = x.Alloc(n * q), w.dk = x.Alloc(n * kv), w.dv = x.Alloc(n * kv), w.dqkv = x.Alloc(n * (q + 2 * kv));
   bool head = x.layout.lnf_w >= 0;
   w.logits = x.Alloc(head ? n * x.layout.vocab_count : 0);
-  w.row_max = x.Alloc(n), w.maxes = x.Alloc(n * t), w.target = x.Alloc(n), w.row_sum = x.Alloc(n);
-  w.dlosses = x.Alloc(n);
-  std::vector<T> mean_weights(static_cast<size_t>(n), static_cast<T>(1.0 / static_cast<double>(n)));
-  x.k.CopyFromHost(w.dlosses.data(), mean_weights.data(), mean_weights.size() * sizeof(T));
+  w.row_max = x.AllocWide(n), w.maxes = x.AllocWide(n * t), w.target = x.AllocWide(n), w.row_sum = x.AllocWide(n);
+  w.dlosses = x.AllocWide(n);
+  std::vector<Wide<T>> mean_weights(static_cast<size_t>(n), static_cast<Wide<T>>(1.0 / static_cast<double>(n)));
+  x.k.CopyFromHost(w.dlosses.data(), mean_weights.data(), mean_weights.size() * sizeof(Wide<T>));
 }
 
 // Position embeddings are added by tensor rank 0 only, so the sum has them once.
@@ -103,10 +103,10 @@ auto HeadForward(const LayerContext<T>& x, const T* in, const uint32_t* targets,
   x.k.CrossEntropySoftmax(h.probs.data(), w.row_sum.data(), w.logits.data(), w.row_max.data(), n, v);
   x.tp.AllReduce(w.row_sum.data(), n);
   x.k.CrossEntropyFinish(h.losses.data(), h.probs.data(), w.row_sum.data(), w.row_max.data(), w.target.data(), n, v);
-  std::vector<T> losses(static_cast<size_t>(n));
-  x.k.CopyToHost(losses.data(), h.losses.data(), losses.size() * sizeof(T));
+  std::vector<Wide<T>> losses(static_cast<size_t>(n));
+  x.k.CopyToHost(losses.data(), h.losses.data(), losses.size() * sizeof(Wide<T>));
   double sum = 0;
-  for (T loss : losses) sum += loss;
+  for (Wide<T> loss : losses) sum += loss;
   return sum / static_cast<double>(n);
 }
 

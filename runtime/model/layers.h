@@ -22,6 +22,7 @@ namespace avf::model {
 
 template <typename T>
 using Buffer = backend::Buffer<T>;
+using backend::Wide;
 
 // What one block keeps from forward for backward. `in` is the previous
 // block's output (or the chunk's input), not a copy. With sequence
@@ -30,12 +31,14 @@ using Buffer = backend::Buffer<T>;
 template <typename T>
 struct BlockActs {
   const T* in = nullptr;
-  Buffer<T> ln1, mean1, rstd1, q, k, v, att, attn, x2, ln2, mean2, rstd2, h, act, out;
+  Buffer<T> ln1, q, k, v, att, attn, x2, ln2, h, act, out;
+  Buffer<Wide<T>> mean1, rstd1, mean2, rstd2;
 };
 
 template <typename T>
 struct HeadActs {
-  Buffer<T> lnf, mean, rstd, probs, losses;
+  Buffer<T> lnf, probs;
+  Buffer<Wide<T>> mean, rstd, losses;
 };
 
 // Scratch shared by every block and slot (one layer runs at a time).
@@ -43,7 +46,8 @@ template <typename T>
 struct Workspace {
   Buffer<T> qkv, full, partial, rows, gate, up;                                                  // forward
   Buffer<T> dfull, dpartial, drows, dx2, dz, dy, dact, dh, dattn, dq, dk, dv, dqkv, dgate, dup;  // backward
-  Buffer<T> logits, row_max, maxes, target, row_sum, dlosses;                                    // head
+  Buffer<T> logits;                                                                              // head
+  Buffer<Wide<T>> row_max, maxes, target, row_sum, dlosses;
 };
 
 // Where the element at a flat-buffer offset lives: in the whole buffer, or
@@ -74,7 +78,7 @@ struct LayerContext {
   const ModelConfig& config;
   const ParamLayout& layout;
   backend::Kernels<T>& k;
-  TensorGroup<T>& tp;
+  TensorGroup& tp;
   bool sequence_parallel;
   StateView<T> params;
   StateView<T> grads;
@@ -86,6 +90,7 @@ struct LayerContext {
   auto P(int64_t offset) const -> T* { return params.At(offset); }
   auto G(int64_t offset) const -> T* { return grads.At(offset); }
   auto Alloc(int64_t count) const -> Buffer<T> { return Buffer<T>(k, static_cast<size_t>(count)); }
+  auto AllocWide(int64_t count) const -> Buffer<Wide<T>> { return Buffer<Wide<T>>(k, static_cast<size_t>(count)); }
 };
 
 template <typename T>

@@ -312,9 +312,8 @@ auto Bytes(const B& b) -> int64_t {
 
 template <typename T>
 auto BlockBytes(const BlockActs<T>& a) -> int64_t {
-  int64_t sum = 0;
-  for (const Buffer<T>* b : {&a.ln1, &a.mean1, &a.rstd1, &a.q, &a.k, &a.v, &a.att, &a.attn, &a.x2, &a.ln2, &a.mean2,
-                             &a.rstd2, &a.h, &a.act, &a.out}) {
+  int64_t sum = Bytes(a.mean1) + Bytes(a.rstd1) + Bytes(a.mean2) + Bytes(a.rstd2);
+  for (const Buffer<T>* b : {&a.ln1, &a.q, &a.k, &a.v, &a.att, &a.attn, &a.x2, &a.ln2, &a.h, &a.act, &a.out}) {
     sum += Bytes(*b);
   }
   return sum;
@@ -324,11 +323,11 @@ template <typename T>
 auto WorkspaceBytes(const Workspace<T>& w) -> int64_t {
   int64_t sum = 0;
   for (const Buffer<T>* b :
-       {&w.qkv,  &w.full,  &w.partial, &w.rows,   &w.gate,    &w.up,    &w.dfull,  &w.dpartial, &w.drows,
-        &w.dx2,  &w.dz,    &w.dy,      &w.dact,   &w.dh,      &w.dattn, &w.dq,     &w.dk,       &w.dv,
-        &w.dqkv, &w.dgate, &w.dup,     &w.logits, &w.row_max, &w.maxes, &w.target, &w.row_sum,  &w.dlosses}) {
+       {&w.qkv, &w.full, &w.partial, &w.rows,  &w.gate, &w.up, &w.dfull, &w.dpartial, &w.drows, &w.dx2, &w.dz,
+        &w.dy,  &w.dact, &w.dh,      &w.dattn, &w.dq,   &w.dk, &w.dv,    &w.dqkv,     &w.dgate, &w.dup, &w.logits}) {
     sum += Bytes(*b);
   }
+  for (const Buffer<Wide<T>>* b : {&w.row_max, &w.maxes, &w.target, &w.row_sum, &w.dlosses}) sum += Bytes(*b);
   return sum;
 }
 
@@ -343,9 +342,8 @@ auto Transformer<T>::Memory() const -> MemoryBytes {
     for (const ChunkActs& c : s.chunks) {
       m.activations += Bytes(c.input);
       for (const BlockActs<T>& b : c.blocks) m.activations += BlockBytes(b);
-      for (const Buffer<T>* b : {&c.head.lnf, &c.head.mean, &c.head.rstd, &c.head.probs, &c.head.losses}) {
-        m.activations += Bytes(*b);
-      }
+      const HeadActs<T>& h = c.head;
+      m.activations += Bytes(h.lnf) + Bytes(h.mean) + Bytes(h.rstd) + Bytes(h.probs) + Bytes(h.losses);
     }
   }
   // The logits (one micro-batch's, in the workspace) are what the planner's

@@ -163,7 +163,7 @@ class Transformer {
   ShardSpec shard_;
   ParamLayout layout_;
   backend::Kernels<T>& k_;
-  TensorGroup<T> tp_;
+  TensorGroup tp_;
   Buffer<T> params_, grads_;
   Workspace<T> w_;
   LayerContext<T> ctx_;

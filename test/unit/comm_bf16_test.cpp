@@ -1,4 +1,4 @@
-// The bf16 value type of the communicators (runtime/comm/bf16.h): fp32 to
+// The bf16 value type of the model, kernels and communicators (runtime/numeric/bf16.h): fp32 to
 // bf16 rounding (nearest, ties to even) at every edge, bf16 to fp32, and
 // ToBf16 against an independent reference over a stride of all 2^32 floats.
 #include <gtest/gtest.h>
@@ -8,9 +8,9 @@
 #include <cstdint>
 #include <limits>
 
-#include "comm/bf16.h"
+#include "numeric/bf16.h"
 
-namespace avf::comm {
+namespace avf::numeric {
 namespace {
 
 auto Round(uint32_t float_bits) -> uint16_t { return ToBf16(std::bit_cast<float>(float_bits)).bits; }
@@ -118,4 +118,4 @@ TEST(Bf16, MatchesAReferenceRoundingOverAStrideOfAllFloats) {
 }
 
 }  // namespace
-}  // namespace avf::comm
+}  // namespace avf::numeric

@@ -1,7 +1,7 @@
 // bfloat16: the top 16 bits of an IEEE fp32 (1 sign, 8 exponent, 7 mantissa
-// bits), the storage type of bf16 buffers in the communicators and, later, the
-// model. Header-only and constexpr, so any runtime library can use it without
-// linking avf_comm.
+// bits), the storage type of bf16 tensors in the model, the kernels and the
+// communicators. Header-only and constexpr, at the bottom of the runtime's
+// layers, so every runtime folder can use it without linking anything.
 //
 // Arithmetic is never done in bf16: widen with ToFloat (exact), compute in
 // fp32, and round once with ToBf16 (round to nearest, ties to even; overflow
@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <type_traits>
 
-namespace avf::comm {
+namespace avf::numeric {
 
 // A plain 2-byte value with no operators: comparing bits (what == would do)
 // and comparing values (+0 == -0, NaN != NaN) differ, so callers choose.
@@ -38,4 +38,4 @@ constexpr auto ToBf16(float f) -> Bf16 {
   return Bf16{static_cast<uint16_t>((u + rounding) >> 16)};
 }
 
-}  // namespace avf::comm
+}  // namespace avf::numeric
