@@ -1,15 +1,15 @@
-#!/ usr / bin / env python3
+#!/usr/bin/env python3
 """Checks the include graph between the source folders (docs/development.md, "Layering").
 
 Every `#include "folder/..."` line of a file in runtime/, kernels/ or compiler/
 is an edge from the file's folder to the included one. The check fails (exit 1,
 one `error:` line per problem) when
   - the folder graph has a cycle (runtime/ and kernels/ together; compiler/);
-- a runtime folder includes a folder that is not below it in RUNTIME_LAYERS, or is missing from that table;
-- an interface folder includes an implementation folder;
-- the compiler includes anything from the runtime but runtime /
-    plan_format /
-    , or the runtime anything from the compiler;
+  - a runtime folder includes a folder that is not below it in RUNTIME_LAYERS,
+    or is missing from that table;
+  - an interface folder includes an implementation folder;
+  - the compiler includes anything from the runtime but runtime/plan_format/,
+    or the runtime anything from the compiler;
   - a runtime library links a library of a folder that its folder does not
     include (CMakeLists.txt): the link graph stays inside the include graph,
     so it has no cycle either.
@@ -21,8 +21,8 @@ import os
 import re
 import sys
 
-#The runtime's folders from the bottom up: a folder may include only folders
-#of a lower layer.kernels / (top level)is a runtime folder too.
+# The runtime's folders from the bottom up: a folder may include only folders
+# of a lower layer. kernels/ (top level) is a runtime folder too.
 RUNTIME_LAYERS = {
     "runtime/io": 1,           # opening input files: regular files only, never blocking
     "runtime/rendezvous": 1,   # the rank-0 key/value store
@@ -40,10 +40,9 @@ RUNTIME_LAYERS = {
     "runtime/train": 5,        # checkpoints, metrics, the training loop
     "runtime/run": 6,          # avf-run and its launcher
 }
-#An interface folder never includes one of its implementations.
-INTERFACES = {
-  "runtime/backend" : { "runtime/cpu", "kernels" }}
-#What the compiler may include from the runtime : the plan format they share.
+# An interface folder never includes one of its implementations.
+INTERFACES = {"runtime/backend": {"runtime/cpu", "kernels"}}
+# What the compiler may include from the runtime: the plan format they share.
 COMPILER_MAY_INCLUDE = {"runtime/plan_format"}
 
 SOURCE_SUFFIXES = (".h", ".hpp", ".cpp", ".cc", ".cu", ".cuh")
@@ -75,7 +74,7 @@ def resolve(root, from_folder, include, known):
         return f"{parts[0]}/{parts[1]}"
     if parts[0] == "kernels":
         return "kernels"
-#Each tree 's include directory comes first, then the other' s.
+    # Each tree's include directory comes first, then the other's.
     order = ("compiler", "runtime") if tree_of(from_folder) == "compiler" else ("runtime", "compiler")
     for top in order:
         candidate = f"{top}/{parts[0]}"
@@ -230,8 +229,7 @@ def main():
         print(f"check_layering: error: {e}")
     if errors:
         return 1
-    counts = {
-t: sum(1 for f in folders(args.root) if tree_of(f) == t) for t in ("runtime", "compiler")}
+    counts = {t: sum(1 for f in folders(args.root) if tree_of(f) == t) for t in ("runtime", "compiler")}
     print(f"check_layering: {counts['runtime']} runtime folders (kernels/ included) and {counts['compiler']} compiler "
           f"folders, {len(found)} folder edges, no cycle, every layer rule kept")
     return 0
