@@ -11,7 +11,7 @@ packages=(
   libfmt-dev libyaml-cpp-dev libgtest-dev libcli11-dev
   clang-14 libclang-rt-14-dev clang-format-14
   cmake ninja-build g++ python3 python3-jsonschema git
-  libopenblas-dev
+  libopenblas-dev libdnnl-dev ocl-icd-opencl-dev
 )
 
 missing=()

@@ -125,5 +125,6 @@ auto Backend() -> Kernels<T>& {
 
 template auto Backend<float>() -> Kernels<float>&;
 template auto Backend<double>() -> Kernels<double>&;
+template auto Backend<backend::Bf16>() -> Kernels<backend::Bf16>&;
 
 }  // namespace avf::cpu

@@ -6,8 +6,8 @@
 
 namespace avf::cpu {
 
-// Float for training, double for the finite-difference gradient checks. One
-// shared, stateless instance per type.
+// Float and backend::Bf16 (mixed precision) for training, double for the
+// finite-difference gradient checks. One shared, stateless instance per type.
 template <typename T>
 auto Backend() -> backend::Kernels<T>&;
 

@@ -3,8 +3,19 @@
 // C channels), a linear layer's weight is (out x in). Every backward kernel
 // ADDS into its gradient outputs, so gradients accumulate over micro-batches
 // and residual branches without extra copies. Templated on the element type:
-// float for training, double for the finite-difference gradient checks.
-// Matmuls go through the BLAS (cblas_sgemm / cblas_dgemm).
+// float for training, Bf16 for mixed precision, double for the
+// finite-difference gradient checks. Matmuls go through detail::Gemm
+// (gemm.h); the other loops are vectorised and threaded with OpenMP, and give
+// the same bits on any thread count.
+//
+// Bf16 is mixed precision: tensors are bf16, every arithmetic is fp32 (each
+// input widened exactly, sums, means, variances and softmax statistics kept
+// in Wide<T> = float), and each output is rounded once when stored. A
+// backward adds into a bf16 gradient with one rounding per element per call:
+// a GEMM's beta = 1 adds the old value in fp32, and sums over rows (bias and
+// norm weights, embedding rows, a key/value head's query heads) are taken in
+// fp32 and then added. Two values are bf16 GEMM operands and so are rounded
+// before the GEMM that reads them: attention's probabilities and dscores.
 #pragma once
 
 #include <cstdint>
@@ -80,7 +91,8 @@ void RopeBackward(T* dx, int64_t b, int64_t t, int64_t heads, int64_t head_dim, 
 // Causal self-attention with grouped-query heads: q(B, T, NH, HD), k and v
 // (B, T, KVH, HD), query head h reads key/value head h / (NH / KVH).
 // att(B, NH, T, T) keeps the probabilities for backward (zero above the
-// diagonal); out(B, T, NH, HD).
+// diagonal); out(B, T, NH, HD). The scores and their softmax are computed in
+// Wide<T> scratch; out = att . v reads the stored (for bf16, rounded) att.
 using AttentionShape = backend::AttentionShape;
 template <typename T>
 void AttentionForward(T* out, T* att, const T* q, const T* k, const T* v, const AttentionShape& s);
@@ -89,7 +101,9 @@ void AttentionBackward(T* dq, T* dk, T* dv, const T* dout, const T* att, const T
                        const AttentionShape& s);
 
 // Softmax cross-entropy: probs(N x V) = softmax(logits), losses[n] =
-// -log probs[n, target[n]]. Backward adds (probs - onehot) * dloss[n].
+// -log probs[n, target[n]]. Backward adds (probs - onehot) * dloss[n]. For
+// bf16 the probabilities are rounded twice (the unnormalised exponentials are
+// stored between Softmax and Finish below); the sums are of fp32 values.
 template <typename T>
 void CrossEntropyForward(Wide<T>* losses, T* probs, const T* logits, const uint32_t* targets, int64_t n, int64_t v);
 // The same over a vocab-parallel shard: logits (N x V) are this rank's
@@ -113,7 +127,7 @@ void CrossEntropyBackward(T* dlogits, const T* probs, const uint32_t* targets, c
                           int64_t v, int64_t vocab_first = 0);
 
 // out[i] = max over b of blocks[b * count + i]: the max of the tensor
-// group's gathered row maxima.
+// group's gathered row maxima (float or double: a Wide<T> statistic).
 template <typename T>
 void MaxOverBlocks(T* out, const T* blocks, int64_t count, int64_t nblocks);
 

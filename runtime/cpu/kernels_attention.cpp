@@ -1,42 +1,74 @@
-// Rotary embeddings, causal attention and the softmax cross-entropy (kernels.h).
+// Rotary embeddings and causal attention (kernels.h).
+//
+// Attention runs its (batch, head) pairs in parallel, one pair per thread at a
+// time with single-threaded GEMMs on the head's rows in place (so detail::Gemm
+// is called from several threads at once). Scores and their gradients live in
+// a Wide<T> scratch per thread: for bf16 the GEMMs write fp32 there, the
+// softmax and its backward run in fp32, and only the probabilities (kept in
+// `att`) and dscores (a GEMM operand) are rounded to bf16, once. The T x T
+// GEMMs go in blocks of kCausalBlock rows (or columns) that skip the blocks
+// above the diagonal, which the mask zeroes anyway.
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "cpu/gemm.h"
 #include "cpu/kernels.h"
+#include "cpu/vector_math.h"
 
 namespace avf::cpu {
 
+using backend::Bf16;
+using backend::Narrow;
+using backend::Widen;
+using detail::AddWide;
+using detail::Exp;
 using detail::Gemm;
+using detail::kParallelMin;
+using detail::Max;
 
 namespace {
 
-// Rotates every (2i, 2i+1) pair of x by `sign` x its angle.
+// cos and sin of every (position, pair) angle sign x pos x theta^(-2i/head_dim),
+// computed in double: cos at [pos * half + i], sin at [(t + pos) * half + i].
+template <typename W>
+auto RotationTable(int64_t t, int64_t half, double theta, double sign) -> std::vector<W> {
+  std::vector<W> table(static_cast<size_t>(2 * t * half));
+  for (int64_t pos = 0; pos < t; ++pos) {
+    for (int64_t i = 0; i < half; ++i) {
+      double angle = sign * static_cast<double>(pos) * std::pow(theta, -2.0 * static_cast<double>(i) / (2 * half));
+      table[static_cast<size_t>(pos * half + i)] = static_cast<W>(std::cos(angle));
+      table[static_cast<size_t>((t + pos) * half + i)] = static_cast<W>(std::sin(angle));
+    }
+  }
+  return table;
+}
+
+// Rotates every (2i, 2i+1) pair of x(B, T, heads, head_dim) by `sign` x its angle.
 template <typename T>
 void Rotate(T* x, int64_t b, int64_t t, int64_t heads, int64_t head_dim, double theta, double sign) {
-  for (int64_t pos = 0; pos < t; ++pos) {
-    for (int64_t i = 0; i < head_dim / 2; ++i) {
-      double angle = sign * static_cast<double>(pos) * std::pow(theta, -2.0 * static_cast<double>(i) / head_dim);
-      double cs = std::cos(angle), sn = std::sin(angle);
-      for (int64_t bb = 0; bb < b; ++bb) {
-        for (int64_t h = 0; h < heads; ++h) {
-          T* p = x + ((bb * t + pos) * heads + h) * head_dim + 2 * i;
-          double x0 = p[0], x1 = p[1];
-          p[0] = static_cast<T>(x0 * cs - x1 * sn);
-          p[1] = static_cast<T>(x0 * sn + x1 * cs);
-        }
+  using W = Wide<T>;
+  int64_t half = head_dim / 2;
+  std::vector<W> table = RotationTable<W>(t, half, theta, sign);
+#pragma omp parallel for if (b * t * heads * head_dim >= kParallelMin)
+  for (int64_t row = 0; row < b * t; ++row) {
+    const W* cs = table.data() + (row % t) * half;
+    const W* sn = cs + t * half;
+    for (int64_t h = 0; h < heads; ++h) {
+      T* p = x + (row * heads + h) * head_dim;
+#pragma omp simd
+      for (int64_t i = 0; i < half; ++i) {
+        W x0 = Widen(p[2 * i]), x1 = Widen(p[2 * i + 1]);
+        p[2 * i] = Narrow<T>(x0 * cs[i] - x1 * sn[i]);
+        p[2 * i + 1] = Narrow<T>(x0 * sn[i] + x1 * cs[i]);
       }
     }
   }
 }
 
-constexpr int64_t kParallelMin = 1 << 14;
-
 // One (batch, query head) pair's matrices inside the (B, T, heads, head_dim)
-// activations: rows are positions, `ld` elements apart, so the BLAS reads a
+// activations: rows are positions, `ld` elements apart, so the GEMMs read a
 // head in place without copies.
-template <typename T>
 struct HeadViews {
   const AttentionShape& s;
   auto q_ld() const -> int64_t { return s.heads * s.head_dim; }
@@ -48,33 +80,82 @@ struct HeadViews {
   auto Att(int64_t bb, int64_t h) const -> int64_t { return (bb * s.heads + h) * s.t * s.t; }
 };
 
-// In place on the T x T scores of one head: causal softmax of each row,
-// zero above the diagonal.
-template <typename T>
-void CausalSoftmax(T* scores, int64_t t) {
-#pragma omp parallel for if (t * t >= kParallelMin)
-  for (int64_t pos = 0; pos < t; ++pos) {
-    T* row = scores + pos * t;
-    double max = -INFINITY, sum = 0;
-    for (int64_t j = 0; j <= pos; ++j) max = std::max(max, static_cast<double>(row[j]));
-    for (int64_t j = 0; j <= pos; ++j) sum += static_cast<double>(row[j] = static_cast<T>(std::exp(row[j] - max)));
-    for (int64_t j = 0; j <= pos; ++j) row[j] = static_cast<T>(row[j] / sum);
-    std::fill(row + pos + 1, row + t, T(0));
+constexpr int64_t kCausalBlock = 64;
+
+// c(t x t) = alpha x(t x hd) y(t x hd)^T on and below the diagonal: row block
+// [r0, r1) gets columns [0, r1) only (the rest of c is left as it was).
+template <typename T, typename W>
+void LowerProduct(W* c, const T* x, int64_t x_ld, const T* y, int64_t y_ld, int64_t t, int64_t hd, W alpha) {
+  for (int64_t r0 = 0; r0 < t; r0 += kCausalBlock) {
+    int64_t r1 = std::min(t, r0 + kCausalBlock);
+    Gemm(false, true, r1 - r0, r1, hd, alpha, x + r0 * x_ld, x_ld, y, y_ld, W(0), c + r0 * t, t);
   }
 }
 
-// dscores = probs * (dprobs - rowsum(probs * dprobs)) * scale, in place on
-// dprobs (T x T); above the diagonal probs are 0, so dscores are too.
+// c(t x hd) = a(t x t) b(t x hd) + beta c, a lower triangular: row block
+// [r0, r1) reads a's columns [0, r1) and b's rows [0, r1) only.
+template <typename T, typename C, typename W>
+void LowerTimes(C* c, int64_t c_ld, const T* a, const T* b, int64_t b_ld, int64_t t, int64_t hd, W beta) {
+  for (int64_t r0 = 0; r0 < t; r0 += kCausalBlock) {
+    int64_t r1 = std::min(t, r0 + kCausalBlock);
+    Gemm(false, false, r1 - r0, hd, r1, W(1), a + r0 * t, t, b, b_ld, beta, c + r0 * c_ld, c_ld);
+  }
+}
+
+// c(t x hd) += a(t x t)^T b(t x hd), a lower triangular: row block [c0, c1)
+// of c reads a's rows [c0, t) only.
+template <typename T, typename W>
+void LowerTransposedTimes(W* c, const T* a, const T* b, int64_t b_ld, int64_t t, int64_t hd) {
+  for (int64_t c0 = 0; c0 < t; c0 += kCausalBlock) {
+    int64_t c1 = std::min(t, c0 + kCausalBlock);
+    Gemm(true, false, c1 - c0, hd, t - c0, W(1), a + c0 * t + c0, t, b + c0 * b_ld, b_ld, W(1), c + c0 * hd, hd);
+  }
+}
+
+// probs = causal softmax of each row of scores (t x t), zero above the
+// diagonal; reads scores on and below the diagonal only, and overwrites them.
 template <typename T>
-void SoftmaxBackward(T* dprobs, const T* probs, int64_t t, double scale) {
-#pragma omp parallel for if (t * t >= kParallelMin)
+void CausalSoftmax(T* probs, Wide<T>* scores, int64_t t) {
+  using W = Wide<T>;
+  for (int64_t pos = 0; pos < t; ++pos) {
+    W* s = scores + pos * t;
+    T* p = probs + pos * t;
+    W max = -INFINITY, sum = 0;
+#pragma omp simd reduction(max : max)
+    for (int64_t j = 0; j <= pos; ++j) max = Max(max, s[j]);
+#pragma omp simd reduction(+ : sum)
+    for (int64_t j = 0; j <= pos; ++j) {
+      s[j] = Exp(s[j] - max);
+      sum += s[j];
+    }
+    W inverse = W(1) / sum;
+#pragma omp simd
+    for (int64_t j = 0; j <= pos; ++j) p[j] = Narrow<T>(s[j] * inverse);
+    std::fill(p + pos + 1, p + t, T{});
+  }
+}
+
+// dscores = probs (dprobs - rowsum(probs dprobs)) scale on and below the
+// diagonal, zero above (t x t).
+template <typename T>
+void SoftmaxBackward(T* dscores, const T* probs, const Wide<T>* dprobs, int64_t t, Wide<T> scale) {
+  using W = Wide<T>;
   for (int64_t pos = 0; pos < t; ++pos) {
     const T* p = probs + pos * t;
-    T* d = dprobs + pos * t;
-    double weighted = 0;
-    for (int64_t j = 0; j <= pos; ++j) weighted += static_cast<double>(p[j]) * d[j];
-    for (int64_t j = 0; j < t; ++j) d[j] = j <= pos ? static_cast<T>(p[j] * (d[j] - weighted) * scale) : T(0);
+    const W* dp = dprobs + pos * t;
+    T* ds = dscores + pos * t;
+    W weighted = 0;
+#pragma omp simd reduction(+ : weighted)
+    for (int64_t j = 0; j <= pos; ++j) weighted += Widen(p[j]) * dp[j];
+#pragma omp simd
+    for (int64_t j = 0; j <= pos; ++j) ds[j] = Narrow<T>(Widen(p[j]) * (dp[j] - weighted) * scale);
+    std::fill(ds + pos + 1, ds + t, T{});
   }
+}
+
+template <typename W>
+auto AttentionScale(const AttentionShape& s) -> W {
+  return static_cast<W>(1.0 / std::sqrt(static_cast<double>(s.head_dim)));
 }
 
 }  // namespace
@@ -89,128 +170,72 @@ void RopeBackward(T* dx, int64_t b, int64_t t, int64_t heads, int64_t head_dim, 
   Rotate(dx, b, t, heads, head_dim, theta, -1.0);
 }
 
-// Per (batch, head): scores = scale Q K^T and out = P V, two GEMMs on the
-// head's rows in place. The GEMMs compute the whole T x T block, masked
-// afterwards: twice the causal FLOPs, but at BLAS speed.
+// Per (batch, head): scores = scale Q K^T, probs = causal softmax, out = P V.
 template <typename T>
 void AttentionForward(T* out, T* att, const T* q, const T* k, const T* v, const AttentionShape& s) {
-  HeadViews<T> ix{s};
-  T scale = static_cast<T>(1.0 / std::sqrt(static_cast<double>(s.head_dim)));
-  for (int64_t bb = 0; bb < s.b; ++bb) {
-    for (int64_t h = 0; h < s.heads; ++h) {
+  using W = Wide<T>;
+  HeadViews ix{s};
+  W scale = AttentionScale<W>(s);
+#pragma omp parallel if (s.b * s.heads * s.t * s.t >= kParallelMin)
+  {
+    std::vector<W> scores(static_cast<size_t>(s.t * s.t));
+#pragma omp for schedule(static)
+    for (int64_t bh = 0; bh < s.b * s.heads; ++bh) {
+      int64_t bb = bh / s.heads, h = bh % s.heads;
       T* probs = att + ix.Att(bb, h);
-      Gemm(false, true, s.t, s.t, s.head_dim, scale, q + ix.Q(bb, h), ix.q_ld(), k + ix.KV(bb, h), ix.kv_ld(), T(0),
-           probs, s.t);
-      CausalSoftmax(probs, s.t);
-      Gemm(false, false, s.t, s.head_dim, s.t, T(1), probs, s.t, v + ix.KV(bb, h), ix.kv_ld(), T(0), out + ix.Q(bb, h),
-           ix.q_ld());
+      LowerProduct(scores.data(), q + ix.Q(bb, h), ix.q_ld(), k + ix.KV(bb, h), ix.kv_ld(), s.t, s.head_dim, scale);
+      CausalSoftmax(probs, scores.data(), s.t);
+      LowerTimes(out + ix.Q(bb, h), ix.q_ld(), probs, v + ix.KV(bb, h), ix.kv_ld(), s.t, s.head_dim, W(0));
     }
   }
 }
 
-// Per (batch, head): dP = dO V^T, dV += P^T dO, dS = softmax'(dP), then
-// dQ += dS K and dK += dS^T Q. Query heads sharing a key/value head add
-// into it one after another, in head order.
+// Per (batch, key/value head), its query heads in order: dP = dO V^T, dV +=
+// P^T dO, dS = softmax'(dP), dQ += dS K, dK += dS^T Q. dK and dV are summed
+// over the group's query heads in Wide<T> and added once.
 template <typename T>
 void AttentionBackward(T* dq, T* dk, T* dv, const T* dout, const T* att, const T* q, const T* k, const T* v,
                        const AttentionShape& s) {
-  HeadViews<T> ix{s};
-  double scale = 1.0 / std::sqrt(static_cast<double>(s.head_dim));
-  std::vector<T> dscores(static_cast<size_t>(s.t * s.t));
-  for (int64_t bb = 0; bb < s.b; ++bb) {
-    for (int64_t h = 0; h < s.heads; ++h) {
-      const T* probs = att + ix.Att(bb, h);
-      const T* dy = dout + ix.Q(bb, h);
-      int64_t kv = ix.KV(bb, h), qo = ix.Q(bb, h);
-      Gemm(false, true, s.t, s.t, s.head_dim, T(1), dy, ix.q_ld(), v + kv, ix.kv_ld(), T(0), dscores.data(), s.t);
-      Gemm(true, false, s.t, s.head_dim, s.t, T(1), probs, s.t, dy, ix.q_ld(), T(1), dv + kv, ix.kv_ld());
-      SoftmaxBackward(dscores.data(), probs, s.t, scale);
-      Gemm(false, false, s.t, s.head_dim, s.t, T(1), dscores.data(), s.t, k + kv, ix.kv_ld(), T(1), dq + qo, ix.q_ld());
-      Gemm(true, false, s.t, s.head_dim, s.t, T(1), dscores.data(), s.t, q + qo, ix.q_ld(), T(1), dk + kv, ix.kv_ld());
+  using W = Wide<T>;
+  HeadViews ix{s};
+  W scale = AttentionScale<W>(s);
+  int64_t group = s.heads / s.kv_heads, t = s.t, hd = s.head_dim;
+#pragma omp parallel if (s.b * s.heads * s.t * s.t >= kParallelMin)
+  {
+    std::vector<W> dprobs(static_cast<size_t>(t * t)), dk_sum(static_cast<size_t>(t * hd)),
+        dv_sum(static_cast<size_t>(t * hd));
+    std::vector<T> dscores(static_cast<size_t>(t * t));
+#pragma omp for schedule(static)
+    for (int64_t bk = 0; bk < s.b * s.kv_heads; ++bk) {
+      int64_t bb = bk / s.kv_heads, first = bk % s.kv_heads * group, kv = ix.KV(bb, first);
+      std::fill(dk_sum.begin(), dk_sum.end(), W(0));
+      std::fill(dv_sum.begin(), dv_sum.end(), W(0));
+      for (int64_t h = first; h < first + group; ++h) {
+        const T* probs = att + ix.Att(bb, h);
+        const T* dy = dout + ix.Q(bb, h);
+        LowerProduct(dprobs.data(), dy, ix.q_ld(), v + kv, ix.kv_ld(), t, hd, W(1));
+        LowerTransposedTimes(dv_sum.data(), probs, dy, ix.q_ld(), t, hd);
+        SoftmaxBackward(dscores.data(), probs, dprobs.data(), t, scale);
+        LowerTimes(dq + ix.Q(bb, h), ix.q_ld(), dscores.data(), k + kv, ix.kv_ld(), t, hd, W(1));
+        LowerTransposedTimes(dk_sum.data(), dscores.data(), q + ix.Q(bb, h), ix.q_ld(), t, hd);
+      }
+      for (int64_t pos = 0; pos < t; ++pos) {
+        AddWide(dk + kv + pos * ix.kv_ld(), dk_sum.data() + pos * hd, hd);
+        AddWide(dv + kv + pos * ix.kv_ld(), dv_sum.data() + pos * hd, hd);
+      }
     }
   }
 }
 
-template <typename T>
-void CrossEntropyStats(Wide<T>* row_max, Wide<T>* target_logit, const T* logits, const uint32_t* targets, int64_t n,
-                       int64_t v, int64_t vocab_first) {
-#pragma omp parallel for if (n * v >= kParallelMin)
-  for (int64_t i = 0; i < n; ++i) {
-    const T* z = logits + i * v;
-    row_max[i] = *std::max_element(z, z + v);
-    int64_t target = static_cast<int64_t>(targets[i]) - vocab_first;
-    target_logit[i] = target >= 0 && target < v ? z[target] : T(0);
-  }
-}
-
-template <typename T>
-void CrossEntropySoftmax(T* probs, Wide<T>* row_sum, const T* logits, const Wide<T>* row_max, int64_t n, int64_t v) {
-#pragma omp parallel for if (n * v >= kParallelMin)
-  for (int64_t i = 0; i < n; ++i) {
-    const T* z = logits + i * v;
-    T* p = probs + i * v;
-    double max = row_max[i], sum = 0;
-    for (int64_t j = 0; j < v; ++j) sum += p[j] = static_cast<T>(std::exp(static_cast<double>(z[j]) - max));
-    row_sum[i] = static_cast<T>(sum);
-  }
-}
-
-template <typename T>
-void CrossEntropyFinish(Wide<T>* losses, T* probs, const Wide<T>* row_sum, const Wide<T>* row_max,
-                        const Wide<T>* target_logit, int64_t n, int64_t v) {
-#pragma omp parallel for if (n * v >= kParallelMin)
-  for (int64_t i = 0; i < n; ++i) {
-    T inverse = static_cast<T>(1.0 / static_cast<double>(row_sum[i]));
-    for (int64_t j = 0; j < v; ++j) probs[i * v + j] *= inverse;
-    // -log softmax, from the logits: no log(0) for a vanishing probability.
-    losses[i] = static_cast<T>(std::log(static_cast<double>(row_sum[i])) + row_max[i] - target_logit[i]);
-  }
-}
-
-template <typename T>
-void CrossEntropyForward(Wide<T>* losses, T* probs, const T* logits, const uint32_t* targets, int64_t n, int64_t v) {
-  std::vector<T> max(static_cast<size_t>(n)), target(static_cast<size_t>(n)), sum(static_cast<size_t>(n));
-  CrossEntropyStats(max.data(), target.data(), logits, targets, n, v, int64_t{0});
-  CrossEntropySoftmax(probs, sum.data(), logits, max.data(), n, v);
-  CrossEntropyFinish(losses, probs, sum.data(), max.data(), target.data(), n, v);
-}
-
-template <typename T>
-void CrossEntropyBackward(T* dlogits, const T* probs, const uint32_t* targets, const Wide<T>* dlosses, int64_t n,
-                          int64_t v, int64_t vocab_first) {
-#pragma omp parallel for if (n * v >= kParallelMin)
-  for (int64_t i = 0; i < n; ++i) {
-    T* d = dlogits + i * v;
-    const T* p = probs + i * v;
-    for (int64_t j = 0; j < v; ++j) d[j] += p[j] * dlosses[i];
-    int64_t target = static_cast<int64_t>(targets[i]) - vocab_first;
-    if (target >= 0 && target < v) d[target] -= dlosses[i];
-  }
-}
-
-template <typename T>
-void MaxOverBlocks(T* out, const T* blocks, int64_t count, int64_t nblocks) {
-  for (int64_t i = 0; i < count; ++i) {
-    T m = blocks[i];
-    for (int64_t b = 1; b < nblocks; ++b) m = std::max(m, blocks[b * count + i]);
-    out[i] = m;
-  }
-}
-
-#define AVF_ATTENTION_KERNELS(T)                                                                                       \
-  template void RopeForward<T>(T*, int64_t, int64_t, int64_t, int64_t, double);                                        \
-  template void RopeBackward<T>(T*, int64_t, int64_t, int64_t, int64_t, double);                                       \
-  template void AttentionForward<T>(T*, T*, const T*, const T*, const T*, const AttentionShape&);                      \
-  template void AttentionBackward<T>(T*, T*, T*, const T*, const T*, const T*, const T*, const T*,                     \
-                                     const AttentionShape&);                                                           \
-  template void CrossEntropyForward<T>(Wide<T>*, T*, const T*, const uint32_t*, int64_t, int64_t);                     \
-  template void CrossEntropyStats<T>(Wide<T>*, Wide<T>*, const T*, const uint32_t*, int64_t, int64_t, int64_t);        \
-  template void CrossEntropySoftmax<T>(T*, Wide<T>*, const T*, const Wide<T>*, int64_t, int64_t);                      \
-  template void CrossEntropyFinish<T>(Wide<T>*, T*, const Wide<T>*, const Wide<T>*, const Wide<T>*, int64_t, int64_t); \
-  template void CrossEntropyBackward<T>(T*, const T*, const uint32_t*, const Wide<T>*, int64_t, int64_t, int64_t);     \
-  template void MaxOverBlocks<T>(T*, const T*, int64_t, int64_t);
+#define AVF_ATTENTION_KERNELS(T)                                                                   \
+  template void RopeForward<T>(T*, int64_t, int64_t, int64_t, int64_t, double);                    \
+  template void RopeBackward<T>(T*, int64_t, int64_t, int64_t, int64_t, double);                   \
+  template void AttentionForward<T>(T*, T*, const T*, const T*, const T*, const AttentionShape&);  \
+  template void AttentionBackward<T>(T*, T*, T*, const T*, const T*, const T*, const T*, const T*, \
+                                     const AttentionShape&);
 
 AVF_ATTENTION_KERNELS(float)
 AVF_ATTENTION_KERNELS(double)
+AVF_ATTENTION_KERNELS(Bf16)
 
 }  // namespace avf::cpu

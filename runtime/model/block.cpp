@@ -202,5 +202,6 @@ void BlockBackward(const LayerContext<T>& x, const BlockParams& p, BlockActs<T>&
 
 AVF_BLOCK(float)
 AVF_BLOCK(double)
+AVF_BLOCK(backend::Bf16)
 
 }  // namespace avf::model

@@ -147,5 +147,6 @@ void HeadBackward(const LayerContext<T>& x, const T* in, const uint32_t* targets
 
 AVF_ENDS(float)
 AVF_ENDS(double)
+AVF_ENDS(backend::Bf16)
 
 }  // namespace avf::model

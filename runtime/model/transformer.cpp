@@ -58,7 +58,7 @@ Transformer<T>::Transformer(ModelConfig config, ShardSpec shard, backend::Kernel
 }
 
 template <typename T>
-void Transformer<T>::InitialValues(uint64_t seed, int64_t first, int64_t count, T* out) const {
+void Transformer<T>::InitialValues(uint64_t seed, int64_t first, int64_t count, float* out) const {
   double residual_scale = 1.0 / std::sqrt(2.0 * static_cast<double>(config_.layers));
   for (const ParamTensor& t : layout_.tensors) {
     int64_t lo = std::max(first, t.offset), hi = std::min(first + count, t.offset + t.size);
@@ -72,7 +72,7 @@ void Transformer<T>::InitialValues(uint64_t seed, int64_t first, int64_t count, 
       double v = bias   ? 0.0
                  : norm ? 1.0
                         : 0.02 * Normal(stream, t.part.FullIndex(i - t.offset)) * (residual ? residual_scale : 1.0);
-      out[i - first] = static_cast<T>(v);
+      out[i - first] = static_cast<float>(v);
     }
   }
 }
@@ -80,9 +80,18 @@ void Transformer<T>::InitialValues(uint64_t seed, int64_t first, int64_t count, 
 template <typename T>
 void Transformer<T>::Initialize(uint64_t seed) {
   if (params_.empty()) return;  // windowed parameters: the owner of each slice initializes it
-  std::vector<T> host(static_cast<size_t>(layout_.total));
-  InitialValues(seed, 0, layout_.total, host.data());
-  k_.CopyFromHost(params_.data(), host.data(), host.size() * sizeof(T));
+  // In pieces: a whole host copy of a large model's parameters would be what
+  // decides the process's peak memory.
+  constexpr int64_t kPiece = 1 << 20;
+  std::vector<float> values(static_cast<size_t>(std::min(kPiece, layout_.total)));
+  std::vector<T> host(values.size());
+  for (int64_t first = 0; first < layout_.total; first += kPiece) {
+    int64_t count = std::min(kPiece, layout_.total - first);
+    InitialValues(seed, first, count, values.data());
+    for (int64_t i = 0; i < count; ++i)
+      host[static_cast<size_t>(i)] = backend::Narrow<T>(values[static_cast<size_t>(i)]);
+    k_.CopyFromHost(params_.data() + first, host.data(), static_cast<size_t>(count) * sizeof(T));
+  }
 }
 
 template <typename T>
@@ -356,5 +365,6 @@ auto Transformer<T>::Memory() const -> MemoryBytes {
 
 template class Transformer<float>;
 template class Transformer<double>;
+template class Transformer<backend::Bf16>;
 
 }  // namespace avf::model

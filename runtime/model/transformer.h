@@ -109,8 +109,10 @@ class Transformer {
   auto FrontGradients() -> T* { return g_front_.data(); }
   auto BackGradients() -> T* { return g_back_.data(); }
   // The values of elements [first, first + count) of this shard's flat
-  // parameter buffer after Initialize(seed), for a rank that holds a slice.
-  void InitialValues(uint64_t seed, int64_t first, int64_t count, T* out) const;
+  // parameter buffer after Initialize(seed), for a rank that holds a slice:
+  // in fp32, which Initialize rounds to T (bf16 training keeps them as its
+  // fp32 master).
+  void InitialValues(uint64_t seed, int64_t first, int64_t count, float* out) const;
 
   // Called by BackwardChunk after each block's backward with the block's
   // index (its gradients are ParamLayout::block_ranges[block]), so a

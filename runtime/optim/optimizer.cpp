@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "numeric/bf16.h"
+
 namespace avf::optim {
 
 auto LearningRate(const OptimizerConfig& c, int64_t step) -> double {
@@ -27,19 +29,46 @@ auto ScalarsOf(const OptimizerConfig& c, int64_t step, double grad_norm) -> Upda
   return {LearningRate(c, step), clip, 1.0 - std::pow(c.beta1, t), 1.0 - std::pow(c.beta2, t)};
 }
 
-void AdamW::Step(float* params, const float* grads, const std::vector<bool>& decay, double grad_norm) {
-  auto [lr, clip, bc1, bc2] = ScalarsOf(config_, step_, grad_norm);
+namespace {
+
+auto Widened(float g) -> double { return g; }
+auto Widened(numeric::Bf16 g) -> double { return numeric::ToFloat(g); }
+
+}  // namespace
+
+// Elements per thread task; the update is element-wise, so results do not
+// depend on how the blocks are shared out. Below kParallelMin elements one
+// thread does it all: starting the team would cost more.
+constexpr int64_t kBlock = 1 << 13, kParallelMin = 1 << 20;
+
+template <typename G>
+void AdamW::Step(float* params, const G* grads, const std::vector<bool>& decay, double grad_norm) {
+  const UpdateScalars u = ScalarsOf(config_, step_, grad_norm);
   ++step_;
-  for (size_t i = 0; i < m_.size(); ++i) {
-    double g = static_cast<double>(grads[i]) * clip;
-    double m = config_.beta1 * m_[i] + (1.0 - config_.beta1) * g;
-    double v = config_.beta2 * v_[i] + (1.0 - config_.beta2) * g * g;
-    m_[i] = static_cast<float>(m);
-    v_[i] = static_cast<float>(v);
-    double update = (m / bc1) / (std::sqrt(v / bc2) + config_.eps);
-    double wd = decay.empty() || decay[i] ? config_.weight_decay * params[i] : 0.0;
-    params[i] = static_cast<float>(params[i] - lr * (update + wd));
+  const double b1 = config_.beta1, b2 = config_.beta2, eps = config_.eps, wd = config_.weight_decay;
+  const auto n = static_cast<int64_t>(m_.size());
+  float* m_all = m_.data();
+  float* v_all = v_.data();
+#pragma omp parallel for schedule(static) if (n > kParallelMin)
+  for (int64_t first = 0; first < n; first += kBlock) {
+    int64_t end = std::min(n, first + kBlock);
+    // vector<bool>'s bits, read once per block: the loop below then vectorises.
+    double decays[kBlock];
+    for (int64_t i = first; i < end; ++i) decays[i - first] = decay.empty() || decay[static_cast<size_t>(i)] ? wd : 0.0;
+#pragma omp simd
+    for (int64_t i = first; i < end; ++i) {
+      double g = Widened(grads[i]) * u.clip;
+      double m = b1 * m_all[i] + (1.0 - b1) * g;
+      double v = b2 * v_all[i] + (1.0 - b2) * g * g;
+      m_all[i] = static_cast<float>(m);
+      v_all[i] = static_cast<float>(v);
+      double update = (m / u.bias_correction1) / (std::sqrt(v / u.bias_correction2) + eps);
+      params[i] = static_cast<float>(params[i] - u.lr * (update + decays[i - first] * params[i]));
+    }
   }
 }
+
+template void AdamW::Step<float>(float*, const float*, const std::vector<bool>&, double);
+template void AdamW::Step<numeric::Bf16>(float*, const numeric::Bf16*, const std::vector<bool>&, double);
 
 }  // namespace avf::optim

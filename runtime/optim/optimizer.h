@@ -45,7 +45,11 @@ class AdamW {
   // One update of params[0..size) with grads; `grad_norm` is the norm of the
   // WHOLE gradient (all ranks), so every slice clips by the same factor.
   // Weight decay applies where `decay` is true (not to norms and biases).
-  void Step(float* params, const float* grads, const std::vector<bool>& decay, double grad_norm);
+  // The parameters are fp32 (with bf16 training, the master copy); the
+  // gradients fp32 or numeric::Bf16, widened exactly: the update is fp32
+  // either way.
+  template <typename G>
+  void Step(float* params, const G* grads, const std::vector<bool>& decay, double grad_norm);
 
   auto step() const -> int64_t { return step_; }
   auto config() const -> const OptimizerConfig& { return config_; }

@@ -54,15 +54,18 @@ void SerialWorker::Loop() {
   }
 }
 
-void AsyncSender::Send(const float* data, size_t count) {
-  auto message = std::make_shared<std::vector<float>>(data, data + count);
-  worker_.Post([this, message]() -> llvm::Error { return link_->Send(message->data(), message->size(), peer_); });
+void AsyncSender::Send(const void* data, size_t count, comm::DataType type) {
+  const auto* bytes = static_cast<const uint8_t*>(data);
+  auto message = std::make_shared<std::vector<uint8_t>>(bytes, bytes + count * comm::ElementBytes(type));
+  worker_.Post(
+      [this, message, count, type]() -> llvm::Error { return link_->Send(message->data(), count, type, peer_); });
 }
 
-void GradientReducer::Reduce(float* data, size_t count) {
+void GradientReducer::Reduce(void* data, size_t count, comm::DataType type) {
   if (!data_ || data_->size() == 1 || count == 0) return;
   ++reductions_;
-  worker_.Post([this, data, count]() -> llvm::Error { return data_->AllReduce(data, count, comm::ReduceOp::kAvg); });
+  worker_.Post(
+      [this, data, count, type]() -> llvm::Error { return data_->AllReduce(data, count, type, comm::ReduceOp::kAvg); });
 }
 
 }  // namespace avf::parallel

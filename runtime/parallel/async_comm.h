@@ -54,7 +54,12 @@ class AsyncSender {
  public:
   // `link` is a two-rank communicator; this rank sends to `peer` on it.
   AsyncSender(comm::Communicator* link, int peer) : link_(link), peer_(peer) {}
-  void Send(const float* data, size_t count);
+  // Copies the message: `data` may change as soon as Send returns.
+  template <comm::Element E>
+  void Send(const E* data, size_t count) {
+    Send(data, count, comm::kDataTypeOf<E>);
+  }
+  void Send(const void* data, size_t count, comm::DataType type);
   auto Flush() -> llvm::Error { return worker_.Wait(); }
 
  private:
@@ -67,8 +72,13 @@ class GradientReducer {
  public:
   // Null or a group of one: Reduce does nothing.
   explicit GradientReducer(comm::Communicator* data) : data_(data) {}
-  // Averages data[0, count) over the group, in place, later.
-  void Reduce(float* data, size_t count);
+  // Averages data[0, count) over the group, in place, later (a bf16 average
+  // accumulates in fp32 and rounds once).
+  template <comm::Element E>
+  void Reduce(E* data, size_t count) {
+    Reduce(data, count, comm::kDataTypeOf<E>);
+  }
+  void Reduce(void* data, size_t count, comm::DataType type);
   auto Wait() -> llvm::Error { return worker_.Wait(); }
   // Ranges reduced since construction, for tests and the scaling bench.
   auto reductions() const -> int64_t { return reductions_; }

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "cpu/cpu_backend.h"
+#include "parallel/typed_engine.h"
 
 namespace avf::parallel {
 
@@ -17,7 +18,18 @@ auto Replicated(const model::ParamTensor& t) -> bool {
   return rows == t.part.rows && t.part.col_count == t.part.cols;
 }
 
+void Round(const std::vector<float>& from, std::vector<comm::Bf16>& to) {
+  to.resize(from.size());
+  RoundInto(from.data(), from.size(), to.data());
+}
+
 }  // namespace
+
+void RoundInto(const float* from, size_t count, comm::Bf16* to) {
+  const auto n = static_cast<int64_t>(count);
+#pragma omp parallel for schedule(static) if (n > (1 << 20))
+  for (int64_t i = 0; i < n; ++i) to[i] = comm::ToBf16(from[i]);
+}
 
 auto DecayMask(const model::ParamLayout& l) -> std::vector<bool> {
   std::vector<bool> mask(static_cast<size_t>(l.total), true);
@@ -29,12 +41,19 @@ auto DecayMask(const model::ParamLayout& l) -> std::vector<bool> {
 }
 
 auto Engine::Create(const EngineSetup& setup) -> std::unique_ptr<Engine> {
-  std::unique_ptr<Engine> engine(new Engine());
-  engine->Build(setup);
-  return engine;
+  if ((*setup.plan)->training.precision == runtime::Precision::Bf16) {
+    return std::make_unique<TypedEngine<comm::Bf16>>(setup);
+  }
+  return std::make_unique<TypedEngine<float>>(setup);
 }
 
-void Engine::Build(const EngineSetup& s) {
+template <typename T>
+TypedEngine<T>::TypedEngine(const EngineSetup& setup) {
+  Build(setup);
+}
+
+template <typename T>
+void TypedEngine<T>::Build(const EngineSetup& s) {
   const runtime::RunPlan& p = **s.plan;
   assert(s.rank >= 0 && s.rank < s.plan->world() && (s.world ? s.world->size() : 1) == s.plan->world());
   plan_ = &p, world_ = s.world, groups_ = s.groups;
@@ -47,8 +66,8 @@ void Engine::Build(const EngineSetup& s) {
     if (ops_[i].kind == OpKind::kBackward) last_backward_[static_cast<size_t>(ops_[i].chunk)] = i;
   }
   comm::Communicator* tensor = groups_ ? groups_->tensor.get() : nullptr;
-  model_ = std::make_unique<model::Transformer<float>>(ModelConfigOf(p), ShardOf(p, stage_, tensor_rank_),
-                                                       cpu::Backend<float>(), tensor);
+  model_ = std::make_unique<model::Transformer<T>>(ModelConfigOf(p), ShardOf(p, stage_, tensor_rank_),
+                                                   cpu::Backend<T>(), tensor);
   zero_ = p.layout.zero;
   const model::ParamLayout& l = model_->layout();
   std::vector<OwnedSlice> slices{{0, l.total}};
@@ -61,6 +80,10 @@ void Engine::Build(const EngineSetup& s) {
   optimizer_ = std::make_unique<ShardedAdamW>(s.optimizer, slices, slices.size() > 1 ? data_rank_ : 0, DecayMask(l));
   if (zero2()) UseWindows(s.seed);
   model_->Initialize(s.seed);
+  if (kMixed && !zero3()) {
+    master_.resize(static_cast<size_t>(optimizer_->mine().count));
+    model_->InitialValues(s.seed, optimizer_->mine().first, optimizer_->mine().count, master_.data());
+  }
   PlanSlots();
   model_->Reserve(p.layout.micro_batch, p.model.seq_len, slots_);
   reducer_ = std::make_unique<GradientReducer>(groups_ ? groups_->data.get() : nullptr);
@@ -85,25 +108,28 @@ void Engine::Build(const EngineSetup& s) {
 
 // ZeRO 2 and 3: the model computes each segment in a window; the hooks move
 // it between the owners. A failure is kept until the step ends.
-void Engine::UseWindows(uint64_t seed) {
+template <typename T>
+void TypedEngine<T>::UseWindows(uint64_t seed) {
   const OwnedSlice& mine = optimizer_->mine();
-  grad_slice_.assign(static_cast<size_t>(mine.count), 0.0f);
-  model::Transformer<float>::Windows w;
+  grad_slice_.assign(static_cast<size_t>(mine.count), T{});
+  typename model::Transformer<T>::Windows w;
   w.parameters = zero3();
-  w.take = [this](int64_t block, float* window) {
+  w.take = [this](int64_t block, T* window) {
     if (!window_error_.empty()) return;
     if (llvm::Error e = TakeBlock(block, window)) window_error_ = llvm::toString(std::move(e));
   };
   if (zero3()) {
     param_slice_.resize(static_cast<size_t>(mine.count));
     model_->InitialValues(seed, mine.first, mine.count, param_slice_.data());
-    w.fill = [this](int64_t segment, float* window) {
+    if constexpr (kMixed) Round(param_slice_, param_copy_);
+    w.fill = [this](int64_t segment, T* window) {
       if (!window_error_.empty()) return;
       const auto& seg = model_->segments()[static_cast<size_t>(segment)];
-      comm::Communicator* data = groups_ ? groups_->data.get() : nullptr;
-      if (llvm::Error e =
-              GatherFromOwners(window, seg.first, seg.count, optimizer_->slices(),
-                               optimizer_->slices().size() > 1 ? data_rank_ : 0, data, param_slice_.data(), scratch_)) {
+      const T* owned = nullptr;
+      if constexpr (kMixed) owned = param_copy_.data();
+      else owned = param_slice_.data();
+      if (llvm::Error e = GatherFromOwners(window, seg.first, seg.count, optimizer_->slices(), owner_index(),
+                                           data_group(), owned, scratch_)) {
         window_error_ = llvm::toString(std::move(e));
       }
     };
@@ -111,20 +137,43 @@ void Engine::UseWindows(uint64_t seed) {
   model_->UseWindows(std::move(w));
 }
 
-auto Engine::Memory() -> MemoryUse {
-  model::Transformer<float>::MemoryBytes m = model_->Memory();
-  auto bytes = [](const std::vector<float>& v) { return static_cast<int64_t>(v.size() * sizeof(float)); };
+// The planner counts the fp32 master of 16-bit training with the optimizer.
+template <typename T>
+auto TypedEngine<T>::Memory() -> MemoryUse {
+  typename model::Transformer<T>::MemoryBytes m = model_->Memory();
+  auto bytes = [](const auto& v) { return static_cast<int64_t>(v.size() * sizeof(v[0])); };
   MemoryUse u;
-  u.weights = m.parameters + bytes(param_slice_);
+  u.weights = m.parameters + (kMixed ? bytes(param_copy_) : bytes(param_slice_));
   u.gradients = m.gradients + bytes(grad_slice_);
   u.optimizer = bytes(optimizer_->adam().moments().first) + bytes(optimizer_->adam().moments().second);
+  if (kMixed) u.optimizer += bytes(master_) + bytes(param_slice_);
   u.activations = m.activations;
-  u.scratch = m.scratch + static_cast<int64_t>(scratch_.capacity() * sizeof(float));
+  u.scratch = m.scratch + static_cast<int64_t>(scratch_.capacity() * sizeof(T));
   return u;
 }
 
+template <typename T>
+auto TypedEngine<T>::master() -> float* {
+  if (zero3()) return param_slice_.data();
+  if constexpr (kMixed) return master_.data();
+  else return model_->parameters().data();
+}
+
+template <typename T>
+auto TypedEngine<T>::master_count() const -> int64_t {
+  if (zero3()) return static_cast<int64_t>(param_slice_.size());
+  return kMixed ? static_cast<int64_t>(master_.size()) : model_->layout().total;
+}
+
+template <typename T>
+auto TypedEngine<T>::MasterRestored() -> llvm::Error {
+  if constexpr (kMixed) return PublishMaster();
+  else return llvm::Error::success();
+}
+
 // The most distinct micro-batches whose backwards are not all done at once.
-void Engine::PlanSlots() {
+template <typename T>
+void TypedEngine<T>::PlanSlots() {
   std::set<int64_t> active;
   std::vector<int64_t> left(static_cast<size_t>(shape_.micro_batches), shape_.chunks);
   size_t peak = 1;
@@ -135,5 +184,8 @@ void Engine::PlanSlots() {
   }
   slots_ = static_cast<int64_t>(peak);
 }
+
+template class TypedEngine<float>;
+template class TypedEngine<comm::Bf16>;
 
 }  // namespace avf::parallel

@@ -13,7 +13,6 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <vector>
 
@@ -21,12 +20,10 @@
 
 #include "comm/communicator.h"
 #include "data/batches.h"
-#include "model/transformer.h"
+#include "model/config.h"
 #include "optim/optimizer.h"
-#include "parallel/async_comm.h"
 #include "parallel/groups.h"
 #include "parallel/runnable.h"
-#include "parallel/schedule.h"
 #include "parallel/zero_optimizer.h"
 #include "plan/plan.h"
 
@@ -45,8 +42,13 @@ struct EngineSetup {
   uint64_t seed = 1234;
 };
 
+// The engine of one rank, on the element type the plan's precision names:
+// fp32, or bf16 mixed precision (bf16 parameters, activations and gradients
+// in the model, an fp32 master copy of the parameters that the optimizer
+// updates, sharded like its moments; typed_engine.h).
 class Engine {
  public:
+  virtual ~Engine() = default;
   // The plan was checked once (CheckRunnable) and outlives the engine;
   // `world` and `groups` are its world.size() == plan.world() ranks' (null
   // for a one-rank plan).
@@ -70,71 +72,31 @@ class Engine {
   // `stop_signal` is 0, or a code from 1 to kStopCodes - 1 (the signal
   // number this rank was asked to stop on).
   static constexpr int kStopCodes = 32;
-  auto Step(const std::vector<data::Batch>& micro_batches, int stop_signal) -> llvm::Expected<StepResult>;
+  virtual auto Step(const std::vector<data::Batch>& micro_batches, int stop_signal) -> llvm::Expected<StepResult> = 0;
 
   // Bytes this rank holds, in the planner's categories (plan.json
   // predicted.memory_breakdown_bytes): weights and gradients (whole shard or
-  // ZeRO slice), the optimizer's moments, the activations kept for backward
-  // over every micro-batch slot; scratch (workspace, windows) is what the
-  // planner's `buffers` would hold.
+  // ZeRO slice, in the compute precision), the optimizer's moments and, in
+  // bf16, its fp32 master copy; the activations kept for backward over every
+  // micro-batch slot; scratch (workspace, windows) is what the planner's
+  // `buffers` would hold.
   struct MemoryUse {
     int64_t weights = 0, gradients = 0, optimizer = 0, activations = 0, scratch = 0;
   };
-  auto Memory() -> MemoryUse;
+  virtual auto Memory() -> MemoryUse = 0;
 
-  auto model() -> model::Transformer<float>& { return *model_; }
-  // What this rank keeps of the parameters (all of its shard, or at ZeRO 3
-  // its slice): what a checkpoint saves and restores.
-  auto kept_parameters() -> float* { return zero3() ? param_slice_.data() : model_->parameters().data(); }
-  auto kept_parameter_count() const -> int64_t {
-    return zero3() ? static_cast<int64_t>(param_slice_.size()) : model_->layout().total;
-  }
-  auto optimizer() -> ShardedAdamW& { return *optimizer_; }
-  auto stage() const -> int64_t { return stage_; }
-
- private:
-  Engine() = default;
-  void Build(const EngineSetup& s);
-  void PlanSlots();
-  auto Forward(const PipelineOp& op, const std::vector<data::Batch>& batches) -> llvm::Error;
-  auto Backward(const PipelineOp& op, size_t index) -> llvm::Error;
-  auto Receive(int64_t from_stage, float* into) -> llvm::Error;
-  void OnBlockGradients(int64_t block);
-  auto ReduceTheRest() -> llvm::Error;
-  auto Agree(double loss, int stop_signal) -> llvm::Expected<StepResult>;
-  auto zero2() const -> bool { return zero_ >= 2; }
-  auto zero3() const -> bool { return zero_ >= 3; }
-  void UseWindows(uint64_t seed);
-  auto TakeBlock(int64_t block, const float* window) -> llvm::Error;
-  auto SumTiedCopies(float* wte) -> llvm::Error;
-  auto FinishSharded() -> llvm::Error;
-  auto Update(double grad_norm) -> llvm::Error;
-  auto SquaredNormOfSlice() const -> double;
-
-  const runtime::RunPlan* plan_ = nullptr;
-  comm::Communicator* world_ = nullptr;
-  RankGroups* groups_ = nullptr;
-  int64_t stage_ = 0, tensor_rank_ = 0, data_rank_ = 0;
-  PipelineShape shape_;
-  std::vector<PipelineOp> ops_;
-  std::vector<size_t> last_backward_;  // per chunk: the index in ops_ of its last backward
-  std::unique_ptr<model::Transformer<float>> model_;
-  std::unique_ptr<ShardedAdamW> optimizer_;
-  std::map<int64_t, std::unique_ptr<AsyncSender>> senders_;  // by the stage sent to
-  std::unique_ptr<GradientReducer> reducer_;
-  std::vector<OwnedSlice> counted_;  // the elements this rank adds to the squared norm
-  // Micro-batch slots: peak distinct micro-batches in flight; per micro-batch
-  // its slot (-1: none) and chunk backwards still to run.
-  int64_t slots_ = 1;
-  std::vector<int64_t> slot_of_, backwards_left_, free_slots_;
-  double step_loss_ = 0;
-  CommSeconds waited_;  // this rank's, in the step so far
-  int64_t zero_ = 0;
-  // ZeRO 2 and 3: this rank's slice of the reduced gradients (and of the
-  // parameters at 3); the window hooks' first failure; reused scratch.
-  std::vector<float> grad_slice_, param_slice_;
-  std::string window_error_;
-  std::vector<float> scratch_;
+  // The fp32 parameters a checkpoint saves and restores: in fp32 what this
+  // rank keeps of them (all of its shard, or at ZeRO 3 its slice); in bf16
+  // the master copy of the elements it updates (its ZeRO slice, or the whole
+  // shard at ZeRO 0). After writing into master(), call MasterRestored() on
+  // every rank: it rebuilds the compute copy (a collective in bf16 with ZeRO
+  // 1 and 2, which gathers every owner's slice).
+  virtual auto master() -> float* = 0;
+  virtual auto master_count() const -> int64_t = 0;
+  virtual auto MasterRestored() -> llvm::Error = 0;
+  virtual auto optimizer() -> ShardedAdamW& = 0;
+  virtual auto layout() const -> const model::ParamLayout& = 0;
+  virtual auto stage() const -> int64_t = 0;
 };
 
 }  // namespace avf::parallel

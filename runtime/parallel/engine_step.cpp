@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "parallel/engine.h"
+#include "parallel/typed_engine.h"
 
 namespace avf::parallel {
 
@@ -28,14 +28,16 @@ auto Timed(double& into, F f) -> llvm::Error {
 
 }  // namespace
 
-auto Engine::Receive(int64_t from_stage, float* into) -> llvm::Error {
+template <typename T>
+auto TypedEngine<T>::Receive(int64_t from_stage, T* into) -> llvm::Error {
   comm::Communicator* link = groups_ ? groups_->RecvLink(from_stage) : nullptr;
   assert(link);  // BuildGroups splits a link for every pair the schedule sends over
   auto count = static_cast<size_t>(model_->activation_rows() * model_->config().hidden);
   return Timed(waited_.pipeline, [&] { return link->Recv(into, count, 0); });
 }
 
-auto Engine::Forward(const PipelineOp& op, const std::vector<data::Batch>& batches) -> llvm::Error {
+template <typename T>
+auto TypedEngine<T>::Forward(const PipelineOp& op, const std::vector<data::Batch>& batches) -> llvm::Error {
   auto m = static_cast<size_t>(op.micro_batch);
   if (slot_of_[m] < 0) {
     slot_of_[m] = free_slots_.back();
@@ -55,7 +57,8 @@ auto Engine::Forward(const PipelineOp& op, const std::vector<data::Batch>& batch
   return llvm::Error::success();
 }
 
-auto Engine::Backward(const PipelineOp& op, size_t index) -> llvm::Error {
+template <typename T>
+auto TypedEngine<T>::Backward(const PipelineOp& op, size_t index) -> llvm::Error {
   auto m = static_cast<size_t>(op.micro_batch);
   int64_t slot = slot_of_[m];
   OpLinks links = Neighbors(op, shape_.stages, stage_, shape_.chunks);
@@ -81,7 +84,8 @@ auto Engine::Backward(const PipelineOp& op, size_t index) -> llvm::Error {
 
 // A tied model split over stages: the first stage's wte gradient and the
 // last stage's copy's, summed over the embedding group (no-op elsewhere).
-auto Engine::SumTiedCopies(float* wte) -> llvm::Error {
+template <typename T>
+auto TypedEngine<T>::SumTiedCopies(T* wte) -> llvm::Error {
   comm::Communicator* embedding = groups_ ? groups_->embedding.get() : nullptr;
   if (!embedding) return llvm::Error::success();
   const model::ParamLayout& l = model_->layout();
@@ -89,19 +93,20 @@ auto Engine::SumTiedCopies(float* wte) -> llvm::Error {
   return Timed(waited_.data, [&] { return embedding->AllReduce(wte, count, comm::ReduceOp::kSum); });
 }
 
-auto Engine::TakeBlock(int64_t block, const float* window) -> llvm::Error {
-  const auto& seg = model_->segments()[static_cast<size_t>(model::Transformer<float>::BlockSegment(block))];
-  comm::Communicator* data = groups_ ? groups_->data.get() : nullptr;
-  int64_t me = optimizer_->slices().size() > 1 ? data_rank_ : 0;
+template <typename T>
+auto TypedEngine<T>::TakeBlock(int64_t block, const T* window) -> llvm::Error {
+  const auto& seg = model_->segments()[static_cast<size_t>(model::Transformer<T>::BlockSegment(block))];
   return Timed(waited_.data, [&] {
-    return ScatterToOwners(window, seg.first, seg.count, optimizer_->slices(), me, data, grad_slice_.data(), scratch_);
+    return ScatterToOwners(window, seg.first, seg.count, optimizer_->slices(), owner_index(), data_group(),
+                           grad_slice_.data(), scratch_);
   });
 }
 
 // ZeRO 2 and 3, after the schedule: the front and back windows (embeddings,
 // head; accumulated over the micro-batches) summed over the embedding group
 // where a tied wte is split, then reduce-scattered to their owners.
-auto Engine::FinishSharded() -> llvm::Error {
+template <typename T>
+auto TypedEngine<T>::FinishSharded() -> llvm::Error {
   if (!window_error_.empty()) return Fail(std::exchange(window_error_, std::string()));
   model_->FinishHeadGradients();
   if (llvm::Error e = model_->TakeError()) return e;
@@ -112,16 +117,14 @@ auto Engine::FinishSharded() -> llvm::Error {
                                                : model_->BackGradients() + (l.lm_head - back.first))) {
     return e;
   }
-  comm::Communicator* data = groups_ ? groups_->data.get() : nullptr;
-  int64_t me = optimizer_->slices().size() > 1 ? data_rank_ : 0;
   for (const auto& end :
        {std::pair{segments.front(), model_->FrontGradients()}, std::pair{back, model_->BackGradients()}}) {
     const auto& seg = end.first;
-    const float* window = end.second;
+    const T* window = end.second;
     if (seg.count == 0) continue;
     if (llvm::Error e = Timed(waited_.data, [&] {
-          return ScatterToOwners(window, seg.first, seg.count, optimizer_->slices(), me, data, grad_slice_.data(),
-                                 scratch_);
+          return ScatterToOwners(window, seg.first, seg.count, optimizer_->slices(), owner_index(), data_group(),
+                                 grad_slice_.data(), scratch_);
         })) {
       return e;
     }
@@ -129,32 +132,62 @@ auto Engine::FinishSharded() -> llvm::Error {
   return llvm::Error::success();
 }
 
-auto Engine::SquaredNormOfSlice() const -> double {
+template <typename T>
+auto TypedEngine<T>::SquaredNormOfSlice() const -> double {
   const OwnedSlice& mine = optimizer_->mine();
   double sum = 0;
   for (const OwnedSlice& r : counted_) {
     int64_t lo = std::max(r.first, mine.first), hi = std::min(r.first + r.count, mine.first + mine.count);
     for (int64_t i = lo; i < hi; ++i) {
-      double g = grad_slice_[static_cast<size_t>(i - mine.first)];
+      double g = backend::Widen(grad_slice_[static_cast<size_t>(i - mine.first)]);
       sum += g * g;
     }
   }
   return sum;
 }
 
-auto Engine::Update(double grad_norm) -> llvm::Error {
-  comm::Communicator* data = groups_ ? groups_->data.get() : nullptr;
-  if (!zero2()) return optimizer_->Step(model_->parameters().data(), model_->gradients().data(), grad_norm, data);
-  if (zero3()) {
-    optimizer_->Update(param_slice_.data(), grad_slice_.data(), grad_norm);
-    return llvm::Error::success();
+template <typename T>
+auto TypedEngine<T>::Update(double grad_norm) -> llvm::Error {
+  if constexpr (kMixed) {
+    const T* grads = zero2() ? grad_slice_.data() : model_->gradients().data() + optimizer_->mine().first;
+    optimizer_->Update(master(), grads, grad_norm);
+    return PublishMaster();
+  } else {
+    if (!zero2()) {
+      return optimizer_->Step(model_->parameters().data(), model_->gradients().data(), grad_norm, data_group());
+    }
+    if (zero3()) {
+      optimizer_->Update(param_slice_.data(), grad_slice_.data(), grad_norm);
+      return llvm::Error::success();
+    }
+    float* params = model_->parameters().data();
+    optimizer_->Update(params + optimizer_->mine().first, grad_slice_.data(), grad_norm);
+    return optimizer_->Gather(params, data_group());
   }
-  float* params = model_->parameters().data();
-  optimizer_->Update(params + optimizer_->mine().first, grad_slice_.data(), grad_norm);
-  return optimizer_->Gather(params, data);
 }
 
-void Engine::OnBlockGradients(int64_t block) {
+template <typename T>
+auto TypedEngine<T>::PublishMaster() -> llvm::Error {
+  if constexpr (kMixed) {
+    if (zero3()) {
+      RoundInto(param_slice_.data(), param_slice_.size(), param_copy_.data());
+      return llvm::Error::success();
+    }
+    T* params = model_->parameters().data();
+    RoundInto(master_.data(), master_.size(), params + optimizer_->mine().first);
+    return optimizer_->Gather(params, data_group());
+  } else {
+    return llvm::Error::success();
+  }
+}
+
+template <typename T>
+void TypedEngine<T>::ScaleGradients(T* data, size_t count, float scale) {
+  for (size_t i = 0; i < count; ++i) data[i] = backend::Narrow<T>(backend::Widen(data[i]) * scale);
+}
+
+template <typename T>
+void TypedEngine<T>::OnBlockGradients(int64_t block) {
   model_->FinishBlockGradients(block);
   const model::ParamLayout::Range& r = model_->layout().block_ranges[static_cast<size_t>(block)];
   reducer_->Reduce(model_->gradients().data() + r.first, static_cast<size_t>(r.count));
@@ -163,11 +196,12 @@ void Engine::OnBlockGradients(int64_t block) {
 // The gradients outside the blocks (embeddings, final norm, output
 // projection): a tied model's two wte copies summed over the embedding
 // group first, then everything averaged over the data group.
-auto Engine::ReduceTheRest() -> llvm::Error {
+template <typename T>
+auto TypedEngine<T>::ReduceTheRest() -> llvm::Error {
   model_->FinishHeadGradients();
   if (llvm::Error e = model_->TakeError()) return e;
   const model::ParamLayout& l = model_->layout();
-  float* g = model_->gradients().data();
+  T* g = model_->gradients().data();
   if (llvm::Error e = SumTiedCopies(g + (l.wte >= 0 ? l.wte : l.lm_head))) return e;
   int64_t head = l.block_ranges.empty() ? 0 : l.block_ranges.back().first + l.block_ranges.back().count;
   int64_t body = l.block_ranges.empty() ? l.total : l.block_ranges.front().first;
@@ -179,8 +213,9 @@ auto Engine::ReduceTheRest() -> llvm::Error {
 // One world all-reduce: the squared norm's parts, the loss (from the last
 // stage's tensor rank 0 of each data rank), the seconds waited, and the stop
 // requests as a count per code, so every rank learns the same code.
-auto Engine::Agree(double loss, int stop_signal) -> llvm::Expected<StepResult> {
-  const float* g = model_->gradients().data();
+template <typename T>
+auto TypedEngine<T>::Agree(double loss, int stop_signal) -> llvm::Expected<StepResult> {
+  const T* g = model_->gradients().data();
   bool reports_loss = model_->shard().output && tensor_rank_ == 0;
   waited_.tensor += model_->TakeTensorCommSeconds();
   constexpr int kStops = 5;
@@ -201,11 +236,13 @@ auto Engine::Agree(double loss, int stop_signal) -> llvm::Expected<StepResult> {
   return StepResult{shared[1], std::sqrt(static_cast<double>(shared[0])), agreed, mean};
 }
 
-auto Engine::Step(const std::vector<data::Batch>& micro_batches, int stop_signal) -> llvm::Expected<StepResult> {
+template <typename T>
+auto TypedEngine<T>::Step(const std::vector<data::Batch>& micro_batches, int stop_signal)
+    -> llvm::Expected<StepResult> {
   auto m = static_cast<size_t>(shape_.micro_batches);
   assert(micro_batches.size() == m);
   model_->ZeroGradients();
-  std::fill(grad_slice_.begin(), grad_slice_.end(), 0.0f);
+  std::fill(grad_slice_.begin(), grad_slice_.end(), T{});
   step_loss_ = 0;
   waited_ = {};
   model_->TakeTensorCommSeconds();
@@ -223,17 +260,19 @@ auto Engine::Step(const std::vector<data::Batch>& micro_batches, int stop_signal
   if (zero2()) {
     if (llvm::Error e = FinishSharded()) return e;
     // The scatters summed over the data group: average, and over the micro-batches.
-    float scale = 1.0f / static_cast<float>(m * static_cast<size_t>(plan_->layout.data));
-    for (float& x : grad_slice_) x *= scale;
+    ScaleGradients(grad_slice_.data(), grad_slice_.size(),
+                   1.0f / static_cast<float>(m * static_cast<size_t>(plan_->layout.data)));
   } else {
     if (llvm::Error e = ReduceTheRest()) return e;
-    float scale = 1.0f / static_cast<float>(m);
-    for (float& x : model_->gradients()) x *= scale;
+    ScaleGradients(model_->gradients().data(), model_->gradients().size(), 1.0f / static_cast<float>(m));
   }
   auto result = Agree(step_loss_ / static_cast<double>(m), stop_signal);
   if (!result) return result.takeError();
   if (llvm::Error e = Update(result->grad_norm)) return e;
   return *result;
 }
+
+template class TypedEngine<float>;
+template class TypedEngine<comm::Bf16>;
 
 }  // namespace avf::parallel

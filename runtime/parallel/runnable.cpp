@@ -58,13 +58,13 @@ auto CheckRunnable(const runtime::ValidPlan& valid, int world) -> llvm::Expected
     return Fail(fmt::format("this avf-run trains with AdamW only; the plan asks for {}",
                             runtime::Name(p.optimizer.kind).str()));
   }
-  // Training a bf16 plan in fp32 would be another run than the plan's (its
-  // memory, speed and numerics): refused until the runtime has bf16.
-  if (p.training.precision != runtime::Precision::Fp32) {
+  // Training an fp16 plan in another precision would be another run than
+  // the plan's (its memory, speed and numerics): refused, never substituted.
+  if (p.training.precision == runtime::Precision::Fp16) {
     return Fail(
-        fmt::format("this avf-run trains in fp32 only; the plan asks for {}: compile the job with "
-                    "`precision = fp32` to train it here",
-                    runtime::Name(p.training.precision).str()));
+        "this avf-run trains in fp32 and bf16 mixed precision; the plan asks for fp16, which needs loss scaling "
+        "that this runtime does not have: compile the job with `precision = bf16` (same memory, no loss scaling) "
+        "or `precision = fp32`");
   }
   if (static_cast<int64_t>(p.ranks.size()) != world) {
     return Fail(

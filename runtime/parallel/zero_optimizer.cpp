@@ -1,6 +1,7 @@
 #include "parallel/zero_optimizer.h"
 
 #include <algorithm>
+#include <type_traits>
 
 namespace avf::parallel {
 
@@ -16,11 +17,8 @@ auto ShardedAdamW::Step(float* params, const float* grads, double grad_norm, com
   return Gather(params, data);
 }
 
-void ShardedAdamW::Update(float* params_slice, const float* grads_slice, double grad_norm) {
-  adam_.Step(params_slice, grads_slice, decay_, grad_norm);
-}
-
-auto ShardedAdamW::Gather(float* params, comm::Communicator* data) -> llvm::Error {
+template <comm::Element E>
+auto ShardedAdamW::Gather(E* params, comm::Communicator* data) -> llvm::Error {
   if (!data || data->size() == 1 || slices_.size() == 1) return llvm::Error::success();
   for (size_t owner = 0; owner < slices_.size(); ++owner) {
     const OwnedSlice& o = slices_[owner];
@@ -32,15 +30,15 @@ auto ShardedAdamW::Gather(float* params, comm::Communicator* data) -> llvm::Erro
   return llvm::Error::success();
 }
 
-auto SquaredNorm(const float* grads, const std::vector<OwnedSlice>& counted) -> double {
-  double sum = 0;
-  for (const OwnedSlice& r : counted) {
-    for (int64_t i = r.first; i < r.first + r.count; ++i) sum += static_cast<double>(grads[i]) * grads[i];
-  }
-  return sum;
-}
-
 namespace {
+
+auto Wide(float x) -> float { return x; }
+auto Wide(comm::Bf16 x) -> float { return comm::ToFloat(x); }
+template <typename E>
+auto Narrow(float x) -> E {
+  if constexpr (std::is_same_v<E, float>) return x;
+  else return comm::ToBf16(x);
+}
 
 // The part of [first, first + count) each owner's slice covers (maybe empty).
 auto Parts(int64_t first, int64_t count, const std::vector<OwnedSlice>& slices) -> std::vector<OwnedSlice> {
@@ -60,42 +58,71 @@ auto Widest(const std::vector<OwnedSlice>& parts) -> int64_t {
 
 }  // namespace
 
-auto ScatterToOwners(const float* window, int64_t first, int64_t count, const std::vector<OwnedSlice>& slices,
-                     int64_t me, comm::Communicator* data, float* owned, std::vector<float>& scratch) -> llvm::Error {
+// Sums of squares of fixed blocks, added in block order afterwards: the
+// same result however many threads computed the blocks.
+template <comm::Element E>
+auto SquaredNorm(const E* grads, const std::vector<OwnedSlice>& counted) -> double {
+  constexpr int64_t kBlock = 1 << 16;
+  double sum = 0;
+  for (const OwnedSlice& r : counted) {
+    int64_t blocks = (r.count + kBlock - 1) / kBlock;
+    std::vector<double> partial(static_cast<size_t>(blocks), 0.0);
+#pragma omp parallel for schedule(static) if (blocks > 16)
+    for (int64_t b = 0; b < blocks; ++b) {
+      int64_t first = r.first + b * kBlock, end = std::min(r.first + r.count, first + kBlock);
+      double block = 0;
+      for (int64_t i = first; i < end; ++i) {
+        double g = Wide(grads[i]);
+        block += g * g;
+      }
+      partial[static_cast<size_t>(b)] = block;
+    }
+    for (double p : partial) sum += p;
+  }
+  return sum;
+}
+
+template <comm::Element E>
+auto ScatterToOwners(const E* window, int64_t first, int64_t count, const std::vector<OwnedSlice>& slices, int64_t me,
+                     comm::Communicator* data, E* owned, std::vector<E>& scratch) -> llvm::Error {
   std::vector<OwnedSlice> parts = Parts(first, count, slices);
   int64_t widest = Widest(parts);
   const OwnedSlice& mine = parts[static_cast<size_t>(me)];
-  float* into = mine.count > 0 ? owned + (mine.first - slices[static_cast<size_t>(me)].first) : owned;
+  E* into = mine.count > 0 ? owned + (mine.first - slices[static_cast<size_t>(me)].first) : owned;
+  auto add = [into, n = mine.count](const E* from) {
+    for (int64_t i = 0; i < n; ++i) into[i] = Narrow<E>(Wide(into[i]) + Wide(from[i]));
+  };
   if (!data || data->size() == 1) {
-    for (int64_t i = 0; i < mine.count; ++i) into[i] += window[mine.first - first + i];
+    add(window + (mine.first - first));
     return llvm::Error::success();
   }
   if (widest == 0) return llvm::Error::success();
   auto n = static_cast<size_t>(widest);
-  scratch.assign(parts.size() * n + n, 0.0f);
+  scratch.assign(parts.size() * n + n, E{});
   for (size_t d = 0; d < parts.size(); ++d) {
     std::copy_n(window + (parts[d].first - first), parts[d].count, scratch.begin() + static_cast<int64_t>(d * n));
   }
-  float* sum = scratch.data() + parts.size() * n;
+  E* sum = scratch.data() + parts.size() * n;
   if (llvm::Error e = data->ReduceScatter(scratch.data(), sum, n, comm::ReduceOp::kSum)) return e;
-  for (int64_t i = 0; i < mine.count; ++i) into[i] += sum[i];
+  add(sum);
   return llvm::Error::success();
 }
 
-auto GatherFromOwners(float* window, int64_t first, int64_t count, const std::vector<OwnedSlice>& slices, int64_t me,
-                      comm::Communicator* data, const float* owned, std::vector<float>& scratch) -> llvm::Error {
+template <comm::Element E>
+auto GatherFromOwners(E* window, int64_t first, int64_t count, const std::vector<OwnedSlice>& slices, int64_t me,
+                      comm::Communicator* data, const E* owned, std::vector<E>& scratch) -> llvm::Error {
   std::vector<OwnedSlice> parts = Parts(first, count, slices);
   int64_t widest = Widest(parts);
   const OwnedSlice& mine = parts[static_cast<size_t>(me)];
-  const float* from = mine.count > 0 ? owned + (mine.first - slices[static_cast<size_t>(me)].first) : owned;
+  const E* from = mine.count > 0 ? owned + (mine.first - slices[static_cast<size_t>(me)].first) : owned;
   if (!data || data->size() == 1) {
     std::copy_n(from, mine.count, window + (mine.first - first));
     return llvm::Error::success();
   }
   if (widest == 0) return llvm::Error::success();
   auto n = static_cast<size_t>(widest);
-  scratch.assign(parts.size() * n + n, 0.0f);
-  float* send = scratch.data() + parts.size() * n;
+  scratch.assign(parts.size() * n + n, E{});
+  E* send = scratch.data() + parts.size() * n;
   std::copy_n(from, mine.count, send);
   if (llvm::Error e = data->AllGather(send, scratch.data(), n)) return e;
   for (size_t d = 0; d < parts.size(); ++d) {
@@ -103,5 +130,18 @@ auto GatherFromOwners(float* window, int64_t first, int64_t count, const std::ve
   }
   return llvm::Error::success();
 }
+
+#define AVF_ZERO(E)                                                                                     \
+  template auto ShardedAdamW::Gather<E>(E*, comm::Communicator*)->llvm::Error;                          \
+  template auto SquaredNorm<E>(const E*, const std::vector<OwnedSlice>&)->double;                       \
+  template auto ScatterToOwners<E>(const E*, int64_t, int64_t, const std::vector<OwnedSlice>&, int64_t, \
+                                   comm::Communicator*, E*, std::vector<E>&)                            \
+      ->llvm::Error;                                                                                    \
+  template auto GatherFromOwners<E>(E*, int64_t, int64_t, const std::vector<OwnedSlice>&, int64_t,      \
+                                    comm::Communicator*, const E*, std::vector<E>&)                     \
+      ->llvm::Error;
+
+AVF_ZERO(float)
+AVF_ZERO(comm::Bf16)
 
 }  // namespace avf::parallel

@@ -31,12 +31,17 @@ class ShardedAdamW {
 
   // `grad_norm` is the norm of the whole model's gradient (every rank clips
   // by the same factor). `data` is the data group (null: one data rank).
-  // Step takes the whole buffers (gradients averaged over the data group);
-  // Update takes this rank's slice of each; Gather broadcasts every owner's
-  // slice of the parameters.
+  // Step takes the whole fp32 buffers (gradients averaged over the data
+  // group); Update takes this rank's slice of the fp32 parameters (with bf16
+  // training, the master copy) and of the gradients (fp32 or bf16); Gather
+  // broadcasts every owner's slice of the parameters (fp32 or bf16).
   auto Step(float* params, const float* grads, double grad_norm, comm::Communicator* data) -> llvm::Error;
-  void Update(float* params_slice, const float* grads_slice, double grad_norm);
-  auto Gather(float* params, comm::Communicator* data) -> llvm::Error;
+  template <typename G>
+  void Update(float* params_slice, const G* grads_slice, double grad_norm) {
+    adam_.Step(params_slice, grads_slice, decay_, grad_norm);
+  }
+  template <comm::Element E>
+  auto Gather(E* params, comm::Communicator* data) -> llvm::Error;
   auto slices() const -> const std::vector<OwnedSlice>& { return slices_; }
 
   auto mine() const -> const OwnedSlice& { return slices_[static_cast<size_t>(data_rank_)]; }
@@ -54,17 +59,22 @@ class ShardedAdamW {
 // replicated across the tensor group only on tensor rank 0, a tied model's
 // second copy of wte not at all, and (gradients being equal across data
 // ranks) only data rank 0's.
-auto SquaredNorm(const float* grads, const std::vector<OwnedSlice>& counted) -> double;
+template <comm::Element E>
+auto SquaredNorm(const E* grads, const std::vector<OwnedSlice>& counted) -> double;
 
 // Adds the data group's sum of `window` — elements [first, first + count) of
 // the flat buffer — to `owned`, this rank's slice (`slices[me]`), each rank
 // getting the part its slice covers: a reduce-scatter over blocks padded to
 // the largest part. `scratch` is reused between calls.
-auto ScatterToOwners(const float* window, int64_t first, int64_t count, const std::vector<OwnedSlice>& slices,
-                     int64_t me, comm::Communicator* data, float* owned, std::vector<float>& scratch) -> llvm::Error;
+// A bf16 window is reduced with fp32 accumulation and added to `owned` with
+// one rounding.
+template <comm::Element E>
+auto ScatterToOwners(const E* window, int64_t first, int64_t count, const std::vector<OwnedSlice>& slices, int64_t me,
+                     comm::Communicator* data, E* owned, std::vector<E>& scratch) -> llvm::Error;
 // Fills `window` (elements [first, first + count)) from the owners' slices:
 // an all-gather of the parts, padded to the largest.
-auto GatherFromOwners(float* window, int64_t first, int64_t count, const std::vector<OwnedSlice>& slices, int64_t me,
-                      comm::Communicator* data, const float* owned, std::vector<float>& scratch) -> llvm::Error;
+template <comm::Element E>
+auto GatherFromOwners(E* window, int64_t first, int64_t count, const std::vector<OwnedSlice>& slices, int64_t me,
+                      comm::Communicator* data, const E* owned, std::vector<E>& scratch) -> llvm::Error;
 
 }  // namespace avf::parallel

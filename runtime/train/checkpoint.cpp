@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstdio>
 #include <cstring>
 
@@ -41,17 +42,27 @@ auto Get(const uint8_t* p, size_t bytes) -> uint64_t {
   return v;
 }
 
-auto Payload(const RankState& s) -> std::vector<uint8_t> {
-  std::vector<uint8_t> out;
-  out.reserve((s.params.size() + 2 * s.m.size()) * 4);
-  for (const std::vector<float>* v : {&s.params, &s.m, &s.v}) {
-    for (float f : *v) {
-      uint32_t bits;
-      std::memcpy(&bits, &f, 4);
-      Put(out, bits, 4);
-    }
+// The payload is the arrays' bytes as they are in memory: little-endian
+// fp32, as the format says.
+static_assert(std::endian::native == std::endian::little, "checkpoints are written from little-endian memory");
+
+auto Bytes(llvm::ArrayRef<float> v) -> llvm::ArrayRef<uint8_t> {
+  return {reinterpret_cast<const uint8_t*>(v.data()), v.size() * sizeof(float)};
+}
+
+auto PayloadCrc(const RankStateView& s) -> uint32_t {
+  uint32_t crc = 0;
+  for (llvm::ArrayRef<float> v : {s.params, s.m, s.v}) crc = llvm::crc32(crc, Bytes(v));
+  return crc;
+}
+
+auto WriteAll(std::FILE* f, const std::vector<uint8_t>& header, const RankStateView& s) -> bool {
+  bool ok = std::fwrite(header.data(), 1, header.size(), f) == header.size();
+  for (llvm::ArrayRef<float> v : {s.params, s.m, s.v}) {
+    llvm::ArrayRef<uint8_t> bytes = Bytes(v);
+    ok = ok && (bytes.empty() || std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size());
   }
-  return out;
+  return ok;
 }
 
 // The size of a rank's file: the header, 4 bytes per parameter and 8 per
@@ -95,22 +106,21 @@ auto CheckpointDir(const std::string& root, int64_t step) -> std::string {
   return root + fmt::format("/step_{:08d}", step);
 }
 
-auto SaveRank(const std::string& root, int32_t rank, int32_t world, const RankState& s) -> llvm::Error {
+auto SaveRank(const std::string& root, int32_t rank, int32_t world, const RankStateView& s) -> llvm::Error {
   if (s.m.size() != s.v.size() || s.m.size() > s.params.size())
     return Fail("checkpoint: the moments do not fit the parameters");
   std::string dir = CheckpointDir(root, s.step);
   if (std::error_code ec = llvm::sys::fs::create_directories(dir))
     return Fail(fmt::format("{}: {}", dir, ec.message()));
-  std::vector<uint8_t> payload = Payload(s), file;
-  Put(file, kMagic, 4), Put(file, kVersion, 4), Put(file, static_cast<uint32_t>(world), 4);
-  Put(file, static_cast<uint32_t>(rank), 4), Put(file, static_cast<uint64_t>(s.step), 8);
-  Put(file, static_cast<uint64_t>(s.data_position), 8), Put(file, static_cast<uint64_t>(s.data_epoch), 8);
-  Put(file, s.params.size(), 8), Put(file, llvm::crc32(payload), 4), Put(file, s.m.size(), 8);
-  file.resize(kHeaderBytes, 0);
-  file.insert(file.end(), payload.begin(), payload.end());
+  std::vector<uint8_t> header;
+  Put(header, kMagic, 4), Put(header, kVersion, 4), Put(header, static_cast<uint32_t>(world), 4);
+  Put(header, static_cast<uint32_t>(rank), 4), Put(header, static_cast<uint64_t>(s.step), 8);
+  Put(header, static_cast<uint64_t>(s.data_position), 8), Put(header, static_cast<uint64_t>(s.data_epoch), 8);
+  Put(header, s.params.size(), 8), Put(header, PayloadCrc(s), 4), Put(header, s.m.size(), 8);
+  header.resize(kHeaderBytes, 0);
   std::string path = RankFile(root, s.step, rank), tmp = path + ".tmp";
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  bool ok = f && std::fwrite(file.data(), 1, file.size(), f) == file.size();
+  bool ok = f && WriteAll(f, header, s);
   ok = f && std::fclose(f) == 0 && ok;
   if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
     std::string why = std::strerror(errno);
@@ -118,6 +128,10 @@ auto SaveRank(const std::string& root, int32_t rank, int32_t world, const RankSt
     return Fail(fmt::format("{}: cannot write the checkpoint: {}", path, why));
   }
   return llvm::Error::success();
+}
+
+auto SaveRank(const std::string& root, int32_t rank, int32_t world, const RankState& s) -> llvm::Error {
+  return SaveRank(root, rank, world, RankStateView{s.step, s.data_position, s.data_epoch, s.params, s.m, s.v});
 }
 
 auto Commit(const std::string& root, int64_t step) -> llvm::Error {

@@ -24,9 +24,20 @@ struct RankState {
   std::vector<float> params, m, v;
 };
 
+// The same state where it lives (the engine's and the optimizer's buffers),
+// so that saving copies nothing: a checkpoint of a large model must not
+// double the process's memory.
+struct RankStateView {
+  int64_t step = 0;
+  int64_t data_position = 0, data_epoch = 0;
+  llvm::ArrayRef<float> params, m, v;
+};
+
 auto CheckpointDir(const std::string& root, int64_t step) -> std::string;
 
-// Writes the rank's file atomically (a temporary name, then rename).
+// Writes the rank's file atomically (a temporary name, then rename),
+// streaming the arrays from where they are.
+auto SaveRank(const std::string& root, int32_t rank, int32_t world, const RankStateView& state) -> llvm::Error;
 auto SaveRank(const std::string& root, int32_t rank, int32_t world, const RankState& state) -> llvm::Error;
 // Marks step `step` complete; call once every rank's SaveRank returned.
 auto Commit(const std::string& root, int64_t step) -> llvm::Error;

@@ -80,13 +80,13 @@ auto Loop::OneStep(double& loss, double& norm, int& stop) -> llvm::Error {
 }
 
 auto Loop::Checkpoint() -> llvm::Error {
-  RankState s;
-  s.step = step;
   data::BatchLoader::Position pos = loader->position();
-  s.data_position = pos.position, s.data_epoch = pos.epoch;
-  s.params.assign(engine->kept_parameters(), engine->kept_parameters() + engine->kept_parameter_count());
-  s.m = adam().moments().first;
-  s.v = adam().moments().second;
+  RankStateView s{step,
+                  pos.position,
+                  pos.epoch,
+                  {engine->master(), static_cast<size_t>(engine->master_count())},
+                  adam().moments().first,
+                  adam().moments().second};
   int world = options.world ? options.world->size() : 1;
   if (llvm::Error e = SaveRank(options.checkpoint_dir, options.rank, world, s)) return e;
   // Every rank's file is written before rank 0 marks the step committed.
@@ -105,9 +105,10 @@ auto Loop::Resume() -> llvm::Error {
   if (!latest) return latest.takeError();
   if (!*latest) return llvm::Error::success();
   auto s = LoadRank(options.checkpoint_dir, **latest, options.rank, options.world ? options.world->size() : 1,
-                    engine->kept_parameter_count(), engine->optimizer().mine().count);
+                    engine->master_count(), engine->optimizer().mine().count);
   if (!s) return s.takeError();
-  std::copy(s->params.begin(), s->params.end(), engine->kept_parameters());
+  std::copy(s->params.begin(), s->params.end(), engine->master());
+  if (llvm::Error e = engine->MasterRestored()) return e;
   adam().moments().first = std::move(s->m);
   adam().moments().second = std::move(s->v);
   adam().set_step(s->step);

@@ -54,9 +54,9 @@ auto ShapeName(const PlanShape& s) -> std::string {
   const char* kind = s.schedule == runtime::PipelineSchedule::Interleaved ? "interleaved"
                      : s.schedule == runtime::PipelineSchedule::Gpipe     ? "gpipe"
                                                                           : "1f1b";
-  return fmt::format("{}_T{}D{}P{}V{}_{}_zero{}_mb{}x{}{}", s.model.arch == model::Arch::Gpt2 ? "gpt2" : "llama",
+  return fmt::format("{}_T{}D{}P{}V{}_{}_zero{}_mb{}x{}{}{}", s.model.arch == model::Arch::Gpt2 ? "gpt2" : "llama",
                      s.tensor, s.data, s.pipeline, s.chunks, kind, s.zero, s.micro_batches, s.micro_batch,
-                     s.sequence_parallel ? "_sp" : "");
+                     s.sequence_parallel ? "_sp" : "", s.precision == runtime::Precision::Bf16 ? "_bf16" : "");
 }
 
 auto MakePlan(const PlanShape& s) -> RunPlan {
@@ -71,7 +71,7 @@ auto MakePlan(const PlanShape& s) -> RunPlan {
   p.layout.virtual_stages = s.chunks, p.layout.schedule = s.schedule, p.layout.zero = s.zero;
   p.layout.micro_batch = s.micro_batch, p.layout.sequence_parallel = s.sequence_parallel;
   p.layout.rank_order = "tensor,data,pipeline";
-  p.training.precision = runtime::Precision::Fp32;  // what this runtime trains
+  p.training.precision = s.precision;
   p.training.gpus = s.tensor * s.data * s.pipeline;
   p.training.micro_batch = s.micro_batch, p.training.micro_batches_per_step = s.micro_batches;
   p.training.global_batch = s.micro_batch * s.micro_batches * s.data;

@@ -21,6 +21,7 @@ struct PlanShape {
   int64_t micro_batch = 1, micro_batches = 1;  // per step and data rank
   bool sequence_parallel = false;
   model::ModelConfig model;  // its tied_embeddings decides the embedding groups
+  runtime::Precision precision = runtime::Precision::Fp32;
 };
 
 auto ShapeName(const PlanShape& s) -> std::string;

@@ -1,0 +1,93 @@
+// The engine (engine.h) on one element type T: float, or bf16 with an fp32
+// master copy of the parameters. Internal to runtime/parallel: the trainer
+// sees only Engine.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "model/transformer.h"
+#include "parallel/async_comm.h"
+#include "parallel/engine.h"
+#include "parallel/schedule.h"
+
+namespace avf::parallel {
+
+// to[i] = from[i] rounded to nearest even.
+void RoundInto(const float* from, size_t count, comm::Bf16* to);
+
+template <typename T>
+class TypedEngine final : public Engine {
+ public:
+  explicit TypedEngine(const EngineSetup& setup);
+
+  auto Step(const std::vector<data::Batch>& micro_batches, int stop_signal) -> llvm::Expected<StepResult> override;
+  auto Memory() -> MemoryUse override;
+  auto master() -> float* override;
+  auto master_count() const -> int64_t override;
+  auto MasterRestored() -> llvm::Error override;
+  auto optimizer() -> ShardedAdamW& override { return *optimizer_; }
+  auto layout() const -> const model::ParamLayout& override { return model_->layout(); }
+  auto stage() const -> int64_t override { return stage_; }
+
+ private:
+  // bf16: the model computes on a rounded copy of the fp32 master.
+  static constexpr bool kMixed = !std::is_same_v<T, float>;
+
+  void Build(const EngineSetup& s);
+  void PlanSlots();
+  auto Forward(const PipelineOp& op, const std::vector<data::Batch>& batches) -> llvm::Error;
+  auto Backward(const PipelineOp& op, size_t index) -> llvm::Error;
+  auto Receive(int64_t from_stage, T* into) -> llvm::Error;
+  void OnBlockGradients(int64_t block);
+  auto ReduceTheRest() -> llvm::Error;
+  auto Agree(double loss, int stop_signal) -> llvm::Expected<StepResult>;
+  auto zero2() const -> bool { return zero_ >= 2; }
+  auto zero3() const -> bool { return zero_ >= 3; }
+  auto data_group() const -> comm::Communicator* { return groups_ ? groups_->data.get() : nullptr; }
+  auto owner_index() const -> int64_t { return optimizer_->slices().size() > 1 ? data_rank_ : 0; }
+  void UseWindows(uint64_t seed);
+  auto TakeBlock(int64_t block, const T* window) -> llvm::Error;
+  auto SumTiedCopies(T* wte) -> llvm::Error;
+  auto FinishSharded() -> llvm::Error;
+  auto Update(double grad_norm) -> llvm::Error;
+  // bf16: the updated master slice, rounded into the compute copy (and, with
+  // ZeRO 1 and 2, every owner's slice broadcast over the data group).
+  auto PublishMaster() -> llvm::Error;
+  auto SquaredNormOfSlice() const -> double;
+  void ScaleGradients(T* data, size_t count, float scale);
+
+  const runtime::RunPlan* plan_ = nullptr;
+  comm::Communicator* world_ = nullptr;
+  RankGroups* groups_ = nullptr;
+  int64_t stage_ = 0, tensor_rank_ = 0, data_rank_ = 0;
+  PipelineShape shape_;
+  std::vector<PipelineOp> ops_;
+  std::vector<size_t> last_backward_;  // per chunk: the index in ops_ of its last backward
+  std::unique_ptr<model::Transformer<T>> model_;
+  std::unique_ptr<ShardedAdamW> optimizer_;
+  std::map<int64_t, std::unique_ptr<AsyncSender>> senders_;  // by the stage sent to
+  std::unique_ptr<GradientReducer> reducer_;
+  std::vector<OwnedSlice> counted_;  // the elements this rank adds to the squared norm
+  // Micro-batch slots: peak distinct micro-batches in flight; per micro-batch
+  // its slot (-1: none) and chunk backwards still to run.
+  int64_t slots_ = 1;
+  std::vector<int64_t> slot_of_, backwards_left_, free_slots_;
+  double step_loss_ = 0;
+  CommSeconds waited_;  // this rank's, in the step so far
+  int64_t zero_ = 0;
+  // ZeRO 2 and 3: this rank's slice of the reduced gradients; at 3, its
+  // slice of the parameters in fp32 (`param_slice_`, the master in bf16) and,
+  // in bf16, that slice rounded (`param_copy_`, what the windows gather).
+  std::vector<T> grad_slice_, param_copy_;
+  std::vector<float> param_slice_;
+  // bf16 below ZeRO 3: the fp32 master of the elements this rank updates.
+  std::vector<float> master_;
+  std::string window_error_;  // the window hooks' first failure
+  std::vector<T> scratch_;
+};
+
+}  // namespace avf::parallel
