@@ -184,7 +184,8 @@ auto MakeMatmul(const GemmShape& s, memory::data_type c_type) -> Matmul {
   Matmul mm{{},
             Operand(s.m, s.k, s.trans_a, s.lda, memory::data_type::bf16),
             Operand(s.k, s.n, s.trans_b, s.ldb, memory::data_type::bf16),
-            Operand(s.m, s.n, false, s.ldc, c_type)};
+            Operand(s.m, s.n, false, s.ldc, c_type),
+            {}};
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   if (s.alpha != 1) attr.set_output_scales(0, {s.alpha});

@@ -52,10 +52,9 @@ void AdamW::Step(float* params, const G* grads, const std::vector<bool>& decay, 
 #pragma omp parallel for schedule(static) if (n > kParallelMin)
   for (int64_t first = 0; first < n; first += kBlock) {
     int64_t end = std::min(n, first + kBlock);
-    // vector<bool>'s bits, read once per block: the loop below then vectorises.
+    // vector<bool>'s bits, read once per block, out of the update's loop.
     double decays[kBlock];
     for (int64_t i = first; i < end; ++i) decays[i - first] = decay.empty() || decay[static_cast<size_t>(i)] ? wd : 0.0;
-#pragma omp simd
     for (int64_t i = first; i < end; ++i) {
       double g = Widened(grads[i]) * u.clip;
       double m = b1 * m_all[i] + (1.0 - b1) * g;
