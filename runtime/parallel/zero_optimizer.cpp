@@ -1,7 +1,8 @@
 #include "parallel/zero_optimizer.h"
 
 #include <algorithm>
-#include <type_traits>
+
+#include "backend/element.h"
 
 namespace avf::parallel {
 
@@ -31,14 +32,6 @@ auto ShardedAdamW::Gather(E* params, comm::Communicator* data) -> llvm::Error {
 }
 
 namespace {
-
-auto Wide(float x) -> float { return x; }
-auto Wide(comm::Bf16 x) -> float { return comm::ToFloat(x); }
-template <typename E>
-auto Narrow(float x) -> E {
-  if constexpr (std::is_same_v<E, float>) return x;
-  else return comm::ToBf16(x);
-}
 
 // The part of [first, first + count) each owner's slice covers (maybe empty).
 auto Parts(int64_t first, int64_t count, const std::vector<OwnedSlice>& slices) -> std::vector<OwnedSlice> {
@@ -72,7 +65,7 @@ auto SquaredNorm(const E* grads, const std::vector<OwnedSlice>& counted) -> doub
       int64_t first = r.first + b * kBlock, end = std::min(r.first + r.count, first + kBlock);
       double block = 0;
       for (int64_t i = first; i < end; ++i) {
-        double g = Wide(grads[i]);
+        double g = backend::Widen(grads[i]);
         block += g * g;
       }
       partial[static_cast<size_t>(b)] = block;
@@ -90,7 +83,7 @@ auto ScatterToOwners(const E* window, int64_t first, int64_t count, const std::v
   const OwnedSlice& mine = parts[static_cast<size_t>(me)];
   E* into = mine.count > 0 ? owned + (mine.first - slices[static_cast<size_t>(me)].first) : owned;
   auto add = [into, n = mine.count](const E* from) {
-    for (int64_t i = 0; i < n; ++i) into[i] = Narrow<E>(Wide(into[i]) + Wide(from[i]));
+    for (int64_t i = 0; i < n; ++i) into[i] = backend::Narrow<E>(backend::Widen(into[i]) + backend::Widen(from[i]));
   };
   if (!data || data->size() == 1) {
     add(window + (mine.first - first));
