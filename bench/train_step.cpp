@@ -5,7 +5,6 @@
 #include <type_traits>
 
 #include "cpu/kernels.h"
-#include "numeric/bf16.h"
 #include "parallel/engine.h"
 #include "parallel/zero_optimizer.h"
 
@@ -43,7 +42,7 @@ auto BenchOptimizer() -> optim::OptimizerConfig {
 
 template <typename T>
 FullStep<T>::FullStep(model::Transformer<T>& model, const optim::OptimizerConfig& config, uint64_t seed)
-    : model_(model), adamw_(config, model.layout().total), decay_(parallel::DecayMask(model.layout())) {
+    : model_(model), adamw_(config, model.layout().total, parallel::DecayedRuns(model.layout())) {
   if constexpr (kMixed<T>) {
     master_.resize(static_cast<size_t>(model.layout().total));
     model.InitialValues(seed, 0, model.layout().total, master_.data());
@@ -69,14 +68,14 @@ auto FullStep<T>::Update() -> UpdateSeconds {
   s.norm = SecondsSince(t);
   t = Clock::now();
   if constexpr (kMixed<T>) {
-    adamw_.Step(master_.data(), grads, decay_, norm);
+    adamw_.Step(master_.data(), grads, norm);
     s.adamw = SecondsSince(t);
     t = Clock::now();
     T* params = model_.parameters().data();
-    for (int64_t i = 0; i < total; ++i) params[i] = numeric::ToBf16(master_[static_cast<size_t>(i)]);
+    parallel::RoundInto(master_.data(), static_cast<size_t>(total), params);
     s.round = SecondsSince(t);
   } else {
-    adamw_.Step(model_.parameters().data(), grads, decay_, norm);
+    adamw_.Step(model_.parameters().data(), grads, norm);
     s.adamw = SecondsSince(t);
   }
   return s;

@@ -1,7 +1,7 @@
 // One full training step of the runtime's transformer on one rank, as
 // avf-run's engine runs it (parallel/engine.h) without a plan around it:
 // zero the gradients, forward, backward, the gradient's global norm, AdamW
-// (weight decay on the matrices only, parallel::DecayMask) and, in bf16
+// (weight decay on the matrices only, parallel::DecayedRuns) and, in bf16
 // mixed precision, the fp32 master copy the optimizer updated rounded back
 // into the bf16 parameters. Every phase is timed, for bench/train_cpu.
 #pragma once
@@ -62,7 +62,6 @@ class FullStep {
  private:
   model::Transformer<T>& model_;
   optim::AdamW adamw_;
-  std::vector<bool> decay_;
   std::vector<float> master_;  // empty in fp32
 };
 

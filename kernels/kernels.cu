@@ -42,22 +42,13 @@ __global__ void gelu_backward_kernel(float* din, const float* in, const float* d
   }
 }
 
-struct AdamWArgs {
-  double lr, clip, bc1, bc2, beta1, beta2, eps, weight_decay;
-};
-
-// params(N), grads(N), m(N), v(N), decay(N) or null
+// params(N), grads(N), m(N), v(N), decay(N) or null: optim::AdamWElement on
+// each element, as the CPU optimizer.
 __global__ void adamw_kernel(float* params, const float* grads, float* m, float* v, const uint8_t* decay, int64_t n,
-                             AdamWArgs a) {
+                             optim::ElementScalars s) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
-    double g = static_cast<double>(grads[i]) * a.clip;
-    double mi = a.beta1 * m[i] + (1.0 - a.beta1) * g;
-    double vi = a.beta2 * v[i] + (1.0 - a.beta2) * g * g;
-    m[i] = static_cast<float>(mi);
-    v[i] = static_cast<float>(vi);
-    double update = (mi / a.bc1) / (sqrt(vi / a.bc2) + a.eps);
-    double wd = decay == nullptr || decay[i] != 0 ? a.weight_decay * params[i] : 0.0;
-    params[i] = static_cast<float>(params[i] - a.lr * (update + wd));
+    float lr_decay = decay == nullptr || decay[i] != 0 ? s.lr_decay : 0.0f;
+    optim::AdamWElement(params[i], grads[i], m[i], v[i], s, lr_decay);
   }
 }
 
@@ -74,11 +65,9 @@ auto GeluBackward(float* din, const float* in, const float* dout, int64_t n, cud
 auto AdamWUpdate(float* params, const float* grads, float* m, float* v, const uint8_t* decay, int64_t n,
                  const optim::OptimizerConfig& config, int64_t step, double grad_norm, cudaStream_t stream)
     -> cudaError_t {
-  optim::UpdateScalars s = optim::ScalarsOf(config, step, grad_norm);
-  AdamWArgs a{s.lr,         s.clip,       s.bias_correction1, s.bias_correction2,
-              config.beta1, config.beta2, config.eps,         config.weight_decay};
+  optim::ElementScalars s = optim::ElementScalarsOf(config, optim::ScalarsOf(config, step, grad_norm));
   return Run(n,
-             [&](unsigned blocks) { adamw_kernel<<<blocks, kBlock, 0, stream>>>(params, grads, m, v, decay, n, a); });
+             [&](unsigned blocks) { adamw_kernel<<<blocks, kBlock, 0, stream>>>(params, grads, m, v, decay, n, s); });
 }
 
 }  // namespace avf::kernels

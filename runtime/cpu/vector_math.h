@@ -16,6 +16,7 @@
 #include <type_traits>
 
 #include "backend/element.h"
+#include "numeric/vector_clones.h"
 
 namespace avf::cpu::detail {
 
@@ -25,18 +26,6 @@ using backend::Widen;
 
 // Loops shorter than this run on one thread: starting the team costs more.
 constexpr int64_t kParallelMin = 1 << 14;
-
-// On a function whose loops are compute-bound (exponentials, bf16
-// conversions): GCC compiles it once per instruction set, AVX-512, AVX2 with
-// FMA and the baseline, and the loader picks the best the CPU has. Put it on
-// functions called from inside a parallel loop, not on one that opens the
-// parallel region (the region's body would not be cloned). Clang 14 cannot
-// clone templates, so its builds (sanitizers, fuzzing) run the baseline.
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define AVF_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define AVF_VECTOR_CLONES
-#endif
 
 // Clang leaves some of these `omp simd` loops scalar (the double versions'
 // std::exp calls, the selects) and warns that it did; in its builds that is

@@ -1,9 +1,11 @@
 #include "optim/optimizer.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 
 #include "numeric/bf16.h"
+#include "numeric/vector_clones.h"
 
 namespace avf::optim {
 
@@ -29,10 +31,43 @@ auto ScalarsOf(const OptimizerConfig& c, int64_t step, double grad_norm) -> Upda
   return {LearningRate(c, step), clip, 1.0 - std::pow(c.beta1, t), 1.0 - std::pow(c.beta2, t)};
 }
 
+auto ElementScalarsOf(const OptimizerConfig& c, const UpdateScalars& u) -> ElementScalars {
+  return {static_cast<float>(u.clip),
+          static_cast<float>(c.beta1),
+          static_cast<float>(1.0 - c.beta1),
+          static_cast<float>(c.beta2),
+          static_cast<float>(1.0 - c.beta2),
+          static_cast<float>(u.lr / u.bias_correction1),
+          static_cast<float>(1.0 / std::sqrt(u.bias_correction2)),
+          static_cast<float>(c.eps),
+          static_cast<float>(u.lr * c.weight_decay)};
+}
+
+AdamW::AdamW(OptimizerConfig config, int64_t size, std::vector<ElementRun> decayed)
+    : config_(config),
+      m_(static_cast<size_t>(size), 0.0f),
+      v_(static_cast<size_t>(size), 0.0f),
+      decayed_(std::move(decayed)) {
+  assert(std::is_sorted(decayed_.begin(), decayed_.end(),
+                        [](const ElementRun& a, const ElementRun& b) { return a.first + a.count <= b.first; }));
+}
+
 namespace {
 
-auto Widened(float g) -> double { return g; }
-auto Widened(numeric::Bf16 g) -> double { return numeric::ToFloat(g); }
+auto Widened(float g) -> float { return g; }
+auto Widened(numeric::Bf16 g) -> float { return numeric::ToFloat(g); }
+
+// Elements [first, first + count) of the update, all with one weight decay.
+template <typename G>
+AVF_VECTOR_CLONES void UpdateRun(float* params, const G* grads, float* m, float* v, int64_t first, int64_t count,
+                                 const ElementScalars& s, float lr_decay) {
+  float* p = params + first;
+  const G* g = grads + first;
+  float* mf = m + first;
+  float* vf = v + first;
+#pragma omp simd
+  for (int64_t i = 0; i < count; ++i) AdamWElement(p[i], Widened(g[i]), mf[i], vf[i], s, lr_decay);
+}
 
 }  // namespace
 
@@ -42,32 +77,30 @@ auto Widened(numeric::Bf16 g) -> double { return numeric::ToFloat(g); }
 constexpr int64_t kBlock = 1 << 13, kParallelMin = 1 << 20;
 
 template <typename G>
-void AdamW::Step(float* params, const G* grads, const std::vector<bool>& decay, double grad_norm) {
-  const UpdateScalars u = ScalarsOf(config_, step_, grad_norm);
+void AdamW::Step(float* params, const G* grads, double grad_norm) {
+  const ElementScalars s = ElementScalarsOf(config_, ScalarsOf(config_, step_, grad_norm));
   ++step_;
-  const double b1 = config_.beta1, b2 = config_.beta2, eps = config_.eps, wd = config_.weight_decay;
   const auto n = static_cast<int64_t>(m_.size());
-  float* m_all = m_.data();
-  float* v_all = v_.data();
+  const std::vector<ElementRun>& decayed = decayed_;
 #pragma omp parallel for schedule(static) if (n > kParallelMin)
   for (int64_t first = 0; first < n; first += kBlock) {
-    int64_t end = std::min(n, first + kBlock);
-    // vector<bool>'s bits, read once per block, out of the update's loop.
-    double decays[kBlock];
-    for (int64_t i = first; i < end; ++i) decays[i - first] = decay.empty() || decay[static_cast<size_t>(i)] ? wd : 0.0;
-    for (int64_t i = first; i < end; ++i) {
-      double g = Widened(grads[i]) * u.clip;
-      double m = b1 * m_all[i] + (1.0 - b1) * g;
-      double v = b2 * v_all[i] + (1.0 - b2) * g * g;
-      m_all[i] = static_cast<float>(m);
-      v_all[i] = static_cast<float>(v);
-      double update = (m / u.bias_correction1) / (std::sqrt(v / u.bias_correction2) + eps);
-      params[i] = static_cast<float>(params[i] - u.lr * (update + decays[i - first] * params[i]));
+    const int64_t end = std::min(n, first + kBlock);
+    // The block in runs of one decay: the decayed runs that reach past
+    // `first`, and the gaps between them.
+    auto run = std::partition_point(decayed.begin(), decayed.end(),
+                                    [&](const ElementRun& r) { return r.first + r.count <= first; });
+    for (int64_t at = first; at < end;) {
+      bool decays = run != decayed.end() && run->first <= at;
+      int64_t stop =
+          decays ? std::min(end, run->first + run->count) : std::min(end, run != decayed.end() ? run->first : end);
+      UpdateRun(params, grads, m_.data(), v_.data(), at, stop - at, s, decays ? s.lr_decay : 0.0f);
+      if (decays && stop == run->first + run->count) ++run;
+      at = stop;
     }
   }
 }
 
-template void AdamW::Step<float>(float*, const float*, const std::vector<bool>&, double);
-template void AdamW::Step<numeric::Bf16>(float*, const numeric::Bf16*, const std::vector<bool>&, double);
+template void AdamW::Step<float>(float*, const float*, double);
+template void AdamW::Step<numeric::Bf16>(float*, const numeric::Bf16*, double);
 
 }  // namespace avf::optim

@@ -4,6 +4,7 @@
 // of it: the update is elementwise, so a slice updates like the whole).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -38,18 +39,54 @@ struct UpdateScalars {
 };
 auto ScalarsOf(const OptimizerConfig& c, int64_t step, double grad_norm) -> UpdateScalars;
 
+#if defined(__CUDACC__)
+#define AVF_HOST_DEVICE __host__ __device__
+#else
+#define AVF_HOST_DEVICE
+#endif
+
+// What one element's update needs, in fp32, each product of the schedule's
+// scalars formed once in double: the update is fp32 throughout (as
+// PyTorch's), so that it vectorises and stays memory-bound.
+struct ElementScalars {
+  float clip, beta1, one_minus_beta1, beta2, one_minus_beta2;
+  float step_size;     // lr / bias_correction1
+  float inv_sqrt_bc2;  // 1 / sqrt(bias_correction2)
+  float eps;
+  float lr_decay;  // lr x weight_decay, where weight decay applies
+};
+auto ElementScalarsOf(const OptimizerConfig& c, const UpdateScalars& u) -> ElementScalars;
+
+// AdamW on one element, in fp32; `lr_decay` is s.lr_decay or 0. The one
+// definition that AdamW::Step and the CUDA update (kernels/) both use.
+AVF_HOST_DEVICE inline void AdamWElement(float& param, float grad, float& m, float& v, const ElementScalars& s,
+                                         float lr_decay) {
+  float g = grad * s.clip;
+  m = s.beta1 * m + s.one_minus_beta1 * g;
+  v = s.beta2 * v + s.one_minus_beta2 * (g * g);
+  float denominator = sqrtf(v) * s.inv_sqrt_bc2 + s.eps;
+  param = param - lr_decay * param - s.step_size * (m / denominator);
+}
+
+// Elements [first, first + count) of the buffer the optimizer updates.
+struct ElementRun {
+  int64_t first = 0, count = 0;
+};
+
 class AdamW {
  public:
-  AdamW(OptimizerConfig config, int64_t size) : config_(config), m_(size, 0.0f), v_(size, 0.0f) {}
+  // `decayed`: the elements weight decay applies to (the matrices, not norms
+  // and biases), sorted, disjoint runs within [0, size).
+  AdamW(OptimizerConfig config, int64_t size, std::vector<ElementRun> decayed);
 
   // One update of params[0..size) with grads; `grad_norm` is the norm of the
   // WHOLE gradient (all ranks), so every slice clips by the same factor.
-  // Weight decay applies where `decay` is true (not to norms and biases).
   // The parameters are fp32 (with bf16 training, the master copy); the
   // gradients fp32 or numeric::Bf16, widened exactly: the update is fp32
-  // either way.
+  // either way. Element-wise over fixed blocks, threaded when large: the
+  // result does not depend on the thread count.
   template <typename G>
-  void Step(float* params, const G* grads, const std::vector<bool>& decay, double grad_norm);
+  void Step(float* params, const G* grads, double grad_norm);
 
   auto step() const -> int64_t { return step_; }
   auto config() const -> const OptimizerConfig& { return config_; }
@@ -59,6 +96,7 @@ class AdamW {
  private:
   OptimizerConfig config_;
   std::vector<float> m_, v_;
+  std::vector<ElementRun> decayed_;
   int64_t step_ = 0;
 };
 

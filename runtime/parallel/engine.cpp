@@ -31,13 +31,22 @@ void RoundInto(const float* from, size_t count, comm::Bf16* to) {
   for (int64_t i = 0; i < n; ++i) to[i] = comm::ToBf16(from[i]);
 }
 
-auto DecayMask(const model::ParamLayout& l) -> std::vector<bool> {
-  std::vector<bool> mask(static_cast<size_t>(l.total), true);
+auto DecayedRuns(const model::ParamLayout& l) -> std::vector<optim::ElementRun> {
+  std::vector<optim::ElementRun> runs;
   for (const model::ParamTensor& t : l.tensors) {
     bool vector = t.name.find("ln_") != std::string::npos || t.name.find(".bias") != std::string::npos;
-    if (vector) std::fill_n(mask.begin() + t.offset, t.size, false);
+    if (!vector && t.size > 0) runs.push_back({t.offset, t.size});
   }
-  return mask;
+  std::sort(runs.begin(), runs.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<optim::ElementRun> merged;
+  for (const optim::ElementRun& r : runs) {
+    if (!merged.empty() && merged.back().first + merged.back().count == r.first) {
+      merged.back().count += r.count;
+    } else {
+      merged.push_back(r);
+    }
+  }
+  return merged;
 }
 
 auto Engine::Create(const EngineSetup& setup) -> std::unique_ptr<Engine> {
@@ -77,7 +86,7 @@ void TypedEngine<T>::Build(const EngineSetup& s) {
       if (z.stage == stage_) slices.push_back({z.first, z.count});
     }
   }
-  optimizer_ = std::make_unique<ShardedAdamW>(s.optimizer, slices, slices.size() > 1 ? data_rank_ : 0, DecayMask(l));
+  optimizer_ = std::make_unique<ShardedAdamW>(s.optimizer, slices, slices.size() > 1 ? data_rank_ : 0, DecayedRuns(l));
   if (zero2()) UseWindows(s.seed);
   model_->Initialize(s.seed);
   if (kMixed && !zero3()) {

@@ -30,8 +30,12 @@
 namespace avf::parallel {
 
 // Which of the model's parameters get weight decay (matrices, not norms and
-// biases), as the trainer and the engine both need it.
-auto DecayMask(const model::ParamLayout& layout) -> std::vector<bool>;
+// biases), as sorted runs of the flat buffer, adjacent tensors merged.
+auto DecayedRuns(const model::ParamLayout& layout) -> std::vector<optim::ElementRun>;
+
+// to[i] = from[i] rounded to nearest even (threaded over large buffers): how
+// a bf16 engine publishes the fp32 master into the bf16 parameters.
+void RoundInto(const float* from, size_t count, comm::Bf16* to);
 
 struct EngineSetup {
   const RunnablePlan* plan = nullptr;

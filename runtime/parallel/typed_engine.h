@@ -16,9 +16,6 @@
 
 namespace avf::parallel {
 
-// to[i] = from[i] rounded to nearest even.
-void RoundInto(const float* from, size_t count, comm::Bf16* to);
-
 template <typename T>
 class TypedEngine final : public Engine {
  public:

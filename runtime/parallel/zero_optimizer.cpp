@@ -6,12 +6,23 @@
 
 namespace avf::parallel {
 
+namespace {
+
+// The parts of `runs` inside `slice`, relative to its first element.
+auto RunsWithin(const std::vector<optim::ElementRun>& runs, const OwnedSlice& slice) -> std::vector<optim::ElementRun> {
+  std::vector<optim::ElementRun> within;
+  for (const optim::ElementRun& r : runs) {
+    int64_t lo = std::max(r.first, slice.first), hi = std::min(r.first + r.count, slice.first + slice.count);
+    if (lo < hi) within.push_back({lo - slice.first, hi - lo});
+  }
+  return within;
+}
+
+}  // namespace
+
 ShardedAdamW::ShardedAdamW(optim::OptimizerConfig config, std::vector<OwnedSlice> slices, int64_t data_rank,
-                           const std::vector<bool>& decay)
-    : slices_(std::move(slices)),
-      data_rank_(data_rank),
-      decay_(decay.begin() + mine().first, decay.begin() + mine().first + mine().count),
-      adam_(config, mine().count) {}
+                           const std::vector<optim::ElementRun>& decayed)
+    : slices_(std::move(slices)), data_rank_(data_rank), adam_(config, mine().count, RunsWithin(decayed, mine())) {}
 
 auto ShardedAdamW::Step(float* params, const float* grads, double grad_norm, comm::Communicator* data) -> llvm::Error {
   Update(params + mine().first, grads + mine().first, grad_norm);

@@ -24,10 +24,10 @@ struct OwnedSlice {
 class ShardedAdamW {
  public:
   // `slices` has one entry per data rank, covering the buffer in order (one
-  // entry for the whole buffer at stage 0); `decay` has one flag per element
-  // of the whole buffer.
+  // entry for the whole buffer at stage 0); `decayed` are the runs of the
+  // whole buffer that weight decay applies to (DecayedRuns).
   ShardedAdamW(optim::OptimizerConfig config, std::vector<OwnedSlice> slices, int64_t data_rank,
-               const std::vector<bool>& decay);
+               const std::vector<optim::ElementRun>& decayed);
 
   // `grad_norm` is the norm of the whole model's gradient (every rank clips
   // by the same factor). `data` is the data group (null: one data rank).
@@ -38,7 +38,7 @@ class ShardedAdamW {
   auto Step(float* params, const float* grads, double grad_norm, comm::Communicator* data) -> llvm::Error;
   template <typename G>
   void Update(float* params_slice, const G* grads_slice, double grad_norm) {
-    adam_.Step(params_slice, grads_slice, decay_, grad_norm);
+    adam_.Step(params_slice, grads_slice, grad_norm);
   }
   template <comm::Element E>
   auto Gather(E* params, comm::Communicator* data) -> llvm::Error;
@@ -50,7 +50,6 @@ class ShardedAdamW {
  private:
   std::vector<OwnedSlice> slices_;
   int64_t data_rank_;
-  std::vector<bool> decay_;  // of this rank's slice
   optim::AdamW adam_;
 };
 

@@ -113,13 +113,14 @@ TEST(Kernels, AdamWMatchesTheCpuOptimizer) {
   optim::OptimizerConfig c;
   c.lr = 1e-2, c.weight_decay = 0.1, c.warmup = 1, c.total_steps = 4, c.clip_norm = 1.0;
   std::vector<float> params = Random(n, -1, 1, 4);
-  std::vector<bool> decay(n);
+  // Decay everywhere but on every third element.
   std::vector<uint8_t> decay_bytes(n);
-  for (size_t i = 0; i < n; ++i) {
-    decay[i] = i % 3 != 0;
-    decay_bytes[i] = decay[i] ? 1 : 0;
+  std::vector<optim::ElementRun> decayed;
+  for (size_t i = 0; i < n; ++i) decay_bytes[i] = i % 3 != 0 ? 1 : 0;
+  for (int64_t first = 1; first < static_cast<int64_t>(n); first += 3) {
+    decayed.push_back({first, std::min<int64_t>(2, static_cast<int64_t>(n) - first)});
   }
-  optim::AdamW cpu_adam(c, static_cast<int64_t>(n));
+  optim::AdamW cpu_adam(c, static_cast<int64_t>(n), decayed);
   std::vector<float> zeros(n, 0.0f);
   Device<float> d_params(params), d_m(zeros), d_v(zeros);
   Device<uint8_t> d_decay(decay_bytes);
@@ -130,7 +131,7 @@ TEST(Kernels, AdamWMatchesTheCpuOptimizer) {
     ASSERT_EQ(
         AdamWUpdate(d_params.get(), d_grads.get(), d_m.get(), d_v.get(), d_decay.get(), n, c, step, norm, nullptr),
         cudaSuccess);
-    cpu_adam.Step(params.data(), grads.data(), decay, norm);
+    cpu_adam.Step(params.data(), grads.data(), norm);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     ExpectClose(d_params.Host(), params, "params");
     ExpectClose(d_m.Host(), cpu_adam.moments().first, "m");

@@ -53,9 +53,9 @@ TEST(AdamW, OneStepByHand) {
   c.weight_decay = 0.5;
   c.clip_norm = 0;
   c.schedule = Schedule::Constant;
-  AdamW opt(c, 2);
+  AdamW opt(c, 2, {{0, 1}});  // decay on the first element only
   std::vector<float> p{1.0f, -2.0f}, g{0.5f, -0.25f};
-  opt.Step(p.data(), g.data(), {true, false}, GlobalNorm(g.data(), 2));
+  opt.Step(p.data(), g.data(), GlobalNorm(g.data(), 2));
   // First step: m_hat = g, v_hat = g^2, so the update is sign(g) (eps aside).
   EXPECT_NEAR(p[0], 1.0 - 0.1 * (1.0 + 0.5 * 1.0), 1e-6);
   EXPECT_NEAR(p[1], -2.0 - 0.1 * (-1.0), 1e-6);  // no decay on the second element
@@ -67,10 +67,10 @@ TEST(AdamW, ClipsByTheGlobalNorm) {
   c.lr = 1.0;
   c.clip_norm = 1.0;
   c.schedule = Schedule::Constant;
-  AdamW opt(c, 1);
+  AdamW opt(c, 1, {});
   std::vector<float> p{0.0f}, g{3.0f};
   EXPECT_DOUBLE_EQ(GlobalNorm(g.data(), 1), 3.0);
-  opt.Step(p.data(), g.data(), {}, 30.0);  // the whole gradient's norm is 30: scale 1/30
+  opt.Step(p.data(), g.data(), 30.0);  // the whole gradient's norm is 30: scale 1/30
   EXPECT_NEAR(opt.moments().first[0], 0.1 * 3.0 / 30.0, 1e-7);
 }
 
@@ -84,7 +84,7 @@ auto RunCurve(model::Arch arch) -> std::vector<double> {
   oc.warmup = 2;
   oc.total_steps = 10;
   oc.weight_decay = 0.1;
-  AdamW opt(oc, m.layout().total);
+  AdamW opt(oc, m.layout().total, {{0, m.layout().total}});
   std::vector<uint32_t> tokens(2 * 8), targets(2 * 8);
   for (size_t i = 0; i < tokens.size(); ++i) {
     tokens[i] = static_cast<uint32_t>((i * 7 + 3) % 23);
@@ -95,7 +95,7 @@ auto RunCurve(model::Arch arch) -> std::vector<double> {
     losses.push_back(m.Forward(tokens.data(), targets.data(), 2, 8));
     m.ZeroGradients();
     m.Backward();
-    opt.Step(m.parameters().data(), m.gradients().data(), {}, GlobalNorm(m.gradients().data(), m.layout().total));
+    opt.Step(m.parameters().data(), m.gradients().data(), GlobalNorm(m.gradients().data(), m.layout().total));
   }
   return losses;
 }
