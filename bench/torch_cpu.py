@@ -13,9 +13,16 @@ gradients, forward, backward, clip the gradient's global norm to 1, AdamW
 torch.autocast("cpu", dtype=torch.bfloat16) (PyTorch's mixed precision:
 fp32 parameters, gradients and optimizer, bf16 matmuls).
 
-Each precision runs under every thread count tried (torch's default and
-os.cpu_count(), or `--threads`): one untimed warm-up step, then `--steps`
-timed steps; the best step of the best setting is the figure. It prints
+Each precision runs under every setting tried: each thread count (torch's
+default and os.cpu_count(), or `--threads`) with each OpenBLAS core
+(`--openblas-cores`; Debian's torch runs its fp32 matmuls through OpenBLAS,
+which picks its kernels by CPU model and falls back to generic ones on a CPU
+it does not know): by default the environment's OPENBLAS_CORETYPE (if set),
+OpenBLAS's own choice (`default`) and, on an AVX-512 CPU, `SkylakeX`
+(`Cooperlake` too where AVX-512-BF16 is). OpenBLAS reads its core once, at
+load, so each core runs in a child process of this script. One untimed
+warm-up step, then `--steps` timed steps; the best step of the best setting
+is the figure. It prints
 tokens/s and model FLOP/s with train_cpu's formula (6 x parameters x tokens
 plus attention, 12 x layers x T x C per token), the split forward+backward /
 optimizer, the peak RSS and the torch version. `--ours BUILD/bin/train_cpu`
@@ -28,13 +35,15 @@ Without torch it says so and exits 0 (so does the ctest entry).
 
 Usage: /usr/bin/python3 bench/torch_cpu.py [--precision fp32|bf16|both]
            [--steps 3] [--layers 12] [--batch 4] [--threads 1,2]
-           [--ours build/bin/train_cpu] [--quick]
+           [--openblas-cores default,SkylakeX] [--ours build/bin/train_cpu] [--quick]
 `--quick` (the ctest entry bench/torch_smoke): train_cpu's toy shape (2
-layers, hidden 64, 4 heads, vocabulary 500, batch 2 x 15), 1 step.
+layers, hidden 64, 4 heads, vocabulary 500, batch 2 x 15), 1 step, the
+environment's OpenBLAS core only.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import re
@@ -154,8 +163,9 @@ def measure(torch, shape, precision, threads, steps):
     others = max(0.0, (busy_end - busy) - (own_end - own)) / wall
     best = min(runs, key=lambda r: r[1] + r[2])
     params = sum(p.numel() for p in model.parameters())
+    peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return dict(threads=threads, first_loss=loss, fwd_bwd=best[1], optimizer=best[2], total=best[1] + best[2],
-                steps=[r[1] + r[2] for r in runs], params=params, others=others)
+                steps=[r[1] + r[2] for r in runs], params=params, others=others, peak_mib=peak_mib)
 
 
 def flops_per_token(shape, params):
@@ -167,16 +177,66 @@ def report(shape, precision, results):
     fpt = flops_per_token(shape, results[0]["params"])
     for r in results:
         every = " ".join(f"{s:.2f}" for s in r["steps"])
-        print(f"  {precision}, {r['threads']} threads: best of {len(r['steps'])} steps {r['total']:.3f} s "
-              f"(forward+backward {r['fwd_bwd']:.3f} s, optimizer {r['optimizer']:.3f} s), "
+        print(f"  {precision}, {r['threads']} threads, OpenBLAS core {r['core']}: best of {len(r['steps'])} steps "
+              f"{r['total']:.3f} s (forward+backward {r['fwd_bwd']:.3f} s, optimizer {r['optimizer']:.3f} s), "
               f"{tokens / r['total']:.0f} tokens/s, {fpt * tokens / r['total'] / 1e9:.2f} GFLOP/s model; "
               f"every step (s): {every}; first loss {r['first_loss']:.4f}; "
-              f"other processes kept {r['others']:.2f} cores busy")
+              f"other processes kept {r['others']:.2f} cores busy; peak RSS {r['peak_mib']:.0f} MiB")
     best = min(results, key=lambda r: r["total"])
-    print(f"torch (full step, {precision}): best setting {best['threads']} threads, {best['total']:.3f} s, "
-          f"{tokens / best['total']:.0f} tokens/s, {fpt * tokens / best['total'] / 1e9:.2f} GFLOP/s model, "
+    print(f"torch (full step, {precision}): best setting {best['threads']} threads, OpenBLAS core {best['core']}, "
+          f"{best['total']:.3f} s, {tokens / best['total']:.0f} tokens/s, "
+          f"{fpt * tokens / best['total'] / 1e9:.2f} GFLOP/s model, "
           f"optimizer {100 * best['optimizer'] / best['total']:.1f}% of the step ({best['params']} parameters)")
     return tokens / best["total"]
+
+
+def cpu_flags():
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def openblas_cores(args):
+    """The OPENBLAS_CORETYPE values to try ('default': unset, OpenBLAS's own choice)."""
+    env = os.environ.get("OPENBLAS_CORETYPE")
+    if args.quick:
+        return [env or "default"]
+    if args.openblas_cores:
+        return [c.strip() for c in args.openblas_cores.split(",") if c.strip()]
+    flags = cpu_flags()
+    cores = [env] if env else []
+    cores.append("default")
+    if "avx512f" in flags:
+        cores.append("SkylakeX")
+    if "avx512_bf16" in flags:
+        cores.append("Cooperlake")
+    return list(dict.fromkeys(cores))
+
+
+RESULT_PREFIX = "torch_cpu result: "
+
+
+def measure_in_child(args, precision, threads, core):
+    """measure() in a child process whose OpenBLAS loads with `core` (None if the child failed)."""
+    env = dict(os.environ)
+    env.pop("OPENBLAS_CORETYPE", None)
+    if core != "default":
+        env["OPENBLAS_CORETYPE"] = core
+    cmd = [sys.executable, os.path.abspath(__file__), "--child", precision, "--threads", str(threads),
+           "--steps", str(args.steps), "--layers", str(args.layers), "--batch", str(args.batch)]
+    cmd += ["--quick"] if args.quick else []
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+    for line in done.stdout.splitlines():
+        if line.startswith(RESULT_PREFIX):
+            return dict(json.loads(line[len(RESULT_PREFIX):]), core=core)
+    print(f"  {precision}, {threads} threads, OpenBLAS core {core}: the child failed (exit {done.returncode}): "
+          f"{(done.stdout + done.stderr)[-1000:]}")
+    return None
 
 
 OURS_LINE = re.compile(r"ours \(full step, (\w+)\): best of \d+ steps ([\d.]+) s, ([\d.]+) tokens/s")
@@ -202,9 +262,21 @@ def parse_args():
     p.add_argument("--layers", type=int)
     p.add_argument("--batch", type=int)
     p.add_argument("--threads", help="comma-separated thread counts (default: torch's default and cpu_count)")
+    p.add_argument("--openblas-cores", help="comma-separated OPENBLAS_CORETYPE values, 'default' for unset")
     p.add_argument("--ours", help="train_cpu binary to run on the same shape, for the ratio")
     p.add_argument("--quick", action="store_true")
-    return p.parse_args()
+    p.add_argument("--child", choices=["fp32", "bf16"], help=argparse.SUPPRESS)
+    args = p.parse_args()
+    for key in ("steps", "layers", "batch"):
+        if getattr(args, key) is not None and getattr(args, key) < 1:
+            p.error(f"--{key} must be at least 1")
+    try:
+        args.thread_counts = [int(t) for t in args.threads.split(",")] if args.threads else None
+    except ValueError:
+        p.error(f"--threads takes comma-separated whole numbers, not '{args.threads}'")
+    if args.thread_counts is not None and min(args.thread_counts, default=0) < 1:
+        p.error(f"--threads takes counts of at least 1, not '{args.threads}'")
+    return args
 
 
 def main():
@@ -217,24 +289,31 @@ def main():
     torch = import_torch()
     if torch is None:
         return 0
-    threads = ([int(t) for t in args.threads.split(",")] if args.threads
-               else sorted({torch.get_num_threads(), os.cpu_count() or 1}))
+    if args.child:
+        result = measure(torch, shape, args.child, args.thread_counts[0], shape["steps"])
+        print(RESULT_PREFIX + json.dumps(result))
+        return 0
+    threads = args.thread_counts or sorted({torch.get_num_threads(), os.cpu_count() or 1})
+    cores = openblas_cores(args)
     print(f"torch {torch.__version__} (python {sys.version.split()[0]}, {sys.executable}); "
           f"{os.cpu_count()} CPUs; oneDNN (mkldnn) {torch.backends.mkldnn.is_available()}; "
           f"OPENBLAS_CORETYPE {os.environ.get('OPENBLAS_CORETYPE', 'unset')}")
     print(f"GPT-2: {shape['layers']} layers, hidden {shape['hidden']}, vocabulary {shape['vocab']}, "
-          f"batch {shape['batch']} x seq {shape['seq']}; threads tried: {threads}")
+          f"batch {shape['batch']} x seq {shape['seq']}; threads tried: {threads}; OpenBLAS cores tried: {cores}")
     precisions = ["fp32", "bf16"] if args.precision == "both" else [args.precision]
+    failed = False
     for precision in precisions:
-        results = [measure(torch, shape, precision, n, shape["steps"]) for n in threads]
+        results = [measure_in_child(args, precision, n, core) for core in cores for n in threads]
+        failed |= any(r is None for r in results)
+        results = [r for r in results if r is not None]
+        if not results:
+            continue
         theirs = report(shape, precision, results)
         if args.ours:
             ours = run_ours(args.ours, args, precision)
             if ours is not None:
                 print(f"train_cpu (full step, {precision}): {ours:.0f} tokens/s, {ours / theirs:.2f}x torch's")
-    peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"peak RSS of this process: {peak_mib:.0f} MiB")
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@
 // our full step and the reference's forward + backward are timed, interleaved.
 // bf16: the first step's loss against the fp32 model's on the same batch
 // (exit status 1 above a relative 2%).
-//   train_cpu [--precision fp32|bf16] [--layers N] [--batch B] [--steps S] [--quick]
+//   train_cpu [--precision fp32|bf16] [--layers N (12)] [--batch B (4)] [--steps S (3)] [--quick]
 #include <unistd.h>
 #include <algorithm>
 #include <chrono>
@@ -54,22 +54,43 @@ constexpr double kMiB = 1024.0 * 1024.0;
 auto Seconds(Clock::time_point since) -> double { return std::chrono::duration<double>(Clock::now() - since).count(); }
 
 struct Args {
-  int layers = 2, batch = 4, steps = 3;
+  int layers = 12, batch = 4, steps = 3;
   bool quick = false;
   std::string precision = "fp32";
 };
+
+constexpr const char* kUsage =
+    "usage: train_cpu [--precision fp32|bf16] [--layers N] [--batch B] [--steps S] [--quick]";
+
+[[noreturn]] void Usage(const std::string& problem) {
+  std::fprintf(stderr, "train_cpu: %s\n%s\n", problem.c_str(), kUsage);
+  std::exit(2);
+}
+
+// A count from 1 to 1000 for `flag`.
+auto CountOf(const char* flag, const char* text) -> int {
+  char* end = nullptr;
+  long value = std::strtol(text, &end, 10);
+  if (end == text || *end != '\0' || value < 1 || value > 1000) {
+    Usage(std::string(flag) + " takes a whole number from 1 to 1000, not '" + text + "'");
+  }
+  return static_cast<int>(value);
+}
 
 auto Parse(int argc, char** argv) -> Args {
   Args a;
   for (int i = 1; i < argc; ++i) {
     std::string s = argv[i];
-    auto next = [&] { return i + 1 < argc ? std::atoi(argv[++i]) : 0; };
-    if (s == "--layers") a.layers = next();
-    else if (s == "--batch") a.batch = next();
-    else if (s == "--steps") a.steps = next();
-    else if (s == "--precision" && i + 1 < argc) a.precision = argv[++i];
+    bool takes_value = s == "--layers" || s == "--batch" || s == "--steps" || s == "--precision";
+    if (takes_value && i + 1 >= argc) Usage(s + " needs a value");
+    if (s == "--layers") a.layers = CountOf("--layers", argv[++i]);
+    else if (s == "--batch") a.batch = CountOf("--batch", argv[++i]);
+    else if (s == "--steps") a.steps = CountOf("--steps", argv[++i]);
+    else if (s == "--precision") a.precision = argv[++i];
     else if (s == "--quick") a.quick = true;
+    else Usage("unknown argument '" + s + "'");
   }
+  if (a.precision != "fp32" && a.precision != "bf16") Usage("--precision is fp32 or bf16, not '" + a.precision + "'");
   if (a.quick) a.layers = 2, a.batch = 2, a.steps = 1;
   return a;
 }
@@ -359,10 +380,6 @@ void UseAvfRunBlasCore(char** argv) {
 int main(int argc, char** argv) {
   UseAvfRunBlasCore(argv);
   Args args = Parse(argc, argv);
-  if (args.precision != "fp32" && args.precision != "bf16") {
-    std::fprintf(stderr, "train_cpu: --precision is fp32 or bf16, not '%s'\n", args.precision.c_str());
-    return 2;
-  }
   Workload w = WorkloadOf(args);
   const avf::model::ModelConfig& c = w.config;
   PrintMachine();

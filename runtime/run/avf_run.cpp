@@ -20,6 +20,7 @@
 #include <llvm/Support/raw_ostream.h>
 #include <CLI/CLI.hpp>
 
+#include "cpu/gemm.h"
 #include "data/shard_format.h"
 #include "data/shard_writer.h"
 #include "data/tokenizer.h"
@@ -282,6 +283,10 @@ auto Run(const RunFlags& f, const std::vector<std::string>& args) -> int {
   }
   auto runnable = avf::parallel::CheckRunnable(file->plan, static_cast<int>(identity->world_size));
   if (!runnable) return Report(runnable.takeError());
+  if (identity->rank == 0) {
+    llvm::outs() << fmt::format("avf-run: training in {} on the CPU; GEMMs: {}\n",
+                                avf::runtime::Name(plan.training.precision).str(), avf::cpu::GemmPath());
+  }
   avf::run::World world;
   if (identity->world_size > 1) {
     auto joined = avf::run::JoinStore(*identity, f.join_timeout_s, file->sha256);
