@@ -27,13 +27,6 @@ using backend::Widen;
 // Loops shorter than this run on one thread: starting the team costs more.
 constexpr int64_t kParallelMin = 1 << 14;
 
-// Clang leaves some of these `omp simd` loops scalar (the double versions'
-// std::exp calls, the selects) and warns that it did; in its builds that is
-// a matter of speed, not an error.
-#if defined(__clang__)
-#pragma clang diagnostic ignored "-Wpass-failed"
-#endif
-
 // A float's bits as an int32 that orders like the float (the negative
 // floats' magnitude bits flipped), and back: clamping a float is then an
 // integer min and max, which GCC keeps out of the vector selects above.

@@ -12,3 +12,10 @@
 #else
 #define AVF_VECTOR_CLONES
 #endif
+
+// Clang leaves some `omp simd` loops scalar (std::exp calls in double,
+// selects, the optimizer's loop over references) and warns that it did; in
+// its builds (sanitizers, fuzzing) that is a matter of speed, not an error.
+#if defined(__clang__)
+#pragma clang diagnostic ignored "-Wpass-failed"
+#endif
