@@ -4,6 +4,7 @@
 // 1e-5 relative, and it falls.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -72,6 +73,31 @@ TEST(AdamW, ClipsByTheGlobalNorm) {
   EXPECT_DOUBLE_EQ(GlobalNorm(g.data(), 1), 3.0);
   opt.Step(p.data(), g.data(), 30.0);  // the whole gradient's norm is 30: scale 1/30
   EXPECT_NEAR(opt.moments().first[0], 0.1 * 3.0 / 30.0, 1e-7);
+}
+
+// With zero gradients and moments the Adam term is 0 / eps = 0, so only
+// weight decay moves a parameter: exactly the elements of the decayed runs
+// change, also where a run crosses the update's 8K blocks, fills one or ends
+// the buffer, and over enough elements (above 1M) to take the threaded path.
+TEST(AdamW, DecaysExactlyTheGivenRuns) {
+  constexpr int64_t kBlock = 8192, n = (int64_t{1} << 20) + 3 * kBlock + 77;
+  const std::vector<optim::ElementRun> runs = {
+      {0, 100}, {kBlock - 2, 5}, {2 * kBlock, kBlock}, {5 * kBlock + 1, 700000}, {n - 10, 10}};
+  OptimizerConfig c;
+  c.lr = 0.1;
+  c.weight_decay = 0.5;
+  c.schedule = Schedule::Constant;
+  AdamW opt(c, n, runs);
+  std::vector<float> p(static_cast<size_t>(n), 1.0f), g(static_cast<size_t>(n), 0.0f);
+  opt.Step(p.data(), g.data(), 0.0);
+  std::vector<bool> decayed(static_cast<size_t>(n), false);
+  for (const optim::ElementRun& r : runs) std::fill_n(decayed.begin() + r.first, r.count, true);
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    float want = decayed[static_cast<size_t>(i)] ? 1.0f - 0.05f : 1.0f;
+    if (std::fabs(p[static_cast<size_t>(i)] - want) > 1e-6f && wrong++ < 5) ADD_FAILURE() << "element " << i;
+  }
+  EXPECT_EQ(wrong, 0);
 }
 
 auto RunCurve(model::Arch arch) -> std::vector<double> {
