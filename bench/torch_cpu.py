@@ -20,7 +20,7 @@ which picks its kernels by CPU model and falls back to generic ones on a CPU
 it does not know): by default the environment's OPENBLAS_CORETYPE (if set),
 OpenBLAS's own choice (`default`) and, on an AVX-512 CPU, `SkylakeX`
 (`Cooperlake` too where AVX-512-BF16 is). OpenBLAS reads its core once, at
-load, so each core runs in a child process of this script. One untimed
+load, so each other core runs in a child process of this script. One untimed
 warm-up step, then `--steps` timed steps; the best step of the best setting
 is the figure. It prints
 tokens/s and model FLOP/s with train_cpu's formula (6 x parameters x tokens
@@ -204,10 +204,10 @@ def cpu_flags():
 def openblas_cores(args):
     """The OPENBLAS_CORETYPE values to try ('default': unset, OpenBLAS's own choice)."""
     env = os.environ.get("OPENBLAS_CORETYPE")
-    if args.quick:
-        return [env or "default"]
     if args.openblas_cores:
         return [c.strip() for c in args.openblas_cores.split(",") if c.strip()]
+    if args.quick:
+        return [env or "default"]
     flags = cpu_flags()
     cores = [env] if env else []
     cores.append("default")
@@ -219,6 +219,13 @@ def openblas_cores(args):
 
 
 RESULT_PREFIX = "torch_cpu result: "
+
+
+def measure_here_or_in_child(torch, shape, args, precision, threads, core):
+    """measure() here when `core` is the one this process's OpenBLAS loaded with, else in a child."""
+    if core == os.environ.get("OPENBLAS_CORETYPE", "default"):
+        return dict(measure(torch, shape, precision, threads, shape["steps"]), core=core)
+    return measure_in_child(args, precision, threads, core)
 
 
 def measure_in_child(args, precision, threads, core):
@@ -303,7 +310,7 @@ def main():
     precisions = ["fp32", "bf16"] if args.precision == "both" else [args.precision]
     failed = False
     for precision in precisions:
-        results = [measure_in_child(args, precision, n, core) for core in cores for n in threads]
+        results = [measure_here_or_in_child(torch, shape, args, precision, n, core) for core in cores for n in threads]
         failed |= any(r is None for r in results)
         results = [r for r in results if r is not None]
         if not results:
