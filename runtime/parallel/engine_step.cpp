@@ -134,16 +134,7 @@ auto TypedEngine<T>::FinishSharded() -> llvm::Error {
 
 template <typename T>
 auto TypedEngine<T>::SquaredNormOfSlice() const -> double {
-  const OwnedSlice& mine = optimizer_->mine();
-  double sum = 0;
-  for (const OwnedSlice& r : counted_) {
-    int64_t lo = std::max(r.first, mine.first), hi = std::min(r.first + r.count, mine.first + mine.count);
-    for (int64_t i = lo; i < hi; ++i) {
-      double g = backend::Widen(grad_slice_[static_cast<size_t>(i - mine.first)]);
-      sum += g * g;
-    }
-  }
-  return sum;
+  return SquaredNorm(grad_slice_.data(), RunsWithin(counted_, optimizer_->mine()));
 }
 
 template <typename T>

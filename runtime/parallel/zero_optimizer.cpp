@@ -6,19 +6,14 @@
 
 namespace avf::parallel {
 
-namespace {
-
-// The parts of `runs` inside `slice`, relative to its first element.
-auto RunsWithin(const std::vector<optim::ElementRun>& runs, const OwnedSlice& slice) -> std::vector<optim::ElementRun> {
-  std::vector<optim::ElementRun> within;
-  for (const optim::ElementRun& r : runs) {
+auto RunsWithin(const std::vector<OwnedSlice>& runs, const OwnedSlice& slice) -> std::vector<OwnedSlice> {
+  std::vector<OwnedSlice> within;
+  for (const OwnedSlice& r : runs) {
     int64_t lo = std::max(r.first, slice.first), hi = std::min(r.first + r.count, slice.first + slice.count);
     if (lo < hi) within.push_back({lo - slice.first, hi - lo});
   }
   return within;
 }
-
-}  // namespace
 
 ShardedAdamW::ShardedAdamW(optim::OptimizerConfig config, std::vector<OwnedSlice> slices, int64_t data_rank,
                            const std::vector<optim::ElementRun>& decayed)

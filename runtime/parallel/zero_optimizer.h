@@ -17,9 +17,12 @@
 
 namespace avf::parallel {
 
-struct OwnedSlice {
-  int64_t first = 0, count = 0;
-};
+// Elements [first, first + count) of the flat buffer that one data rank
+// owns (or that a rank counts in the norm): the optimizer's run type.
+using OwnedSlice = optim::ElementRun;
+
+// The parts of `runs` inside `slice`, relative to the slice's first element.
+auto RunsWithin(const std::vector<OwnedSlice>& runs, const OwnedSlice& slice) -> std::vector<OwnedSlice>;
 
 class ShardedAdamW {
  public:

@@ -183,23 +183,20 @@ auto Sweep() -> std::vector<Case> {
   return cases;
 }
 
-TEST(CpuGemm, Fp32MatchesReference) {
-  uint32_t seed = 1;
+// Every case of the sweep with `In` operands into an fp32 output: close to
+// the reference, the padding untouched.
+template <typename In>
+void ExpectSweepIntoFp32(uint32_t seed) {
   for (const Case& c : Sweep()) {
-    Result<float, float> r = RunCase<float, float>(c, seed += 3, false);
+    Result<In, float> r = RunCase<In, float>(c, seed += 3, false);
     ExpectFp32Close(c, r);
     ExpectPaddingKept(c, r);
   }
 }
 
-TEST(CpuGemm, Bf16IntoFp32MatchesReference) {
-  uint32_t seed = 100;
-  for (const Case& c : Sweep()) {
-    Result<Bf16, float> r = RunCase<Bf16, float>(c, seed += 3, false);
-    ExpectFp32Close(c, r);
-    ExpectPaddingKept(c, r);
-  }
-}
+TEST(CpuGemm, Fp32MatchesReference) { ExpectSweepIntoFp32<float>(1); }
+
+TEST(CpuGemm, Bf16IntoFp32MatchesReference) { ExpectSweepIntoFp32<Bf16>(100); }
 
 TEST(CpuGemm, Bf16IntoBf16RoundsOnce) {
   uint32_t seed = 200;
