@@ -75,9 +75,14 @@ class Kernels : public Memory {
   virtual void ResidualBackward(T* da, T* db, const T* dout, int64_t n) = 0;
   virtual void RopeForward(T* x, int64_t b, int64_t t, int64_t heads, int64_t head_dim, double theta) = 0;
   virtual void RopeBackward(T* dx, int64_t b, int64_t t, int64_t heads, int64_t head_dim, double theta) = 0;
-  virtual void AttentionForward(T* out, T* att, const T* q, const T* k, const T* v, const AttentionShape& s) = 0;
-  virtual void AttentionBackward(T* dq, T* dk, T* dv, const T* dout, const T* att, const T* q, const T* k, const T* v,
-                                 const AttentionShape& s) = 0;
+  // What AttentionForward keeps for AttentionBackward, in `state` of
+  // AttentionStateBytes(s): the probabilities (B, NH, T, T) on the CPU, each
+  // query row's log-sum-exp (B, NH, T) on a GPU, which recomputes them.
+  // Backward also reads the forward's `out`.
+  virtual auto AttentionStateBytes(const AttentionShape& s) const -> size_t = 0;
+  virtual void AttentionForward(T* out, void* state, const T* q, const T* k, const T* v, const AttentionShape& s) = 0;
+  virtual void AttentionBackward(T* dq, T* dk, T* dv, const T* dout, const T* out, const void* state, const T* q,
+                                 const T* k, const T* v, const AttentionShape& s) = 0;
   virtual void CrossEntropyStats(Wide<T>* row_max, Wide<T>* target_logit, const T* logits, const uint32_t* targets,
                                  int64_t n, int64_t v, int64_t vocab_first) = 0;
   virtual void CrossEntropySoftmax(T* probs, Wide<T>* row_sum, const T* logits, const Wide<T>* row_max, int64_t n,

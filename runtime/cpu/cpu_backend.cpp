@@ -87,12 +87,15 @@ class CpuKernels final : public Kernels<T> {
   void RopeBackward(T* dx, int64_t b, int64_t t, int64_t heads, int64_t hd, double theta) override {
     cpu::RopeBackward(dx, b, t, heads, hd, theta);
   }
-  void AttentionForward(T* out, T* att, const T* q, const T* k, const T* v, const AttentionShape& s) override {
-    cpu::AttentionForward(out, att, q, k, v, s);
+  auto AttentionStateBytes(const AttentionShape& s) const -> size_t override {
+    return static_cast<size_t>(s.b * s.heads * s.t * s.t) * sizeof(T);
   }
-  void AttentionBackward(T* dq, T* dk, T* dv, const T* dout, const T* att, const T* q, const T* k, const T* v,
-                         const AttentionShape& s) override {
-    cpu::AttentionBackward(dq, dk, dv, dout, att, q, k, v, s);
+  void AttentionForward(T* out, void* state, const T* q, const T* k, const T* v, const AttentionShape& s) override {
+    cpu::AttentionForward(out, static_cast<T*>(state), q, k, v, s);
+  }
+  void AttentionBackward(T* dq, T* dk, T* dv, const T* dout, const T* /*out*/, const void* state, const T* q,
+                         const T* k, const T* v, const AttentionShape& s) override {
+    cpu::AttentionBackward(dq, dk, dv, dout, static_cast<const T*>(state), q, k, v, s);
   }
   void CrossEntropyStats(Wide<T>* row_max, Wide<T>* target_logit, const T* logits, const uint32_t* targets, int64_t n,
                          int64_t v, int64_t vocab_first) override {

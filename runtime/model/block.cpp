@@ -129,8 +129,8 @@ auto AttentionBackward(const LayerContext<T>& x, const BlockParams& p, BlockActs
   const T* dy_full = Gathered(x, dy, w.dfull);
   w.dattn.Zero(), w.dq.Zero(), w.dk.Zero(), w.dv.Zero(), w.dpartial.Zero();
   x.k.MatmulBackward(w.dattn.data(), x.G(p.proj_w), x.G(p.proj_b), dy_full, a.attn.data(), x.P(p.proj_w), n, d.q, C);
-  x.k.AttentionBackward(w.dq.data(), w.dk.data(), w.dv.data(), w.dattn.data(), a.att.data(), a.q.data(), a.k.data(),
-                        a.v.data(), d.attention(x.batch, x.seq));
+  x.k.AttentionBackward(w.dq.data(), w.dk.data(), w.dv.data(), w.dattn.data(), a.attn.data(), a.attention.data(),
+                        a.q.data(), a.k.data(), a.v.data(), d.attention(x.batch, x.seq));
   if (c.arch == Arch::Llama) {
     x.k.RopeBackward(w.dq.data(), x.batch, x.seq, d.heads, d.hd, c.rope_theta);
     x.k.RopeBackward(w.dk.data(), x.batch, x.seq, d.kv_heads, d.hd, c.rope_theta);
@@ -151,7 +151,8 @@ void ReserveBlock(const LayerContext<T>& x, BlockActs<T>& a) {
   int64_t n = x.n(), rows = x.rows(), C = x.config.hidden;
   a.ln1 = x.Alloc(rows * C), a.mean1 = x.AllocWide(rows), a.rstd1 = x.AllocWide(rows);
   a.q = x.Alloc(n * d.q), a.k = x.Alloc(n * d.kv), a.v = x.Alloc(n * d.kv);
-  a.att = x.Alloc(x.batch * d.heads * x.seq * x.seq), a.attn = x.Alloc(n * d.q);
+  a.attention = Buffer<uint8_t>(x.k, x.k.AttentionStateBytes(d.attention(x.batch, x.seq)));
+  a.attn = x.Alloc(n * d.q);
   a.x2 = x.Alloc(rows * C), a.ln2 = x.Alloc(rows * C), a.mean2 = x.AllocWide(rows), a.rstd2 = x.AllocWide(rows);
   a.h = x.Alloc(n * d.mlp_in), a.act = x.Alloc(n * d.ffn), a.out = x.Alloc(rows * C);
 }
@@ -173,7 +174,8 @@ void BlockForward(const LayerContext<T>& x, const BlockParams& p, const T* in, B
     x.k.RopeForward(a.q.data(), x.batch, x.seq, d.heads, d.hd, c.rope_theta);
     x.k.RopeForward(a.k.data(), x.batch, x.seq, d.kv_heads, d.hd, c.rope_theta);
   }
-  x.k.AttentionForward(a.attn.data(), a.att.data(), a.q.data(), a.k.data(), a.v.data(), d.attention(x.batch, x.seq));
+  x.k.AttentionForward(a.attn.data(), a.attention.data(), a.q.data(), a.k.data(), a.v.data(),
+                       d.attention(x.batch, x.seq));
   x.k.MatmulForward(w.partial.data(), a.attn.data(), x.P(p.proj_w), RowParallelBias(x, p.proj_b), n, d.q, C);
   const T* y = Reduced(x, w.partial.data(), w.rows);
   x.k.ResidualForward(a.x2.data(), in, y, x.rows() * C);

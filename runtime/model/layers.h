@@ -31,8 +31,9 @@ using backend::Wide;
 template <typename T>
 struct BlockActs {
   const T* in = nullptr;
-  Buffer<T> ln1, q, k, v, att, attn, x2, ln2, h, act, out;
+  Buffer<T> ln1, q, k, v, attn, x2, ln2, h, act, out;
   Buffer<Wide<T>> mean1, rstd1, mean2, rstd2;
+  Buffer<uint8_t> attention;  // the backend's attention state (Kernels::AttentionStateBytes)
 };
 
 template <typename T>

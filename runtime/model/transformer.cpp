@@ -321,8 +321,8 @@ auto Bytes(const B& b) -> int64_t {
 
 template <typename T>
 auto BlockBytes(const BlockActs<T>& a) -> int64_t {
-  int64_t sum = Bytes(a.mean1) + Bytes(a.rstd1) + Bytes(a.mean2) + Bytes(a.rstd2);
-  for (const Buffer<T>* b : {&a.ln1, &a.q, &a.k, &a.v, &a.att, &a.attn, &a.x2, &a.ln2, &a.h, &a.act, &a.out}) {
+  int64_t sum = Bytes(a.mean1) + Bytes(a.rstd1) + Bytes(a.mean2) + Bytes(a.rstd2) + Bytes(a.attention);
+  for (const Buffer<T>* b : {&a.ln1, &a.q, &a.k, &a.v, &a.attn, &a.x2, &a.ln2, &a.h, &a.act, &a.out}) {
     sum += Bytes(*b);
   }
   return sum;

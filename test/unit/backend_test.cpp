@@ -106,12 +106,13 @@ class CheckedBackend final : public Kernels<double> {
   void RopeBackward(D* dx, int64_t b, int64_t t, int64_t h, int64_t hd, double theta) override {
     Kernel({dx}), cpu_.RopeBackward(dx, b, t, h, hd, theta);
   }
-  void AttentionForward(D* o, D* att, const D* q, const D* k, const D* v, const AttentionShape& s) override {
+  auto AttentionStateBytes(const AttentionShape& s) const -> size_t override { return cpu_.AttentionStateBytes(s); }
+  void AttentionForward(D* o, void* att, const D* q, const D* k, const D* v, const AttentionShape& s) override {
     Kernel({o, att, q, k, v}), cpu_.AttentionForward(o, att, q, k, v, s);
   }
-  void AttentionBackward(D* dq, D* dk, D* dv, const D* dy, const D* att, const D* q, const D* k, const D* v,
-                         const AttentionShape& s) override {
-    Kernel({dq, dk, dv, dy, att, q, k, v}), cpu_.AttentionBackward(dq, dk, dv, dy, att, q, k, v, s);
+  void AttentionBackward(D* dq, D* dk, D* dv, const D* dy, const D* o, const void* att, const D* q, const D* k,
+                         const D* v, const AttentionShape& s) override {
+    Kernel({dq, dk, dv, dy, o, att, q, k, v}), cpu_.AttentionBackward(dq, dk, dv, dy, o, att, q, k, v, s);
   }
   void CrossEntropyStats(D* m, D* tl, const D* z, const uint32_t* t, int64_t n, int64_t v, int64_t vf) override {
     Kernel({m, tl, z, t}), cpu_.CrossEntropyStats(m, tl, z, t, n, v, vf);

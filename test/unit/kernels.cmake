@@ -7,4 +7,9 @@ if(TARGET avf_kernels)
   add_test(NAME unit/kernels COMMAND avf_kernels_tests)
   # The binary must not need libcuda.so.1 (absent without a driver).
   avf_test_no_libcuda(unit/kernels_no_libcuda avf_kernels_tests "libcudart\\.so")
+  # The kernel contract (kernel_contract.h) on the CUDA backend: skips, with
+  # the reason, where GPU 0 cannot run the kernels.
+  add_executable(avf_kernel_contract_cuda_tests kernel_contract_cuda_test.cpp)
+  target_link_libraries(avf_kernel_contract_cuda_tests PRIVATE avf_kernels avf_cpu_kernels GTest::gtest_main)
+  add_test(NAME unit/kernel_contract_cuda COMMAND avf_kernel_contract_cuda_tests)
 endif()

@@ -149,14 +149,14 @@ TEST(Kernels, AdamWMatchesTheCpuOptimizer) {
 // Refused before CUDA is called: runs with or without a device.
 TEST(Kernels, SizesAreChecked) {
   optim::OptimizerConfig c;
-  EXPECT_EQ(GeluForward(nullptr, nullptr, -1, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(GeluForward<float>(nullptr, nullptr, -1, nullptr), cudaErrorInvalidValue);
   EXPECT_EQ(AdamWUpdate(nullptr, nullptr, nullptr, nullptr, nullptr, -5, c, 0, 1.0, nullptr), cudaErrorInvalidValue);
-  EXPECT_EQ(GeluBackward(nullptr, nullptr, nullptr, 0, nullptr), cudaSuccess);  // nothing to do
+  EXPECT_EQ(GeluBackward<float>(nullptr, nullptr, nullptr, 0, nullptr), cudaSuccess);  // nothing to do
 }
 
 TEST(Kernels, WithoutADeviceALaunchFailsWithCudasReason) {
   if (NoDevice().empty()) GTEST_SKIP() << "a CUDA device is visible";
-  cudaError_t e = GeluForward(nullptr, nullptr, 16, nullptr);
+  cudaError_t e = GeluForward<float>(nullptr, nullptr, 16, nullptr);
   EXPECT_NE(e, cudaSuccess);
   std::fprintf(stderr, "[expected failure] %s: %s\n", cudaGetErrorName(e), cudaGetErrorString(e));
 }

@@ -1,0 +1,31 @@
+// The CUDA implementation of the backend interface (backend/backend.h):
+// device memory on one GPU, one compute stream that every kernel and copy is
+// queued on, the kernels of kernels.h and cuBLASLt's matmuls. Scratch that a
+// kernel needs (norm and embedding gradients, attention's backward) comes
+// from one device buffer that grows to the largest shape and stays, so after
+// the first step nothing is allocated. A CUDA failure inside a kernel call
+// (the interface's calls return nothing: a step cannot go on after one)
+// prints what failed on which GPU and exits the rank with status 1.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "backend/backend.h"
+
+namespace avf::kernels {
+
+// Why CUDA device `device` (an index among the visible devices) cannot run
+// the kernels, or "" when it can: no driver, no device, fewer devices
+// visible, or an architecture before sm_80 (the build holds sm_80 and sm_90
+// code, and compute_80 PTX that the driver compiles for later GPUs).
+auto DeviceProblem(int device) -> std::string;
+// "NVIDIA H200 (sm_90, 139.8 GiB)".
+auto DeviceName(int device) -> std::string;
+
+// The backend of element type T (float or backend::Bf16) on `device`, which
+// DeviceProblem accepted; its stream and cuBLASLt handle are its own.
+template <typename T>
+auto CreateBackend(int device) -> std::unique_ptr<backend::Kernels<T>>;
+
+}  // namespace avf::kernels
