@@ -64,7 +64,7 @@ auto FullStep<T>::Update() -> UpdateSeconds {
   int64_t total = model_.layout().total;
   // One rank holds every tensor once: each element counts in the norm.
   Clock::time_point t = Clock::now();
-  double norm = std::sqrt(parallel::SquaredNorm(grads, {{0, total}}));
+  double norm = std::sqrt(optim::SquaredNorm(grads, {{0, total}}));
   s.norm = SecondsSince(t);
   t = Clock::now();
   if constexpr (kMixed<T>) {

@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <type_traits>
@@ -35,9 +36,13 @@ class CudaKernels final : public Kernels<T> {
     Check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating the compute stream");
     gemm_ = std::make_unique<CublasLtGemm>(stream_, std::is_same_v<T, float> ? CUDA_R_32F : CUDA_R_16BF);
     if (!gemm_->problem().empty()) Fatal(device_, gemm_->problem());
+    norm_out_ = Allocate(sizeof(double));
   }
   ~CudaKernels() override {
     (void)cudaStreamSynchronize(stream_);
+    for (void* p : {static_cast<void*>(norm_runs_.device), static_cast<void*>(decay_runs_.device), norm_out_}) {
+      if (p) (void)cudaFree(p);
+    }
     gemm_.reset();
     if (scratch_) (void)cudaFree(scratch_);
     (void)cudaStreamDestroy(stream_);
@@ -166,6 +171,32 @@ class CudaKernels final : public Kernels<T> {
   void MaxOverBlocks(float* out, const float* blocks, int64_t count, int64_t nblocks) override {
     Check(kernels::MaxOverBlocks(out, blocks, count, nblocks, stream_), "MaxOverBlocks");
   }
+  auto SquaredNorm(const T* x, const std::vector<optim::ElementRun>& runs) -> double override {
+    const DeviceRun* device_runs = Runs(runs, norm_runs_);
+    int64_t counted = norm_runs_.host.empty() ? 0 : norm_runs_.host.back().before + norm_runs_.host.back().count;
+    Check(kernels::SquaredNorm(static_cast<double*>(norm_out_), x, device_runs, norm_runs_.count(), counted,
+                               Scratch(SquaredNormWorkspaceBytes()), stream_),
+          "SquaredNorm");
+    double sum = 0;
+    CopyToHost(&sum, norm_out_, sizeof(sum));
+    return sum;
+  }
+  void Scale(T* x, int64_t n, float scale) override { Check(kernels::Scale(x, n, scale, stream_), "Scale"); }
+  void FromFloat(T* to, const float* from, int64_t n) override {
+    if constexpr (std::is_same_v<T, float>) {
+      if (n > 0) {
+        Check(cudaMemcpyAsync(to, from, static_cast<size_t>(n) * sizeof(float), cudaMemcpyDeviceToDevice, stream_),
+              "FromFloat");
+      }
+    } else {
+      Check(RoundToBf16(to, from, n, stream_), "FromFloat");
+    }
+  }
+  void AdamW(float* master, const T* grads, float* m, float* v, int64_t n,
+             const std::vector<optim::ElementRun>& decayed, const optim::ElementScalars& s, T* publish) override {
+    const DeviceRun* device_runs = Runs(decayed, decay_runs_);
+    Check(AdamWUpdate(master, grads, m, v, n, device_runs, decay_runs_.count(), s, publish, stream_), "AdamW");
+  }
 
  private:
   void Check(cudaError_t e, const char* what) const {
@@ -199,8 +230,40 @@ class CudaKernels final : public Kernels<T> {
     return scratch_;
   }
 
+  // Runs of a flat buffer on the device, uploaded again only when they change
+  // (the engine passes the same ones every step).
+  struct RunCache {
+    std::vector<optim::ElementRun> key;
+    std::vector<DeviceRun> host;
+    DeviceRun* device = nullptr;
+    size_t capacity = 0;
+    auto count() const -> int64_t { return static_cast<int64_t>(host.size()); }
+  };
+
+  auto Runs(const std::vector<optim::ElementRun>& runs, RunCache& cache) -> const DeviceRun* {
+    auto same = [](const optim::ElementRun& a, const optim::ElementRun& b) {
+      return a.first == b.first && a.count == b.count;
+    };
+    if (cache.device && std::equal(runs.begin(), runs.end(), cache.key.begin(), cache.key.end(), same)) {
+      return cache.device;
+    }
+    cache.key = runs;
+    cache.host.clear();
+    int64_t before = 0;
+    for (const optim::ElementRun& r : runs) cache.host.push_back({r.first, r.count, before}), before += r.count;
+    if (cache.host.size() > cache.capacity || !cache.device) {
+      if (cache.device) Free(cache.device);
+      cache.capacity = std::max<size_t>(cache.host.size(), 1);
+      cache.device = static_cast<DeviceRun*>(Allocate(cache.capacity * sizeof(DeviceRun)));
+    }
+    if (!cache.host.empty()) CopyFromHost(cache.device, cache.host.data(), cache.host.size() * sizeof(DeviceRun));
+    return cache.device;
+  }
+
   int device_;
   cudaStream_t stream_ = nullptr;
+  RunCache norm_runs_, decay_runs_;
+  void* norm_out_ = nullptr;  // one double
   std::unique_ptr<CublasLtGemm> gemm_;
   void* scratch_ = nullptr;
   size_t scratch_bytes_ = 0;

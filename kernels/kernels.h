@@ -132,16 +132,30 @@ template <typename T>
 auto AttentionBackward(T* dq, T* dk, T* dv, const T* dout, const T* out, const float* lse, const T* q, const T* k,
                        const T* v, const AttentionShape& s, void* workspace, cudaStream_t stream) -> cudaError_t;
 
-// ---- the optimizer (optimizer.cu) ----
+// ---- the step's work on flat buffers (step.cu) ----
 
-// One AdamW update of params(N) with grads(N) and the moments m(N), v(N),
-// element by element as optim::AdamW::Step with the scalars of
-// optim::ScalarsOf(config, step, grad_norm): `step` 0-based, `grad_norm`
-// the norm of the WHOLE gradient (all ranks), so every slice clips alike.
-// decay(N) is 1 where weight decay applies, 0 where not (norms, biases);
-// null: everywhere.
-auto AdamWUpdate(float* params, const float* grads, float* m, float* v, const uint8_t* decay, int64_t n,
-                 const optim::OptimizerConfig& config, int64_t step, double grad_norm, cudaStream_t stream)
-    -> cudaError_t;
+// A run of elements [first, first + count) of a flat buffer, with `before`
+// the counts of the runs ahead of it (what the kernels binary-search);
+// runs are sorted and disjoint (the backend builds them from the host's).
+struct DeviceRun {
+  int64_t first = 0, count = 0, before = 0;
+};
+// *out = the sum over `runs` of x[i]^2 (each square in double of the
+// widened element, summed in double: per block, then the blocks in order).
+auto SquaredNormWorkspaceBytes() -> size_t;
+template <typename T>
+auto SquaredNorm(double* out, const T* x, const DeviceRun* runs, int64_t run_count, int64_t counted, void* workspace,
+                 cudaStream_t stream) -> cudaError_t;
+// x(N) *= scale, rounded once.
+template <typename T>
+auto Scale(T* x, int64_t n, float scale, cudaStream_t stream) -> cudaError_t;
+// One AdamW update of master(N) (fp32) with grads(N) (T, widened exactly)
+// and the moments m(N), v(N): optim::AdamWElement per element with `s`
+// (optim::ElementScalarsOf), weight decay (s.lr_decay) on the elements inside
+// `decayed` (run_count runs, sorted; indices of this buffer), none elsewhere.
+// publish(N), when not null, gets the updated master rounded to T.
+template <typename T>
+auto AdamWUpdate(float* master, const T* grads, float* m, float* v, int64_t n, const DeviceRun* decayed,
+                 int64_t decayed_count, const optim::ElementScalars& s, T* publish, cudaStream_t stream) -> cudaError_t;
 
 }  // namespace avf::kernels

@@ -28,17 +28,17 @@ RUNTIME_LAYERS = {
     "runtime/rendezvous": 1,   # the rank-0 key/value store
     "runtime/plan_format": 0,  # the plan.json and launch contract, shared with the compiler
     "runtime/numeric": 0,      # number formats (bf16), header-only
-    "runtime/backend": 1,      # the compute backend interface
-    "runtime/data": 2,         # token shards, the tokenizer
     "runtime/optim": 1,        # AdamW, schedules, clipping
+    "runtime/backend": 2,      # the compute backend interface (the optimizer's element types)
+    "runtime/data": 2,         # token shards, the tokenizer
     "runtime/comm": 2,         # collectives over the store's rendezvous
     "runtime/plan": 2,         # plan.json -> the runtime's tables
-    "runtime/cpu": 2,          # CPU kernels and the CPU backend
-    "kernels": 2,              # CUDA kernels
-    "runtime/model": 3,        # the transformer on a backend
-    "runtime/parallel": 4,     # schedules, process groups, the engine
-    "runtime/train": 5,        # checkpoints, metrics, the training loop
-    "runtime/run": 6,          # avf-run and its launcher
+    "runtime/cpu": 3,          # CPU kernels and the CPU backend
+    "kernels": 3,              # the CUDA backend
+    "runtime/model": 4,        # the transformer on a backend
+    "runtime/parallel": 5,     # schedules, process groups, the engine
+    "runtime/train": 6,        # checkpoints, metrics, the training loop
+    "runtime/run": 7,          # avf-run and its launcher
 }
 # An interface folder never includes one of its implementations.
 INTERFACES = {"runtime/backend": {"runtime/cpu", "kernels"}}

@@ -324,7 +324,8 @@ void LowerPreflight(LowerContext& c) {
 void LowerCommand(LowerContext& c) {
   Deployment& o = c.out;
   std::string plan = o.target == Target::Slurm ? "${AVF_PLAN}" : "/etc/aviflow/plan.json";
-  o.command = {"avf-run", "--plan", plan};
+  // A trainer pod without its GPUs fails at once rather than train on the CPU.
+  o.command = {"avf-run", "--plan", plan, "--device", "gpu"};
   if (o.staging) o.command.insert(o.command.end(), {"--data-dir", o.staging->dest_dir});
   for (const Volume& v : o.volumes) {
     if (!o.staging && v.storage == c.job.dataset.source.storage) {

@@ -12,9 +12,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "backend/element.h"
 #include "backend/shapes.h"
+#include "optim/optimizer.h"
 
 namespace avf::backend {
 
@@ -92,6 +94,20 @@ class Kernels : public Memory {
   virtual void CrossEntropyBackward(T* dlogits, const T* probs, const uint32_t* targets, const Wide<T>* dlosses,
                                     int64_t n, int64_t v, int64_t vocab_first) = 0;
   virtual void MaxOverBlocks(Wide<T>* out, const Wide<T>* blocks, int64_t count, int64_t nblocks) = 0;
+
+  // The step's element-wise work on the flat buffers, where they live.
+  // The sum of x[i]^2 over `runs` (sorted runs of x's indices), in double:
+  // the one value of the buffers a step reads back (the gradient norm).
+  virtual auto SquaredNorm(const T* x, const std::vector<optim::ElementRun>& runs) -> double = 0;
+  // x(N) *= scale, each element rounded once.
+  virtual void Scale(T* x, int64_t n, float scale) = 0;
+  // to(N) = from(N) rounded to T (the compute copy of an fp32 master).
+  virtual void FromFloat(T* to, const float* from, int64_t n) = 0;
+  // One AdamW update of master(N) (fp32) with grads(N) and the moments m(N),
+  // v(N), as optim::UpdateElements with the scalars `s`; publish(N), when
+  // not null, gets the updated master rounded to T (the compute copy).
+  virtual void AdamW(float* master, const T* grads, float* m, float* v, int64_t n,
+                     const std::vector<optim::ElementRun>& decayed, const optim::ElementScalars& s, T* publish) = 0;
 };
 
 }  // namespace avf::backend

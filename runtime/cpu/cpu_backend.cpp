@@ -7,6 +7,7 @@
 
 #include "cpu/cpu_backend.h"
 #include "cpu/kernels.h"
+#include "optim/optimizer.h"
 
 namespace avf::cpu {
 
@@ -115,6 +116,24 @@ class CpuKernels final : public Kernels<T> {
   }
   void MaxOverBlocks(Wide<T>* out, const Wide<T>* blocks, int64_t count, int64_t nblocks) override {
     cpu::MaxOverBlocks<Wide<T>>(out, blocks, count, nblocks);
+  }
+  auto SquaredNorm(const T* x, const std::vector<optim::ElementRun>& runs) -> double override {
+    return optim::SquaredNorm(x, runs);
+  }
+  void Scale(T* x, int64_t n, float scale) override {
+#pragma omp parallel for schedule(static) if (n > (1 << 20))
+    for (int64_t i = 0; i < n; ++i) x[i] = backend::Narrow<T>(backend::Widen(x[i]) * scale);
+  }
+  void FromFloat(T* to, const float* from, int64_t n) override {
+#pragma omp parallel for schedule(static) if (n > (1 << 20))
+    for (int64_t i = 0; i < n; ++i) to[i] = backend::Narrow<T>(from[i]);
+  }
+  void AdamW(float* master, const T* grads, float* m, float* v, int64_t n,
+             const std::vector<optim::ElementRun>& decayed, const optim::ElementScalars& s, T* publish) override {
+    optim::UpdateElements(master, grads, m, v, n, decayed, s);
+    if (!publish) return;
+#pragma omp parallel for schedule(static) if (n > (1 << 20))
+    for (int64_t i = 0; i < n; ++i) publish[i] = backend::Narrow<T>(master[i]);
   }
 };
 

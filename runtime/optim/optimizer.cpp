@@ -55,6 +55,7 @@ AdamW::AdamW(OptimizerConfig config, int64_t size, std::vector<ElementRun> decay
 namespace {
 
 auto Widened(float g) -> float { return g; }
+auto Widened(double g) -> double { return g; }
 auto Widened(numeric::Bf16 g) -> float { return numeric::ToFloat(g); }
 
 // Elements [first, first + count) of the update, all with one weight decay.
@@ -77,11 +78,8 @@ AVF_VECTOR_CLONES void UpdateRun(float* params, const G* grads, float* m, float*
 constexpr int64_t kBlock = 1 << 13, kParallelMin = 1 << 20;
 
 template <typename G>
-void AdamW::Step(float* params, const G* grads, double grad_norm) {
-  const ElementScalars s = ElementScalarsOf(config_, ScalarsOf(config_, step_, grad_norm));
-  ++step_;
-  const auto n = static_cast<int64_t>(m_.size());
-  const std::vector<ElementRun>& decayed = decayed_;
+void UpdateElements(float* params, const G* grads, float* m, float* v, int64_t n,
+                    const std::vector<ElementRun>& decayed, const ElementScalars& s) {
 #pragma omp parallel for schedule(static) if (n > kParallelMin)
   for (int64_t first = 0; first < n; first += kBlock) {
     const int64_t end = std::min(n, first + kBlock);
@@ -93,14 +91,52 @@ void AdamW::Step(float* params, const G* grads, double grad_norm) {
       bool decays = run != decayed.end() && run->first <= at;
       int64_t stop =
           decays ? std::min(end, run->first + run->count) : std::min(end, run != decayed.end() ? run->first : end);
-      UpdateRun(params, grads, m_.data(), v_.data(), at, stop - at, s, decays ? s.lr_decay : 0.0f);
+      UpdateRun(params, grads, m, v, at, stop - at, s, decays ? s.lr_decay : 0.0f);
       if (decays && stop == run->first + run->count) ++run;
       at = stop;
     }
   }
 }
 
-template void AdamW::Step<float>(float*, const float*, double);
-template void AdamW::Step<numeric::Bf16>(float*, const numeric::Bf16*, double);
+template <typename G>
+void AdamW::Step(float* params, const G* grads, double grad_norm) {
+  const ElementScalars s = ElementScalarsOf(config_, ScalarsOf(config_, step_, grad_norm));
+  ++step_;
+  UpdateElements(params, grads, m_.data(), v_.data(), static_cast<int64_t>(m_.size()), decayed_, s);
+}
+
+// Each run in blocks whose sums are added in order: the same result on any
+// thread count.
+template <typename G>
+auto SquaredNorm(const G* x, const std::vector<ElementRun>& runs) -> double {
+  constexpr int64_t kNormBlock = 1 << 16;
+  double sum = 0;
+  for (const ElementRun& r : runs) {
+    int64_t blocks = (r.count + kNormBlock - 1) / kNormBlock;
+    std::vector<double> partial(static_cast<size_t>(blocks), 0.0);
+#pragma omp parallel for schedule(static) if (blocks > 16)
+    for (int64_t b = 0; b < blocks; ++b) {
+      int64_t first = r.first + b * kNormBlock, end = std::min(r.first + r.count, first + kNormBlock);
+      double block = 0;
+      for (int64_t i = first; i < end; ++i) {
+        double g = Widened(x[i]);
+        block += g * g;
+      }
+      partial[static_cast<size_t>(b)] = block;
+    }
+    for (double p : partial) sum += p;
+  }
+  return sum;
+}
+
+#define AVF_OPTIM_ELEMENTS(G)                                                                                \
+  template void AdamW::Step<G>(float*, const G*, double);                                                    \
+  template void UpdateElements<G>(float*, const G*, float*, float*, int64_t, const std::vector<ElementRun>&, \
+                                  const ElementScalars&);                                                    \
+  template auto SquaredNorm<G>(const G*, const std::vector<ElementRun>&)->double;
+
+AVF_OPTIM_ELEMENTS(float)
+AVF_OPTIM_ELEMENTS(double)
+AVF_OPTIM_ELEMENTS(numeric::Bf16)
 
 }  // namespace avf::optim

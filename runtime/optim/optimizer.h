@@ -73,6 +73,21 @@ struct ElementRun {
   int64_t first = 0, count = 0;
 };
 
+// One AdamW update of params(N) (fp32; with bf16 training the master copy)
+// with grads(N) (fp32, bf16 or, for the fp64 checks, double, each widened
+// and used in fp32) and the moments m(N), v(N): AdamWElement on each
+// element, weight decay (s.lr_decay) inside `decayed` (sorted runs of these
+// indices), none elsewhere. Element-wise over fixed blocks, threaded when
+// large: the result does not depend on the thread count.
+template <typename G>
+void UpdateElements(float* params, const G* grads, float* m, float* v, int64_t n,
+                    const std::vector<ElementRun>& decayed, const ElementScalars& s);
+
+// The sum of x[i]^2 over `runs` (sorted, disjoint runs of x's indices), in
+// double; the same result on any thread count.
+template <typename G>
+auto SquaredNorm(const G* x, const std::vector<ElementRun>& runs) -> double;
+
 class AdamW {
  public:
   // `decayed`: the elements weight decay applies to (the matrices, not norms

@@ -55,8 +55,15 @@ void SerialWorker::Loop() {
 }
 
 void AsyncSender::Send(const void* data, size_t count, comm::DataType type) {
-  const auto* bytes = static_cast<const uint8_t*>(data);
-  auto message = std::make_shared<std::vector<uint8_t>>(bytes, bytes + count * comm::ElementBytes(type));
+  size_t size = count * comm::ElementBytes(type);
+  std::shared_ptr<std::vector<uint8_t>> message;
+  if (memory_) {
+    message = std::make_shared<std::vector<uint8_t>>(size);
+    if (size > 0) memory_->CopyToHost(message->data(), data, size);
+  } else {
+    const auto* bytes = static_cast<const uint8_t*>(data);
+    message = std::make_shared<std::vector<uint8_t>>(bytes, bytes + size);
+  }
   worker_.Post(
       [this, message, count, type]() -> llvm::Error { return link_->Send(message->data(), count, type, peer_); });
 }

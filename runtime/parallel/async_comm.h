@@ -23,6 +23,7 @@
 
 #include <llvm/Support/Error.h>
 
+#include "backend/backend.h"
 #include "comm/communicator.h"
 
 namespace avf::parallel {
@@ -53,7 +54,10 @@ class SerialWorker {
 class AsyncSender {
  public:
   // `link` is a two-rank communicator; this rank sends to `peer` on it.
-  AsyncSender(comm::Communicator* link, int peer) : link_(link), peer_(peer) {}
+  // `memory`: the backend memory the messages are in when the host cannot
+  // read it (each is copied out of it to the host), else null.
+  AsyncSender(comm::Communicator* link, int peer, backend::Memory* memory = nullptr)
+      : link_(link), peer_(peer), memory_(memory) {}
   // Copies the message: `data` may change as soon as Send returns.
   template <comm::Element E>
   void Send(const E* data, size_t count) {
@@ -65,6 +69,7 @@ class AsyncSender {
  private:
   comm::Communicator* link_;
   int peer_;
+  backend::Memory* memory_;
   SerialWorker worker_;
 };
 

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "cpu/cpu_backend.h"
+#include "parallel/staged_communicator.h"
 #include "parallel/typed_engine.h"
 
 namespace avf::parallel {
@@ -16,11 +17,6 @@ auto Replicated(const model::ParamTensor& t) -> bool {
   int64_t rows = 0;
   for (const model::TensorPart::Rows& r : t.part.row_blocks) rows += r.count;
   return rows == t.part.rows && t.part.col_count == t.part.cols;
-}
-
-void Round(const std::vector<float>& from, std::vector<comm::Bf16>& to) {
-  to.resize(from.size());
-  RoundInto(from.data(), from.size(), to.data());
 }
 
 }  // namespace
@@ -74,9 +70,15 @@ void TypedEngine<T>::Build(const EngineSetup& s) {
   for (size_t i = 0; i < ops_.size(); ++i) {
     if (ops_[i].kind == OpKind::kBackward) last_backward_[static_cast<size_t>(ops_[i].chunk)] = i;
   }
+  const auto& make = [&] {
+    if constexpr (kMixed) return s.backends.bf16;
+    else return s.backends.fp32;
+  }();
+  if (make) own_kernels_ = make();
+  k_ = own_kernels_ ? own_kernels_.get() : &cpu::Backend<T>();
+  if (groups_ && !k_->host_visible()) StageGroups();
   comm::Communicator* tensor = groups_ ? groups_->tensor.get() : nullptr;
-  model_ = std::make_unique<model::Transformer<T>>(ModelConfigOf(p), ShardOf(p, stage_, tensor_rank_),
-                                                   cpu::Backend<T>(), tensor);
+  model_ = std::make_unique<model::Transformer<T>>(ModelConfigOf(p), ShardOf(p, stage_, tensor_rank_), *k_, tensor);
   zero_ = p.layout.zero;
   const model::ParamLayout& l = model_->layout();
   std::vector<OwnedSlice> slices{{0, l.total}};
@@ -86,12 +88,12 @@ void TypedEngine<T>::Build(const EngineSetup& s) {
       if (z.stage == stage_) slices.push_back({z.first, z.count});
     }
   }
-  optimizer_ = std::make_unique<ShardedAdamW>(s.optimizer, slices, slices.size() > 1 ? data_rank_ : 0, DecayedRuns(l));
+  optimizer_ =
+      std::make_unique<ShardedAdamW>(*k_, s.optimizer, slices, slices.size() > 1 ? data_rank_ : 0, DecayedRuns(l));
   if (zero2()) UseWindows(s.seed);
   model_->Initialize(s.seed);
   if (kMixed && !zero3()) {
-    master_.resize(static_cast<size_t>(optimizer_->mine().count));
-    model_->InitialValues(s.seed, optimizer_->mine().first, optimizer_->mine().count, master_.data());
+    master_ = InitialSlice(s.seed, optimizer_->mine());
   }
   PlanSlots();
   model_->Reserve(p.layout.micro_batch, p.model.seq_len, slots_);
@@ -99,9 +101,12 @@ void TypedEngine<T>::Build(const EngineSetup& s) {
   for (const PipelineOp& op : ops_) {
     OpLinks links = Neighbors(op, shape_.stages, stage_, shape_.chunks);
     if (links.send_to && !senders_.count(links.send_to->stage)) {
-      comm::Communicator* link = groups_ ? groups_->SendLink(links.send_to->stage) : nullptr;
+      // The sender copies each message to the host itself and sends it over the unstaged link.
+      RankGroups* host = k_->host_visible() ? groups_ : s.groups;
+      comm::Communicator* link = host ? host->SendLink(links.send_to->stage) : nullptr;
       assert(link);  // BuildGroups splits a link for every pair the schedule sends over
-      senders_[links.send_to->stage] = std::make_unique<AsyncSender>(link, 1);
+      senders_[links.send_to->stage] =
+          std::make_unique<AsyncSender>(link, 1, k_->host_visible() ? nullptr : static_cast<backend::Memory*>(k_));
     }
   }
   // With the gradients sharded every data rank counts its own slice;
@@ -120,7 +125,7 @@ void TypedEngine<T>::Build(const EngineSetup& s) {
 template <typename T>
 void TypedEngine<T>::UseWindows(uint64_t seed) {
   const OwnedSlice& mine = optimizer_->mine();
-  grad_slice_.assign(static_cast<size_t>(mine.count), T{});
+  grad_slice_ = Buffer<T>(*k_, static_cast<size_t>(mine.count));
   typename model::Transformer<T>::Windows w;
   w.parameters = zero3();
   w.take = [this](int64_t block, T* window) {
@@ -128,16 +133,18 @@ void TypedEngine<T>::UseWindows(uint64_t seed) {
     if (llvm::Error e = TakeBlock(block, window)) window_error_ = llvm::toString(std::move(e));
   };
   if (zero3()) {
-    param_slice_.resize(static_cast<size_t>(mine.count));
-    model_->InitialValues(seed, mine.first, mine.count, param_slice_.data());
-    if constexpr (kMixed) Round(param_slice_, param_copy_);
+    param_slice_ = InitialSlice(seed, mine);
+    if constexpr (kMixed) {
+      param_copy_ = Buffer<T>(*k_, param_slice_.size());
+      k_->FromFloat(param_copy_.data(), param_slice_.data(), mine.count);
+    }
     w.fill = [this](int64_t segment, T* window) {
       if (!window_error_.empty()) return;
       const auto& seg = model_->segments()[static_cast<size_t>(segment)];
       const T* owned = nullptr;
       if constexpr (kMixed) owned = param_copy_.data();
       else owned = param_slice_.data();
-      if (llvm::Error e = GatherFromOwners(window, seg.first, seg.count, optimizer_->slices(), owner_index(),
+      if (llvm::Error e = GatherFromOwners(*k_, window, seg.first, seg.count, optimizer_->slices(), owner_index(),
                                            data_group(), owned, scratch_)) {
         window_error_ = llvm::toString(std::move(e));
       }
@@ -150,14 +157,14 @@ void TypedEngine<T>::UseWindows(uint64_t seed) {
 template <typename T>
 auto TypedEngine<T>::Memory() -> MemoryUse {
   typename model::Transformer<T>::MemoryBytes m = model_->Memory();
-  auto bytes = [](const auto& v) { return static_cast<int64_t>(v.size() * sizeof(v[0])); };
+  auto bytes = [](const auto& v) { return static_cast<int64_t>(v.size() * sizeof(*v.data())); };
   MemoryUse u;
   u.weights = m.parameters + (kMixed ? bytes(param_copy_) : bytes(param_slice_));
   u.gradients = m.gradients + bytes(grad_slice_);
-  u.optimizer = bytes(optimizer_->adam().moments().first) + bytes(optimizer_->adam().moments().second);
+  u.optimizer = bytes(optimizer_->m()) + bytes(optimizer_->v());
   if (kMixed) u.optimizer += bytes(master_) + bytes(param_slice_);
   u.activations = m.activations;
-  u.scratch = m.scratch + static_cast<int64_t>(scratch_.capacity() * sizeof(T));
+  u.scratch = m.scratch + bytes(scratch_);
   return u;
 }
 
@@ -175,9 +182,58 @@ auto TypedEngine<T>::master_count() const -> int64_t {
 }
 
 template <typename T>
-auto TypedEngine<T>::MasterRestored() -> llvm::Error {
+auto TypedEngine<T>::state_sizes() const -> std::pair<int64_t, int64_t> {
+  return {master_count(), optimizer_->mine().count};
+}
+
+template <typename T>
+auto TypedEngine<T>::SaveState() -> OptimizerState {
+  auto [params, moments] = state_sizes();
+  OptimizerState s{std::vector<float>(static_cast<size_t>(params)), std::vector<float>(static_cast<size_t>(moments)),
+                   std::vector<float>(static_cast<size_t>(moments)), optimizer_->step()};
+  k_->CopyToHost(s.params.data(), master(), s.params.size() * sizeof(float));
+  k_->CopyToHost(s.m.data(), optimizer_->m().data(), s.m.size() * sizeof(float));
+  k_->CopyToHost(s.v.data(), optimizer_->v().data(), s.v.size() * sizeof(float));
+  return s;
+}
+
+template <typename T>
+auto TypedEngine<T>::RestoreState(const OptimizerState& s) -> llvm::Error {
+  auto [params, moments] = state_sizes();
+  assert(static_cast<int64_t>(s.params.size()) == params && static_cast<int64_t>(s.m.size()) == moments &&
+         s.v.size() == s.m.size());
+  k_->CopyFromHost(master(), s.params.data(), static_cast<size_t>(params) * sizeof(float));
+  k_->CopyFromHost(optimizer_->m().data(), s.m.data(), static_cast<size_t>(moments) * sizeof(float));
+  k_->CopyFromHost(optimizer_->v().data(), s.v.data(), static_cast<size_t>(moments) * sizeof(float));
+  optimizer_->set_step(s.step);
   if constexpr (kMixed) return PublishMaster();
   else return llvm::Error::success();
+}
+
+// The fp32 values of elements `slice` of the flat buffer after Initialize,
+// in the backend's memory.
+template <typename T>
+auto TypedEngine<T>::InitialSlice(uint64_t seed, const OwnedSlice& slice) -> Buffer<float> {
+  std::vector<float> host(static_cast<size_t>(slice.count));
+  model_->InitialValues(seed, slice.first, slice.count, host.data());
+  Buffer<float> values(*k_, host.size());
+  k_->CopyFromHost(values.data(), host.data(), host.size() * sizeof(float));
+  return values;
+}
+
+// Each group wrapped; the staged groups take the originals' place.
+template <typename T>
+void TypedEngine<T>::StageGroups() {
+  auto staged = [&](const std::unique_ptr<comm::Communicator>& c) -> std::unique_ptr<comm::Communicator> {
+    return c ? std::make_unique<StagedCommunicator>(*c, *k_) : nullptr;
+  };
+  staged_groups_.world_rank = groups_->world_rank;
+  staged_groups_.coords = groups_->coords;
+  staged_groups_.stages = groups_->stages;
+  staged_groups_.tensor = staged(groups_->tensor), staged_groups_.data = staged(groups_->data);
+  staged_groups_.pipeline = staged(groups_->pipeline), staged_groups_.embedding = staged(groups_->embedding);
+  for (const auto& [link, c] : groups_->links) staged_groups_.links[link] = staged(c);
+  groups_ = &staged_groups_;
 }
 
 // The most distinct micro-batches whose backwards are not all done at once.

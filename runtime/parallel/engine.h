@@ -13,11 +13,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include <llvm/Support/Error.h>
 
+#include "backend/backend.h"
 #include "comm/communicator.h"
 #include "data/batches.h"
 #include "model/config.h"
@@ -37,6 +40,13 @@ auto DecayedRuns(const model::ParamLayout& layout) -> std::vector<optim::Element
 // a bf16 engine publishes the fp32 master into the bf16 parameters.
 void RoundInto(const float* from, size_t count, comm::Bf16* to);
 
+// Makes the backend a rank computes on, per element type (run/ picks the
+// CUDA one on a GPU rank); a null factory: the CPU backend.
+struct Backends {
+  std::function<std::unique_ptr<backend::Kernels<float>>()> fp32;
+  std::function<std::unique_ptr<backend::Kernels<backend::Bf16>>()> bf16;
+};
+
 struct EngineSetup {
   const RunnablePlan* plan = nullptr;
   int64_t rank = 0;                     // this process's rank in the plan
@@ -44,6 +54,7 @@ struct EngineSetup {
   RankGroups* groups = nullptr;         // null: a one-rank plan
   optim::OptimizerConfig optimizer;
   uint64_t seed = 1234;
+  Backends backends;
 };
 
 // The engine of one rank, on the element type the plan's precision names:
@@ -89,15 +100,22 @@ class Engine {
   };
   virtual auto Memory() -> MemoryUse = 0;
 
-  // The fp32 parameters a checkpoint saves and restores: in fp32 what this
-  // rank keeps of them (all of its shard, or at ZeRO 3 its slice); in bf16
-  // the master copy of the elements it updates (its ZeRO slice, or the whole
-  // shard at ZeRO 0). After writing into master(), call MasterRestored() on
-  // every rank: it rebuilds the compute copy (a collective in bf16 with ZeRO
-  // 1 and 2, which gathers every owner's slice).
-  virtual auto master() -> float* = 0;
-  virtual auto master_count() const -> int64_t = 0;
-  virtual auto MasterRestored() -> llvm::Error = 0;
+  // What a checkpoint keeps of this rank, copied to the host: the fp32
+  // parameters (in fp32 what this rank keeps of them: all of its shard, or
+  // at ZeRO 3 its slice; in bf16 the master copy of the elements it updates:
+  // its ZeRO slice, or the whole shard at ZeRO 0), AdamW's moments of the
+  // elements it updates, and the steps taken.
+  struct OptimizerState {
+    std::vector<float> params, m, v;
+    int64_t step = 0;
+  };
+  virtual auto SaveState() -> OptimizerState = 0;
+  // The sizes of SaveState's params and moments.
+  virtual auto state_sizes() const -> std::pair<int64_t, int64_t> = 0;
+  // Puts a state of state_sizes() back, on every rank: it also rebuilds the
+  // compute copy (a collective in bf16 with ZeRO 1 and 2, which gathers
+  // every owner's slice).
+  virtual auto RestoreState(const OptimizerState& state) -> llvm::Error = 0;
   virtual auto optimizer() -> ShardedAdamW& = 0;
   virtual auto layout() const -> const model::ParamLayout& = 0;
   virtual auto stage() const -> int64_t = 0;

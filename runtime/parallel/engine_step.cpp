@@ -97,7 +97,7 @@ template <typename T>
 auto TypedEngine<T>::TakeBlock(int64_t block, const T* window) -> llvm::Error {
   const auto& seg = model_->segments()[static_cast<size_t>(model::Transformer<T>::BlockSegment(block))];
   return Timed(waited_.data, [&] {
-    return ScatterToOwners(window, seg.first, seg.count, optimizer_->slices(), owner_index(), data_group(),
+    return ScatterToOwners(*k_, window, seg.first, seg.count, optimizer_->slices(), owner_index(), data_group(),
                            grad_slice_.data(), scratch_);
   });
 }
@@ -123,7 +123,7 @@ auto TypedEngine<T>::FinishSharded() -> llvm::Error {
     const T* window = end.second;
     if (seg.count == 0) continue;
     if (llvm::Error e = Timed(waited_.data, [&] {
-          return ScatterToOwners(window, seg.first, seg.count, optimizer_->slices(), owner_index(), data_group(),
+          return ScatterToOwners(*k_, window, seg.first, seg.count, optimizer_->slices(), owner_index(), data_group(),
                                  grad_slice_.data(), scratch_);
         })) {
       return e;
@@ -133,48 +133,41 @@ auto TypedEngine<T>::FinishSharded() -> llvm::Error {
 }
 
 template <typename T>
-auto TypedEngine<T>::SquaredNormOfSlice() const -> double {
-  return SquaredNorm(grad_slice_.data(), RunsWithin(counted_, optimizer_->mine()));
+auto TypedEngine<T>::SquaredNormOfSlice() -> double {
+  return k_->SquaredNorm(grad_slice_.data(), RunsWithin(counted_, optimizer_->mine()));
 }
 
+// AdamW on this rank's slice; bf16 publishes the updated master into the
+// compute copy as it goes, fp32 updates the parameters in place. Below ZeRO
+// 3 every owner's slice is then broadcast over the data group.
 template <typename T>
 auto TypedEngine<T>::Update(double grad_norm) -> llvm::Error {
-  if constexpr (kMixed) {
-    const T* grads = zero2() ? grad_slice_.data() : model_->gradients().data() + optimizer_->mine().first;
-    optimizer_->Update(master(), grads, grad_norm);
-    return PublishMaster();
-  } else {
-    if (!zero2()) {
-      return optimizer_->Step(model_->parameters().data(), model_->gradients().data(), grad_norm, data_group());
-    }
-    if (zero3()) {
-      optimizer_->Update(param_slice_.data(), grad_slice_.data(), grad_norm);
-      return llvm::Error::success();
-    }
-    float* params = model_->parameters().data();
-    optimizer_->Update(params + optimizer_->mine().first, grad_slice_.data(), grad_norm);
-    return optimizer_->Gather(params, data_group());
+  const OwnedSlice& mine = optimizer_->mine();
+  const T* grads = zero2() ? grad_slice_.data() : model_->gradients().data() + mine.first;
+  if (zero3()) {
+    optimizer_->Update(*k_, param_slice_.data(), grads, grad_norm, kMixed ? param_copy_.data() : nullptr);
+    return llvm::Error::success();
   }
+  T* params = model_->parameters().data();
+  if constexpr (kMixed) optimizer_->Update(*k_, master_.data(), grads, grad_norm, params + mine.first);
+  else optimizer_->Update(*k_, params + mine.first, grads, grad_norm, static_cast<T*>(nullptr));
+  return optimizer_->Gather(params, data_group());
 }
 
+// bf16 after a restore: the master rounded into the compute copy.
 template <typename T>
 auto TypedEngine<T>::PublishMaster() -> llvm::Error {
   if constexpr (kMixed) {
     if (zero3()) {
-      RoundInto(param_slice_.data(), param_slice_.size(), param_copy_.data());
+      k_->FromFloat(param_copy_.data(), param_slice_.data(), static_cast<int64_t>(param_slice_.size()));
       return llvm::Error::success();
     }
     T* params = model_->parameters().data();
-    RoundInto(master_.data(), master_.size(), params + optimizer_->mine().first);
+    k_->FromFloat(params + optimizer_->mine().first, master_.data(), static_cast<int64_t>(master_.size()));
     return optimizer_->Gather(params, data_group());
   } else {
     return llvm::Error::success();
   }
-}
-
-template <typename T>
-void TypedEngine<T>::ScaleGradients(T* data, size_t count, float scale) {
-  for (size_t i = 0; i < count; ++i) data[i] = backend::Narrow<T>(backend::Widen(data[i]) * scale);
 }
 
 template <typename T>
@@ -211,7 +204,7 @@ auto TypedEngine<T>::Agree(double loss, int stop_signal) -> llvm::Expected<StepR
   waited_.tensor += model_->TakeTensorCommSeconds();
   constexpr int kStops = 5;
   float shared[kStops + kStopCodes] = {
-      static_cast<float>(zero2() ? SquaredNormOfSlice() : SquaredNorm(g, counted_)),
+      static_cast<float>(zero2() ? SquaredNormOfSlice() : k_->SquaredNorm(g, counted_)),
       reports_loss ? static_cast<float>(loss / static_cast<double>(plan_->layout.data)) : 0.0f,
       static_cast<float>(waited_.tensor), static_cast<float>(waited_.pipeline), static_cast<float>(waited_.data)};
   if (stop_signal > 0) shared[kStops + std::min(stop_signal, kStopCodes - 1)] = 1.0f;
@@ -233,7 +226,7 @@ auto TypedEngine<T>::Step(const std::vector<data::Batch>& micro_batches, int sto
   auto m = static_cast<size_t>(shape_.micro_batches);
   assert(micro_batches.size() == m);
   model_->ZeroGradients();
-  std::fill(grad_slice_.begin(), grad_slice_.end(), T{});
+  grad_slice_.Zero();
   step_loss_ = 0;
   waited_ = {};
   model_->TakeTensorCommSeconds();
@@ -251,11 +244,12 @@ auto TypedEngine<T>::Step(const std::vector<data::Batch>& micro_batches, int sto
   if (zero2()) {
     if (llvm::Error e = FinishSharded()) return e;
     // The scatters summed over the data group: average, and over the micro-batches.
-    ScaleGradients(grad_slice_.data(), grad_slice_.size(),
-                   1.0f / static_cast<float>(m * static_cast<size_t>(plan_->layout.data)));
+    k_->Scale(grad_slice_.data(), static_cast<int64_t>(grad_slice_.size()),
+              1.0f / static_cast<float>(m * static_cast<size_t>(plan_->layout.data)));
   } else {
     if (llvm::Error e = ReduceTheRest()) return e;
-    ScaleGradients(model_->gradients().data(), model_->gradients().size(), 1.0f / static_cast<float>(m));
+    k_->Scale(model_->gradients().data(), static_cast<int64_t>(model_->gradients().size()),
+              1.0f / static_cast<float>(m));
   }
   auto result = Agree(step_loss_ / static_cast<double>(m), stop_signal);
   if (!result) return result.takeError();

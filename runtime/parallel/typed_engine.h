@@ -23,9 +23,9 @@ class TypedEngine final : public Engine {
 
   auto Step(const std::vector<data::Batch>& micro_batches, int stop_signal) -> llvm::Expected<StepResult> override;
   auto Memory() -> MemoryUse override;
-  auto master() -> float* override;
-  auto master_count() const -> int64_t override;
-  auto MasterRestored() -> llvm::Error override;
+  auto SaveState() -> OptimizerState override;
+  auto state_sizes() const -> std::pair<int64_t, int64_t> override;
+  auto RestoreState(const OptimizerState& state) -> llvm::Error override;
   auto optimizer() -> ShardedAdamW& override { return *optimizer_; }
   auto layout() const -> const model::ParamLayout& override { return model_->layout(); }
   auto stage() const -> int64_t override { return stage_; }
@@ -33,8 +33,17 @@ class TypedEngine final : public Engine {
  private:
   // bf16: the model computes on a rounded copy of the fp32 master.
   static constexpr bool kMixed = !std::is_same_v<T, float>;
+  template <typename E>
+  using Buffer = backend::Buffer<E>;
 
   void Build(const EngineSetup& s);
+  // The backend's memory cannot be read by the host: the communicators are
+  // wrapped to copy through host memory (StagedCommunicator).
+  void StageGroups();
+  // The fp32 parameters SaveState and RestoreState move (master_count of them).
+  auto master() -> float*;
+  auto master_count() const -> int64_t;
+  auto InitialSlice(uint64_t seed, const OwnedSlice& slice) -> Buffer<float>;
   void PlanSlots();
   auto Forward(const PipelineOp& op, const std::vector<data::Batch>& batches) -> llvm::Error;
   auto Backward(const PipelineOp& op, size_t index) -> llvm::Error;
@@ -54,8 +63,7 @@ class TypedEngine final : public Engine {
   // bf16: the updated master slice, rounded into the compute copy (and, with
   // ZeRO 1 and 2, every owner's slice broadcast over the data group).
   auto PublishMaster() -> llvm::Error;
-  auto SquaredNormOfSlice() const -> double;
-  void ScaleGradients(T* data, size_t count, float scale);
+  auto SquaredNormOfSlice() -> double;
 
   const runtime::RunPlan* plan_ = nullptr;
   comm::Communicator* world_ = nullptr;
@@ -63,12 +71,20 @@ class TypedEngine final : public Engine {
   int64_t stage_ = 0, tensor_rank_ = 0, data_rank_ = 0;
   PipelineShape shape_;
   std::vector<PipelineOp> ops_;
-  std::vector<size_t> last_backward_;  // per chunk: the index in ops_ of its last backward
+  std::vector<size_t> last_backward_;                 // per chunk: the index in ops_ of its last backward
+  std::unique_ptr<backend::Kernels<T>> own_kernels_;  // null: the shared CPU backend
+  backend::Kernels<T>* k_ = nullptr;
+  RankGroups staged_groups_;  // groups_ wrapped, when the backend is not host-visible
   std::unique_ptr<model::Transformer<T>> model_;
   std::unique_ptr<ShardedAdamW> optimizer_;
   std::map<int64_t, std::unique_ptr<AsyncSender>> senders_;  // by the stage sent to
   std::unique_ptr<GradientReducer> reducer_;
-  std::vector<OwnedSlice> counted_;  // the elements this rank adds to the squared norm
+  // The elements whose squares this rank adds to the whole model's squared
+  // gradient norm, so that each distinct parameter counts once: tensors
+  // replicated across the tensor group only on tensor rank 0, a tied model's
+  // second copy of wte not at all, and (gradients being equal across data
+  // ranks, below ZeRO 2) only data rank 0's.
+  std::vector<OwnedSlice> counted_;
   // Micro-batch slots: peak distinct micro-batches in flight; per micro-batch
   // its slot (-1: none) and chunk backwards still to run.
   int64_t slots_ = 1;
@@ -79,12 +95,13 @@ class TypedEngine final : public Engine {
   // ZeRO 2 and 3: this rank's slice of the reduced gradients; at 3, its
   // slice of the parameters in fp32 (`param_slice_`, the master in bf16) and,
   // in bf16, that slice rounded (`param_copy_`, what the windows gather).
-  std::vector<T> grad_slice_, param_copy_;
-  std::vector<float> param_slice_;
+  // All of them in the backend's memory.
+  Buffer<T> grad_slice_, param_copy_;
+  Buffer<float> param_slice_;
   // bf16 below ZeRO 3: the fp32 master of the elements this rank updates.
-  std::vector<float> master_;
+  Buffer<float> master_;
   std::string window_error_;  // the window hooks' first failure
-  std::vector<T> scratch_;
+  Buffer<T> scratch_;
 };
 
 }  // namespace avf::parallel

@@ -15,14 +15,14 @@ auto RunsWithin(const std::vector<OwnedSlice>& runs, const OwnedSlice& slice) ->
   return within;
 }
 
-ShardedAdamW::ShardedAdamW(optim::OptimizerConfig config, std::vector<OwnedSlice> slices, int64_t data_rank,
-                           const std::vector<optim::ElementRun>& decayed)
-    : slices_(std::move(slices)), data_rank_(data_rank), adam_(config, mine().count, RunsWithin(decayed, mine())) {}
-
-auto ShardedAdamW::Step(float* params, const float* grads, double grad_norm, comm::Communicator* data) -> llvm::Error {
-  Update(params + mine().first, grads + mine().first, grad_norm);
-  return Gather(params, data);
-}
+ShardedAdamW::ShardedAdamW(backend::Memory& memory, optim::OptimizerConfig config, std::vector<OwnedSlice> slices,
+                           int64_t data_rank, const std::vector<optim::ElementRun>& decayed)
+    : slices_(std::move(slices)),
+      data_rank_(data_rank),
+      config_(config),
+      decayed_(RunsWithin(decayed, mine())),
+      m_(memory, static_cast<size_t>(mine().count)),
+      v_(memory, static_cast<size_t>(mine().count)) {}
 
 template <comm::Element E>
 auto ShardedAdamW::Gather(E* params, comm::Communicator* data) -> llvm::Error {
@@ -55,89 +55,73 @@ auto Widest(const std::vector<OwnedSlice>& parts) -> int64_t {
   return widest;
 }
 
-}  // namespace
-
-// Sums of squares of fixed blocks, added in block order afterwards: the
-// same result however many threads computed the blocks.
-template <comm::Element E>
-auto SquaredNorm(const E* grads, const std::vector<OwnedSlice>& counted) -> double {
-  constexpr int64_t kBlock = 1 << 16;
-  double sum = 0;
-  for (const OwnedSlice& r : counted) {
-    int64_t blocks = (r.count + kBlock - 1) / kBlock;
-    std::vector<double> partial(static_cast<size_t>(blocks), 0.0);
-#pragma omp parallel for schedule(static) if (blocks > 16)
-    for (int64_t b = 0; b < blocks; ++b) {
-      int64_t first = r.first + b * kBlock, end = std::min(r.first + r.count, first + kBlock);
-      double block = 0;
-      for (int64_t i = first; i < end; ++i) {
-        double g = backend::Widen(grads[i]);
-        block += g * g;
-      }
-      partial[static_cast<size_t>(b)] = block;
-    }
-    for (double p : partial) sum += p;
-  }
-  return sum;
+// Room for `blocks` blocks of n elements and one more, zeroed (the padding
+// of the parts is reduced and sent too, then ignored).
+template <typename E>
+auto Blocks(backend::Kernels<E>& k, backend::Buffer<E>& scratch, size_t blocks, size_t n) -> E* {
+  if (scratch.size() < (blocks + 1) * n) scratch = backend::Buffer<E>(k, (blocks + 1) * n);
+  else scratch.Zero();
+  return scratch.data();
 }
 
+}  // namespace
+
 template <comm::Element E>
-auto ScatterToOwners(const E* window, int64_t first, int64_t count, const std::vector<OwnedSlice>& slices, int64_t me,
-                     comm::Communicator* data, E* owned, std::vector<E>& scratch) -> llvm::Error {
+auto ScatterToOwners(backend::Kernels<E>& k, const E* window, int64_t first, int64_t count,
+                     const std::vector<OwnedSlice>& slices, int64_t me, comm::Communicator* data, E* owned,
+                     backend::Buffer<E>& scratch) -> llvm::Error {
   std::vector<OwnedSlice> parts = Parts(first, count, slices);
   int64_t widest = Widest(parts);
   const OwnedSlice& mine = parts[static_cast<size_t>(me)];
   E* into = mine.count > 0 ? owned + (mine.first - slices[static_cast<size_t>(me)].first) : owned;
-  auto add = [into, n = mine.count](const E* from) {
-    for (int64_t i = 0; i < n; ++i) into[i] = backend::Narrow<E>(backend::Widen(into[i]) + backend::Widen(from[i]));
-  };
+  auto add = [&k, into, n = mine.count](const E* from) { k.ResidualForward(into, into, from, n); };
   if (!data || data->size() == 1) {
     add(window + (mine.first - first));
     return llvm::Error::success();
   }
   if (widest == 0) return llvm::Error::success();
   auto n = static_cast<size_t>(widest);
-  scratch.assign(parts.size() * n + n, E{});
+  E* blocks = Blocks(k, scratch, parts.size(), n);
   for (size_t d = 0; d < parts.size(); ++d) {
-    std::copy_n(window + (parts[d].first - first), parts[d].count, scratch.begin() + static_cast<int64_t>(d * n));
+    CopyElements(k, blocks + d * n, window + (parts[d].first - first), parts[d].count);
   }
-  E* sum = scratch.data() + parts.size() * n;
-  if (llvm::Error e = data->ReduceScatter(scratch.data(), sum, n, comm::ReduceOp::kSum)) return e;
+  E* sum = blocks + parts.size() * n;
+  if (llvm::Error e = data->ReduceScatter(blocks, sum, n, comm::ReduceOp::kSum)) return e;
   add(sum);
   return llvm::Error::success();
 }
 
 template <comm::Element E>
-auto GatherFromOwners(E* window, int64_t first, int64_t count, const std::vector<OwnedSlice>& slices, int64_t me,
-                      comm::Communicator* data, const E* owned, std::vector<E>& scratch) -> llvm::Error {
+auto GatherFromOwners(backend::Kernels<E>& k, E* window, int64_t first, int64_t count,
+                      const std::vector<OwnedSlice>& slices, int64_t me, comm::Communicator* data, const E* owned,
+                      backend::Buffer<E>& scratch) -> llvm::Error {
   std::vector<OwnedSlice> parts = Parts(first, count, slices);
   int64_t widest = Widest(parts);
   const OwnedSlice& mine = parts[static_cast<size_t>(me)];
   const E* from = mine.count > 0 ? owned + (mine.first - slices[static_cast<size_t>(me)].first) : owned;
   if (!data || data->size() == 1) {
-    std::copy_n(from, mine.count, window + (mine.first - first));
+    CopyElements(k, window + (mine.first - first), from, mine.count);
     return llvm::Error::success();
   }
   if (widest == 0) return llvm::Error::success();
   auto n = static_cast<size_t>(widest);
-  scratch.assign(parts.size() * n + n, E{});
-  E* send = scratch.data() + parts.size() * n;
-  std::copy_n(from, mine.count, send);
-  if (llvm::Error e = data->AllGather(send, scratch.data(), n)) return e;
+  E* blocks = Blocks(k, scratch, parts.size(), n);
+  E* send = blocks + parts.size() * n;
+  CopyElements(k, send, from, mine.count);
+  if (llvm::Error e = data->AllGather(send, blocks, n)) return e;
   for (size_t d = 0; d < parts.size(); ++d) {
-    std::copy_n(scratch.begin() + static_cast<int64_t>(d * n), parts[d].count, window + (parts[d].first - first));
+    CopyElements(k, window + (parts[d].first - first), blocks + d * n, parts[d].count);
   }
   return llvm::Error::success();
 }
 
-#define AVF_ZERO(E)                                                                                     \
-  template auto ShardedAdamW::Gather<E>(E*, comm::Communicator*)->llvm::Error;                          \
-  template auto SquaredNorm<E>(const E*, const std::vector<OwnedSlice>&)->double;                       \
-  template auto ScatterToOwners<E>(const E*, int64_t, int64_t, const std::vector<OwnedSlice>&, int64_t, \
-                                   comm::Communicator*, E*, std::vector<E>&)                            \
-      ->llvm::Error;                                                                                    \
-  template auto GatherFromOwners<E>(E*, int64_t, int64_t, const std::vector<OwnedSlice>&, int64_t,      \
-                                    comm::Communicator*, const E*, std::vector<E>&)                     \
+#define AVF_ZERO(E)                                                                                                  \
+  template auto ShardedAdamW::Gather<E>(E*, comm::Communicator*)->llvm::Error;                                       \
+  template auto ScatterToOwners<E>(backend::Kernels<E>&, const E*, int64_t, int64_t, const std::vector<OwnedSlice>&, \
+                                   int64_t, comm::Communicator*, E*, backend::Buffer<E>&)                            \
+      ->llvm::Error;                                                                                                 \
+  template auto GatherFromOwners<E>(backend::Kernels<E>&, E*, int64_t, int64_t, const std::vector<OwnedSlice>&,      \
+                                    int64_t, comm::Communicator*, const E*, backend::Buffer<E>&)                     \
       ->llvm::Error;
 
 AVF_ZERO(float)

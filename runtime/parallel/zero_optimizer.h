@@ -12,6 +12,8 @@
 
 #include <llvm/Support/Error.h>
 
+#include "backend/backend.h"
+#include "backend/buffer.h"
 #include "comm/communicator.h"
 #include "optim/optimizer.h"
 
@@ -28,55 +30,64 @@ class ShardedAdamW {
  public:
   // `slices` has one entry per data rank, covering the buffer in order (one
   // entry for the whole buffer at stage 0); `decayed` are the runs of the
-  // whole buffer that weight decay applies to (DecayedRuns).
-  ShardedAdamW(optim::OptimizerConfig config, std::vector<OwnedSlice> slices, int64_t data_rank,
-               const std::vector<optim::ElementRun>& decayed);
+  // whole buffer that weight decay applies to (DecayedRuns). The moments
+  // live in `memory` (the model's backend), zeroed.
+  ShardedAdamW(backend::Memory& memory, optim::OptimizerConfig config, std::vector<OwnedSlice> slices,
+               int64_t data_rank, const std::vector<optim::ElementRun>& decayed);
 
-  // `grad_norm` is the norm of the whole model's gradient (every rank clips
-  // by the same factor). `data` is the data group (null: one data rank).
-  // Step takes the whole fp32 buffers (gradients averaged over the data
-  // group); Update takes this rank's slice of the fp32 parameters (with bf16
-  // training, the master copy) and of the gradients (fp32 or bf16); Gather
-  // broadcasts every owner's slice of the parameters (fp32 or bf16).
-  auto Step(float* params, const float* grads, double grad_norm, comm::Communicator* data) -> llvm::Error;
-  template <typename G>
-  void Update(float* params_slice, const G* grads_slice, double grad_norm) {
-    adam_.Step(params_slice, grads_slice, grad_norm);
+  // One update of this rank's slice: `params_slice` its fp32 parameters (in
+  // bf16 training, the master), `grads_slice` its gradients (T); `publish`,
+  // when not null, gets the updated parameters rounded to T. `grad_norm` is
+  // the norm of the whole model's gradient (every rank clips alike).
+  template <typename T>
+  void Update(backend::Kernels<T>& k, float* params_slice, const T* grads_slice, double grad_norm, T* publish) {
+    optim::ElementScalars s = optim::ElementScalarsOf(config_, optim::ScalarsOf(config_, step_, grad_norm));
+    ++step_;
+    k.AdamW(params_slice, grads_slice, m_.data(), v_.data(), mine().count, decayed_, s, publish);
   }
+  // Broadcasts every owner's slice of the parameters over the data group
+  // (null: one data rank), fp32 or bf16, in the backend's memory.
   template <comm::Element E>
   auto Gather(E* params, comm::Communicator* data) -> llvm::Error;
   auto slices() const -> const std::vector<OwnedSlice>& { return slices_; }
-
   auto mine() const -> const OwnedSlice& { return slices_[static_cast<size_t>(data_rank_)]; }
-  auto adam() -> optim::AdamW& { return adam_; }
+  auto config() const -> const optim::OptimizerConfig& { return config_; }
+  auto step() const -> int64_t { return step_; }
+  void set_step(int64_t step) { step_ = step; }
+  // AdamW's first and second moments of mine(), in the backend's memory.
+  auto m() -> backend::Buffer<float>& { return m_; }
+  auto v() -> backend::Buffer<float>& { return v_; }
 
  private:
   std::vector<OwnedSlice> slices_;
   int64_t data_rank_;
-  optim::AdamW adam_;
+  optim::OptimizerConfig config_;
+  std::vector<optim::ElementRun> decayed_;  // within mine()
+  backend::Buffer<float> m_, v_;
+  int64_t step_ = 0;
 };
-
-// The elements whose squares a rank adds to the whole model's squared
-// gradient norm, so that each distinct parameter counts once: tensors
-// replicated across the tensor group only on tensor rank 0, a tied model's
-// second copy of wte not at all, and (gradients being equal across data
-// ranks) only data rank 0's.
-template <comm::Element E>
-auto SquaredNorm(const E* grads, const std::vector<OwnedSlice>& counted) -> double;
 
 // Adds the data group's sum of `window` — elements [first, first + count) of
 // the flat buffer — to `owned`, this rank's slice (`slices[me]`), each rank
 // getting the part its slice covers: a reduce-scatter over blocks padded to
-// the largest part. `scratch` is reused between calls.
-// A bf16 window is reduced with fp32 accumulation and added to `owned` with
-// one rounding.
+// the largest part. Every buffer is in k's memory; `scratch` grows as needed
+// and is reused between calls. A bf16 window is reduced with fp32
+// accumulation and added to `owned` with one rounding.
 template <comm::Element E>
-auto ScatterToOwners(const E* window, int64_t first, int64_t count, const std::vector<OwnedSlice>& slices, int64_t me,
-                     comm::Communicator* data, E* owned, std::vector<E>& scratch) -> llvm::Error;
+auto ScatterToOwners(backend::Kernels<E>& k, const E* window, int64_t first, int64_t count,
+                     const std::vector<OwnedSlice>& slices, int64_t me, comm::Communicator* data, E* owned,
+                     backend::Buffer<E>& scratch) -> llvm::Error;
 // Fills `window` (elements [first, first + count)) from the owners' slices:
 // an all-gather of the parts, padded to the largest.
 template <comm::Element E>
-auto GatherFromOwners(E* window, int64_t first, int64_t count, const std::vector<OwnedSlice>& slices, int64_t me,
-                      comm::Communicator* data, const E* owned, std::vector<E>& scratch) -> llvm::Error;
+auto GatherFromOwners(backend::Kernels<E>& k, E* window, int64_t first, int64_t count,
+                      const std::vector<OwnedSlice>& slices, int64_t me, comm::Communicator* data, const E* owned,
+                      backend::Buffer<E>& scratch) -> llvm::Error;
+
+// n elements from src to dst, both in k's memory.
+template <typename E>
+void CopyElements(backend::Memory& k, E* dst, const E* src, int64_t n) {
+  if (n > 0) k.Copy2D(dst, 0, src, 0, static_cast<size_t>(n) * sizeof(E), 1);
+}
 
 }  // namespace avf::parallel

@@ -31,6 +31,7 @@
 #include "plan/sizes.h"
 #include "plan_format/folder_lock.h"
 #include "plan_format/launch.h"
+#include "run/compute_device.h"
 #include "run/launcher.h"
 #include "run/memory_report.h"
 #include "run/preflight.h"
@@ -48,6 +49,7 @@ struct RunFlags {
   // apart on a cluster), and a collective waits for a silent peer.
   double join_timeout_s = 300, peer_timeout_s = 60;
   avf::runtime::IdentityFlags identity;
+  std::string device = "auto";  // gpu, cpu or auto (run/compute_device.h)
   bool print_schedule = false;
   // The preflight's checks before training, at every start (run/preflight.h).
   bool preflight = false;
@@ -278,14 +280,20 @@ auto Run(const RunFlags& f, const std::vector<std::string>& args) -> int {
   o.max_steps = f.max_steps;
   o.terminal = isatty(STDOUT_FILENO) != 0;
   o.rank = static_cast<int>(identity->rank);
-  if (llvm::Error e = avf::runtime::CheckHostMemory(plan, identity->rank, avf::runtime::HostMemoryBytes())) {
-    return Report(std::move(e));
+  auto device = avf::run::ChooseDevice(f.device, identity->local_rank, plan.hardware.ranks_per_node);
+  if (!device) return Report(device.takeError());
+  if (!device->gpu) {
+    if (llvm::Error e = avf::runtime::CheckHostMemory(plan, identity->rank, avf::runtime::HostMemoryBytes())) {
+      return Report(std::move(e));
+    }
   }
+  o.backends = device->backends;
   auto runnable = avf::parallel::CheckRunnable(file->plan, static_cast<int>(identity->world_size));
   if (!runnable) return Report(runnable.takeError());
   if (identity->rank == 0) {
-    llvm::outs() << fmt::format("avf-run: training in {} on the CPU; GEMMs: {}\n",
-                                avf::runtime::Name(plan.training.precision).str(), avf::cpu::GemmPath());
+    llvm::outs() << fmt::format("avf-run: training in {} on {}; GEMMs: {}\n",
+                                avf::runtime::Name(plan.training.precision).str(), device->name,
+                                device->gpu ? "cuBLASLt" : avf::cpu::GemmPath());
   }
   avf::run::World world;
   if (identity->world_size > 1) {
@@ -448,6 +456,12 @@ auto main(int argc, char** argv) -> int {
   app.add_option("--peer-timeout", run.peer_timeout_s, "Seconds a collective waits for a silent peer (default 60)")
       ->check(Seconds());
   AddIdentityFlags(app, run.identity);
+  app.add_option("--device", run.device,
+                 avf::run::CudaBackendBuilt()
+                     ? "gpu (each rank on its local rank's GPU), cpu, or auto (default: gpu where the GPU can run "
+                       "this avf-run's kernels, else cpu)"
+                     : "cpu or auto (default; this avf-run has no CUDA backend: the CPU)")
+      ->check(CLI::IsMember({"gpu", "cpu", "auto"}));
   app.add_flag("--print-schedule", run.print_schedule, "Print every pipeline stage's schedule of the plan and exit");
   app.add_flag("--preflight", run.preflight,
                "Check the nodes before training (as `avf-run preflight` does); a failed check ends the run");

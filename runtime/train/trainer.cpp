@@ -58,7 +58,6 @@ struct Loop {
   auto Checkpoint() -> llvm::Error;
   auto Resume() -> llvm::Error;
   void Report(const StepMetrics& m);
-  auto adam() -> AdamW& { return engine->optimizer().adam(); }
 };
 
 auto Loop::OneStep(double& loss, double& norm, int& stop) -> llvm::Error {
@@ -81,12 +80,8 @@ auto Loop::OneStep(double& loss, double& norm, int& stop) -> llvm::Error {
 
 auto Loop::Checkpoint() -> llvm::Error {
   data::BatchLoader::Position pos = loader->position();
-  RankStateView s{step,
-                  pos.position,
-                  pos.epoch,
-                  {engine->master(), static_cast<size_t>(engine->master_count())},
-                  adam().moments().first,
-                  adam().moments().second};
+  parallel::Engine::OptimizerState state = engine->SaveState();
+  RankStateView s{step, pos.position, pos.epoch, state.params, state.m, state.v};
   int world = options.world ? options.world->size() : 1;
   if (llvm::Error e = SaveRank(options.checkpoint_dir, options.rank, world, s)) return e;
   // Every rank's file is written before rank 0 marks the step committed.
@@ -104,14 +99,13 @@ auto Loop::Resume() -> llvm::Error {
   auto latest = LatestCommitted(options.checkpoint_dir);
   if (!latest) return latest.takeError();
   if (!*latest) return llvm::Error::success();
-  auto s = LoadRank(options.checkpoint_dir, **latest, options.rank, options.world ? options.world->size() : 1,
-                    engine->master_count(), engine->optimizer().mine().count);
+  auto [params, moments] = engine->state_sizes();
+  auto s = LoadRank(options.checkpoint_dir, **latest, options.rank, options.world ? options.world->size() : 1, params,
+                    moments);
   if (!s) return s.takeError();
-  std::copy(s->params.begin(), s->params.end(), engine->master());
-  if (llvm::Error e = engine->MasterRestored()) return e;
-  adam().moments().first = std::move(s->m);
-  adam().moments().second = std::move(s->v);
-  adam().set_step(s->step);
+  if (llvm::Error e = engine->RestoreState({std::move(s->params), std::move(s->m), std::move(s->v), s->step})) {
+    return e;
+  }
   step = s->step;
   if (options.rank == 0) {
     progress << fmt::format("resuming from {} (step {})\n", CheckpointDir(options.checkpoint_dir, step), step);
@@ -154,7 +148,7 @@ auto Run(Loop& loop, TrainResult& result) -> llvm::Error {
     StepMetrics m{loop.step,
                   total,
                   loss,
-                  LearningRate(loop.adam().config(), loop.step - 1),
+                  LearningRate(loop.engine->optimizer().config(), loop.step - 1),
                   norm,
                   seconds,
                   tokens_per_step / seconds,
@@ -200,8 +194,8 @@ auto Train(const parallel::RunnablePlan& runnable, const TrainOptions& options, 
     if (!groups) return groups.takeError();
     loop.groups.emplace(std::move(*groups));
   }
-  loop.engine = parallel::Engine::Create(
-      {&runnable, options.rank, options.world, loop.groups ? &*loop.groups : nullptr, OptimizerOf(plan), options.seed});
+  loop.engine = parallel::Engine::Create({&runnable, options.rank, options.world, loop.groups ? &*loop.groups : nullptr,
+                                          OptimizerOf(plan), options.seed, options.backends});
   loop.loader = std::make_unique<data::BatchLoader>(std::move(*reader));
   if (!options.metrics_path.empty() && options.rank == 0) {
     auto metrics = MetricsFile::Open(options.metrics_path);

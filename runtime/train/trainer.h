@@ -18,14 +18,15 @@
 namespace avf::train {
 
 struct TrainOptions {
-  std::string data_dir;        // where the shard files are (the staged copy)
-  std::string checkpoint_dir;  // "" : no checkpoints
-  bool resume = false;         // from the newest committed checkpoint, if any
-  std::string metrics_path;    // JSON lines, one per step
-  uint64_t seed = 1234;        // parameter initialisation
-  int64_t max_steps = 0;       // stop after this many steps (0: the plan's)
-  bool terminal = false;       // redraw one progress line instead of printing lines
-  int rank = 0;                // this process's rank in the plan
+  std::string data_dir;         // where the shard files are (the staged copy)
+  std::string checkpoint_dir;   // "" : no checkpoints
+  bool resume = false;          // from the newest committed checkpoint, if any
+  std::string metrics_path;     // JSON lines, one per step
+  uint64_t seed = 1234;         // parameter initialisation
+  int64_t max_steps = 0;        // stop after this many steps (0: the plan's)
+  bool terminal = false;        // redraw one progress line instead of printing lines
+  int rank = 0;                 // this process's rank in the plan
+  parallel::Backends backends;  // what the engine computes on (empty: the CPU backend)
   // The ranks of the plan, all data-parallel; null for a single-rank plan.
   comm::Communicator* world = nullptr;
   // Set (by a signal handler) to the signal number to ask for a clean stop:

@@ -130,6 +130,16 @@ class CheckedBackend final : public Kernels<double> {
   void MaxOverBlocks(D* o, const D* b, int64_t count, int64_t nb) override {
     Kernel({o, b}), cpu_.MaxOverBlocks(o, b, count, nb);
   }
+  auto SquaredNorm(const D* x, const std::vector<optim::ElementRun>& runs) -> double override {
+    Kernel({x});
+    return cpu_.SquaredNorm(x, runs);
+  }
+  void Scale(D* x, int64_t n, float scale) override { Kernel({x}), cpu_.Scale(x, n, scale); }
+  void FromFloat(D* to, const float* from, int64_t n) override { Kernel({to, from}), cpu_.FromFloat(to, from, n); }
+  void AdamW(float* p, const D* g, float* m, float* v, int64_t n, const std::vector<optim::ElementRun>& decayed,
+             const optim::ElementScalars& s, D* publish) override {
+    Kernel({p, g, m, v, publish}), cpu_.AdamW(p, g, m, v, n, decayed, s, publish);
+  }
 
  private:
   // Counts a pointer (and `bytes` after it) that is not inside a live allocation.

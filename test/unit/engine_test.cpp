@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "forked_ranks.h"
+#include "opaque_backend.h"
 #include "parallel/engine.h"
 #include "plan_builder.h"
 
@@ -158,14 +159,16 @@ auto CompareParameters(Engine& mine, Engine& whole, const Tolerance& tolerance) 
   const model::ParamLayout& full = whole.layout();
   std::map<std::string, const model::ParamTensor*> by_name;
   for (const model::ParamTensor& t : full.tensors) by_name[t.name] = &t;
-  int64_t kept = mine.master_count(), first = kept == mine.layout().total ? 0 : mine.optimizer().mine().first;
+  std::vector<float> kept_params = mine.SaveState().params, whole_params = whole.SaveState().params;
+  auto kept = static_cast<int64_t>(kept_params.size());
+  int64_t first = kept == mine.layout().total ? 0 : mine.optimizer().mine().first;
   double squares = 0;
   for (const model::ParamTensor& t : mine.layout().tensors) {
     const model::ParamTensor& w = *by_name.at(t.name);
-    const float* want = whole.master() + w.offset;
+    const float* want = whole_params.data() + w.offset;
     double worst = 0;
     for (int64_t i = std::max<int64_t>(0, first - t.offset); i < t.size && t.offset + i < first + kept; ++i) {
-      double difference = std::abs(mine.master()[t.offset + i - first] - want[t.part.FullIndex(i)]);
+      double difference = std::abs(kept_params[t.offset + i - first] - want[t.part.FullIndex(i)]);
       worst = std::max(worst, difference);
       squares += difference * difference;
     }
@@ -278,6 +281,65 @@ INSTANTIATE_TEST_SUITE_P(
                       Bf16(Shape(1, 4, 1, 1, k1F1B, 3, 2, false)), Bf16(Shape(2, 2, 2, 1, k1F1B, 1, 4, true)),
                       Bf16(Shape(2, 2, 1, 1, k1F1B, 3, 4, false, model::Arch::Llama)),
                       Bf16(Shape(2, 1, 2, 2, kInterleaved, 0, 4, false, model::Arch::Llama))),
+    [](const ::testing::TestParamInfo<PlanShape>& info) { return testing::ShapeName(info.param); });
+
+// The engine on a backend whose memory the host cannot touch (OpaqueBackend,
+// a GPU's stand-in): the communicators staged through host memory, the
+// optimizer, the norm and the scaling in the backend. Its kernels are the
+// CPU backend's, so every step's loss and norm and the final parameters
+// and moments are the CPU backend's bits, for every parallel mode.
+auto RunRankOpaque(const PlanShape& s, comm::Communicator& world) -> std::string {
+  auto plan = Runnable(s, world.size());
+  if (!plan) return "plan: " + llvm::toString(plan.takeError());
+  auto host_groups = BuildGroups(world, plan->valid());
+  if (!host_groups) return "groups: " + comm::testing::Text(host_groups.takeError());
+  auto opaque_groups = BuildGroups(world, plan->valid());
+  if (!opaque_groups) return "groups: " + comm::testing::Text(opaque_groups.takeError());
+  Backends opaque{[] { return std::make_unique<testing::OpaqueBackend<float>>(); },
+                  [] { return std::make_unique<testing::OpaqueBackend<backend::Bf16>>(); }};
+  std::unique_ptr<Engine> host = Engine::Create({&*plan, world.rank(), &world, &*host_groups, Optimizer(), 7});
+  std::unique_ptr<Engine> device =
+      Engine::Create({&*plan, world.rank(), &world, &*opaque_groups, Optimizer(), 7, opaque});
+  int64_t d = (*plan)->ranks[static_cast<size_t>(world.rank())].data;
+  for (int64_t step = 0; step < kSteps; ++step) {
+    std::vector<data::Batch> batches;
+    for (int64_t m = 0; m < s.micro_batches; ++m) batches.push_back(MicroBatch(s, step, d, m));
+    auto want = host->Step(batches, false);
+    if (!want) return fmt::format("step {} on the CPU backend: {}", step + 1, llvm::toString(want.takeError()));
+    auto got = device->Step(batches, false);
+    if (!got) return fmt::format("step {} on the opaque backend: {}", step + 1, llvm::toString(got.takeError()));
+    if (got->loss != want->loss || got->grad_norm != want->grad_norm) {
+      return fmt::format("step {}: loss {} and norm {}, the CPU backend's {} and {}", step + 1, got->loss,
+                         got->grad_norm, want->loss, want->grad_norm);
+    }
+  }
+  Engine::OptimizerState got = device->SaveState(), want = host->SaveState();
+  if (got.params != want.params) return "the parameters differ from the CPU backend's";
+  if (got.m != want.m || got.v != want.v) return "the moments differ from the CPU backend's";
+  return got.step == want.step ? "" : "the step counts differ";
+}
+
+class OpaqueMemory : public ::testing::TestWithParam<PlanShape> {};
+
+TEST_P(OpaqueMemory, GivesTheCpuBackendsBits) {
+  const PlanShape& s = GetParam();
+  int ranks = static_cast<int>(s.tensor * s.data * s.pipeline);
+  comm::testing::RunSetup setup;
+  setup.timeout = std::chrono::seconds(20);
+  comm::testing::ExpectAllOk(comm::testing::RunRanks(
+      ranks, [&](comm::Communicator& w) { return RunRankOpaque(s, w); }, setup));
+}
+
+// One rank; data, tensor (with sequence parallelism), pipeline (1F1B and
+// interleaved), ZeRO 1 to 3, GPT-2 and Llama, fp32 and bf16.
+INSTANTIATE_TEST_SUITE_P(
+    Rows, OpaqueMemory,
+    ::testing::Values(Shape(1, 1, 1, 1, k1F1B, 0, 2, false), Bf16(Shape(1, 1, 1, 1, k1F1B, 0, 2, false)),
+                      Shape(1, 2, 1, 1, k1F1B, 1, 2, false), Shape(2, 1, 1, 1, k1F1B, 0, 1, true),
+                      Bf16(Shape(1, 1, 2, 2, kInterleaved, 0, 4, false)), Bf16(Shape(1, 2, 1, 1, k1F1B, 2, 4, false)),
+                      Shape(1, 2, 2, 1, k1F1B, 3, 4, false),
+                      Bf16(Shape(2, 2, 1, 1, k1F1B, 3, 4, false, model::Arch::Llama)),
+                      Shape(2, 1, 2, 2, kInterleaved, 0, 4, false, model::Arch::Llama)),
     [](const ::testing::TestParamInfo<PlanShape>& info) { return testing::ShapeName(info.param); });
 
 // A batch with structure to learn: each token mostly follows from the one

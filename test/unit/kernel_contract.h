@@ -341,7 +341,58 @@ TYPED_TEST_P(KernelContract, MaxOverBlocks) {
   EXPECT_EQ(this->GotWide(out), want);
 }
 
+// The squares are summed in double: any order is within 1e-12 of the sum.
+TYPED_TEST_P(KernelContract, SquaredNormAndScale) {
+  using T = typename TypeParam::T;
+  const int64_t n = 300007;
+  Doubles x = Random<T>(n, 42, 2.0);
+  std::vector<optim::ElementRun> runs{{0, 5}, {17, 1}, {100, 200000}, {200200, 99000}, {n - 3, 3}};
+  Buffer<T> mx = this->Mine(x);
+  double want = 0;
+  for (const optim::ElementRun& r : runs) {
+    for (int64_t i = r.first; i < r.first + r.count; ++i) want += x[i] * x[i];
+  }
+  EXPECT_NEAR(this->k().SquaredNorm(mx.data(), runs), want, 1e-12 * want);
+  EXPECT_EQ(this->k().SquaredNorm(mx.data(), {}), 0.0);
+  this->k().Scale(mx.data(), n, 0.37f);
+  Doubles scaled(x.size());
+  for (size_t i = 0; i < x.size(); ++i) scaled[i] = x[i] * static_cast<double>(0.37f);
+  ExpectWithin<T>(this->Got(mx), scaled, 1, 0, "scaled");
+}
+
+// AdamW is fp32 by definition (optim::AdamWElement): against the CPU
+// optimizer's fp32 update on the same values, within 1e-6 of each tensor's
+// largest value (compilers fuse different multiply-adds); the published copy
+// is the updated master rounded once.
+TYPED_TEST_P(KernelContract, AdamW) {
+  using T = typename TypeParam::T;
+  const int64_t n = 100003;
+  Doubles master = Random<float>(n, 43), grads = Random<T>(n, 44, 0.1);
+  Doubles m = Random<float>(n, 45, 0.01), v = Random<float>(n, 46, 0.01);
+  for (double& x : v) x = std::fabs(x);
+  std::vector<optim::ElementRun> decayed{{0, 40000}, {50000, 10}, {60000, n - 60000}};
+  optim::OptimizerConfig config{.lr = 1e-3, .weight_decay = 0.1, .warmup = 2, .total_steps = 10};
+  optim::ElementScalars s = optim::ElementScalarsOf(config, optim::ScalarsOf(config, 3, 2.5));
+  Buffer<float> mm = this->MineWide(master), mmo = this->MineWide(m), mv = this->MineWide(v);
+  Buffer<T> mg = this->Mine(grads), mp = this->Mine(Doubles(n));
+  this->k().AdamW(mm.data(), mg.data(), mmo.data(), mv.data(), n, decayed, s, mp.data());
+  std::vector<float> wm(master.begin(), master.end()), wmo(m.begin(), m.end()), wv(v.begin(), v.end());
+  std::vector<T> wg(n);
+  for (int64_t i = 0; i < n; ++i) wg[i] = ToT<T>(grads[i]);
+  optim::UpdateElements(wm.data(), wg.data(), wmo.data(), wv.data(), n, decayed, s);
+  auto expect_close = [](const Doubles& got, const std::vector<float>& want, const char* what) {
+    Doubles w(want.begin(), want.end());
+    double bound = 1e-6 * MaxAbs(w);
+    for (size_t i = 0; i < w.size(); ++i) ASSERT_NEAR(got[i], w[i], bound) << what << "[" << i << "]";
+  };
+  expect_close(this->GotWide(mm), wm, "master");
+  expect_close(this->GotWide(mmo), wmo, "m");
+  expect_close(this->GotWide(mv), wv, "v");
+  Doubles published = this->Got(mp), updated = this->GotWide(mm);
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(published[i], backend::Widen(ToT<T>(updated[i]))) << "publish[" << i << "]";
+}
+
 REGISTER_TYPED_TEST_SUITE_P(KernelContract, Matmul, Embedding, LayerNorm, RmsNorm, ActivationsAndResidual, Rope,
-                            Attention, CrossEntropy, MaxOverBlocks);
+                            Attention, CrossEntropy, MaxOverBlocks, SquaredNormAndScale, AdamW);
 
 }  // namespace avf::contract

@@ -1,11 +1,13 @@
 // The CUDA kernels (kernels/) against their CPU references: GELU forward and
 // backward against runtime/cpu, three AdamW updates against optim::AdamW,
-// element by element. Without a GPU (this machine, CI) the GPU tests skip
-// with CUDA's reason, and a launch must fail with an error, not crash.
+// element by element, and the squared norm over runs against the host sum.
+// Without a GPU (this machine, CI) the GPU tests skip with CUDA's reason,
+// and a launch must fail with an error, not crash.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -114,6 +116,17 @@ TEST(Kernels, GeluForwardAndBackwardMatchTheCpu) {
   ExpectCloseToFloatMath(d_din.Host(), want_din, din, "din");
 }
 
+// The runs of `host` with their `before` (the counts of the runs ahead).
+auto DeviceRuns(const std::vector<optim::ElementRun>& host) -> std::vector<DeviceRun> {
+  std::vector<DeviceRun> runs;
+  int64_t before = 0;
+  for (const optim::ElementRun& r : host) {
+    runs.push_back({r.first, r.count, before});
+    before += r.count;
+  }
+  return runs;
+}
+
 TEST(Kernels, AdamWMatchesTheCpuOptimizer) {
   REQUIRE_GPU();
   constexpr size_t n = 100003;
@@ -121,37 +134,84 @@ TEST(Kernels, AdamWMatchesTheCpuOptimizer) {
   c.lr = 1e-2, c.weight_decay = 0.1, c.warmup = 1, c.total_steps = 4, c.clip_norm = 1.0;
   std::vector<float> params = Random(n, -1, 1, 4);
   // Decay everywhere but on every third element.
-  std::vector<uint8_t> decay_bytes(n);
   std::vector<optim::ElementRun> decayed;
-  for (size_t i = 0; i < n; ++i) decay_bytes[i] = i % 3 != 0 ? 1 : 0;
   for (int64_t first = 1; first < static_cast<int64_t>(n); first += 3) {
     decayed.push_back({first, std::min<int64_t>(2, static_cast<int64_t>(n) - first)});
   }
   optim::AdamW cpu_adam(c, static_cast<int64_t>(n), decayed);
   std::vector<float> zeros(n, 0.0f);
-  Device<float> d_params(params), d_m(zeros), d_v(zeros);
-  Device<uint8_t> d_decay(decay_bytes);
+  Device<float> d_params(params), d_m(zeros), d_v(zeros), d_publish(zeros);
+  Device<DeviceRun> d_decayed(DeviceRuns(decayed));
   for (int64_t step = 0; step < 3; ++step) {
     std::vector<float> grads = Random(n, -0.1f, 0.1f, 10 + static_cast<uint32_t>(step));
     double norm = optim::GlobalNorm(grads.data(), static_cast<int64_t>(n));  // about 18: clipped
+    optim::ElementScalars s = optim::ElementScalarsOf(c, optim::ScalarsOf(c, step, norm));
     Device<float> d_grads(grads);
-    ASSERT_EQ(
-        AdamWUpdate(d_params.get(), d_grads.get(), d_m.get(), d_v.get(), d_decay.get(), n, c, step, norm, nullptr),
-        cudaSuccess);
+    ASSERT_EQ(AdamWUpdate<float>(d_params.get(), d_grads.get(), d_m.get(), d_v.get(), n, d_decayed.get(),
+                                 static_cast<int64_t>(decayed.size()), s, d_publish.get(), nullptr),
+              cudaSuccess);
     cpu_adam.Step(params.data(), grads.data(), norm);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     ExpectClose(d_params.Host(), params, "params");
     ExpectClose(d_m.Host(), cpu_adam.moments().first, "m");
     ExpectClose(d_v.Host(), cpu_adam.moments().second, "v");
+    EXPECT_TRUE(d_publish.Host() == d_params.Host()) << "published is not the master";  // fp32: the same
   }
+}
+
+// Over runs with gaps, zero-count runs and more counted elements than the
+// norm's blocks take in one pass, twice (the same bits), against the host
+// sum in double.
+TEST(Kernels, SquaredNormMatchesTheHostSum) {
+  REQUIRE_GPU();
+  std::vector<optim::ElementRun> host;
+  std::mt19937 rng(5);
+  int64_t at = 0;
+  for (int i = 0; i < 200; ++i) {
+    at += static_cast<int64_t>(rng() % 100);
+    int64_t count = i % 7 == 0 ? 0 : static_cast<int64_t>(rng() % 20000);
+    host.push_back({at, count});
+    at += count;
+  }
+  std::vector<float> x = Random(static_cast<size_t>(at) + 11, -2, 2, 6);
+  std::vector<DeviceRun> runs = DeviceRuns(host);
+  int64_t counted = runs.back().before + runs.back().count;
+  double want = 0;
+  for (const optim::ElementRun& r : host) {
+    for (int64_t i = r.first; i < r.first + r.count; ++i) want += static_cast<double>(x[i]) * x[i];
+  }
+  Device<float> d_x(x);
+  Device<DeviceRun> d_runs(runs);
+  Device<double> d_out(std::vector<double>(2, -1.0));
+  std::vector<char> workspace(SquaredNormWorkspaceBytes());
+  Device<char> d_workspace(workspace);
+  for (int rep = 0; rep < 2; ++rep) {
+    ASSERT_EQ(SquaredNorm<float>(d_out.get() + rep, d_x.get(), d_runs.get(), static_cast<int64_t>(runs.size()), counted,
+                                 d_workspace.get(), nullptr),
+              cudaSuccess);
+  }
+  std::vector<double> got = d_out.Host();
+  EXPECT_NEAR(got[0], want, 1e-12 * want);
+  EXPECT_EQ(std::memcmp(&got[0], &got[1], sizeof(double)), 0) << got[0] << " then " << got[1];
+  // No counted elements: 0, still written.
+  ASSERT_EQ(SquaredNorm<float>(d_out.get(), d_x.get(), d_runs.get(), 0, 0, d_workspace.get(), nullptr), cudaSuccess);
+  EXPECT_EQ(d_out.Host()[0], 0.0);
 }
 
 // Refused before CUDA is called: runs with or without a device.
 TEST(Kernels, SizesAreChecked) {
-  optim::OptimizerConfig c;
+  optim::ElementScalars s{};
   EXPECT_EQ(GeluForward<float>(nullptr, nullptr, -1, nullptr), cudaErrorInvalidValue);
-  EXPECT_EQ(AdamWUpdate(nullptr, nullptr, nullptr, nullptr, nullptr, -5, c, 0, 1.0, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(AdamWUpdate<float>(nullptr, nullptr, nullptr, nullptr, -5, nullptr, 0, s, nullptr, nullptr),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(AdamWUpdate<Bf16>(nullptr, nullptr, nullptr, nullptr, 5, nullptr, -1, s, nullptr, nullptr),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(SquaredNorm<float>(nullptr, nullptr, nullptr, -1, 0, nullptr, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(SquaredNorm<Bf16>(nullptr, nullptr, nullptr, 1, -1, nullptr, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(Scale<float>(nullptr, -1, 2.0f, nullptr), cudaErrorInvalidValue);
   EXPECT_EQ(GeluBackward<float>(nullptr, nullptr, nullptr, 0, nullptr), cudaSuccess);  // nothing to do
+  EXPECT_EQ(AdamWUpdate<float>(nullptr, nullptr, nullptr, nullptr, 0, nullptr, 0, s, nullptr, nullptr), cudaSuccess);
+  EXPECT_EQ(Scale<Bf16>(nullptr, 0, 2.0f, nullptr), cudaSuccess);
 }
 
 TEST(Kernels, WithoutADeviceALaunchFailsWithCudasReason) {

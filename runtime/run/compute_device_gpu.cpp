@@ -1,0 +1,65 @@
+// ChooseDevice where the CUDA backend is built (kernels/).
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+
+#include <cstdlib>
+
+#include "kernels/cuda_backend.h"
+#include "run/compute_device.h"
+
+namespace avf::run {
+
+namespace {
+
+auto Fail(const std::string& message) -> llvm::Error {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s", message.c_str());
+}
+
+auto VisibleGpus() -> int {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
+
+auto VisibleDevicesNote() -> std::string {
+  const char* v = std::getenv("CUDA_VISIBLE_DEVICES");
+  return v ? fmt::format(" (CUDA_VISIBLE_DEVICES={})", v) : std::string();
+}
+
+auto OnGpu(int device) -> ComputeDevice {
+  ComputeDevice d{true, fmt::format("GPU {} ({})", device, kernels::DeviceName(device)), {}};
+  d.backends.fp32 = [device] { return kernels::CreateBackend<float>(device); };
+  d.backends.bf16 = [device] { return kernels::CreateBackend<backend::Bf16>(device); };
+  return d;
+}
+
+}  // namespace
+
+auto CudaBackendBuilt() -> bool { return true; }
+
+auto ChooseDevice(std::string_view choice, int64_t local_rank, int64_t ranks_per_node)
+    -> llvm::Expected<ComputeDevice> {
+  if (choice == "cpu") return ComputeDevice{false, "the CPU", {}};
+  auto device = static_cast<int>(local_rank);
+  std::string problem = kernels::DeviceProblem(device);
+  if (choice == "auto" && !problem.empty()) return ComputeDevice{false, "the CPU", {}};
+  if (!problem.empty()) {
+    return Fail(
+        fmt::format("--device gpu: local rank {} trains on GPU {}, and {}; use --device cpu to train on "
+                    "the CPU",
+                    local_rank, device, problem));
+  }
+  int visible = VisibleGpus();
+  if (ranks_per_node > visible) {
+    return Fail(
+        fmt::format("the plan runs {} ranks on this node, one per GPU, but it shows {} GPU{}{}; give the pod "
+                    "or job {} GPUs, compile the job for {} GPUs per node, or train on the CPU (--device cpu)",
+                    ranks_per_node, visible, visible == 1 ? "" : "s", VisibleDevicesNote(), ranks_per_node, visible));
+  }
+  return OnGpu(device);
+}
+
+}  // namespace avf::run
