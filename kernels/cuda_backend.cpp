@@ -280,6 +280,15 @@ auto DeviceProblem(int device) -> std::string {
   int count = 0;
   if (cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess) {
     (void)cudaGetLastError();
+    int driver = 0, runtime = 0;
+    (void)cudaDriverGetVersion(&driver), (void)cudaRuntimeGetVersion(&runtime);
+    if (e == cudaErrorInsufficientDriver && driver == 0) return "no usable GPU: this machine has no NVIDIA driver";
+    if (e == cudaErrorInsufficientDriver) {
+      return fmt::format(
+          "no usable GPU: the NVIDIA driver supports CUDA {}.{}, older than this avf-run's CUDA {}.{}; "
+          "update the driver",
+          driver / 1000, driver % 1000 / 10, runtime / 1000, runtime % 1000 / 10);
+    }
     return fmt::format("no usable GPU: {} ({})", cudaGetErrorString(e), cudaGetErrorName(e));
   }
   if (count == 0) return "no GPU is visible" + VisibleDevicesNote();
