@@ -2,49 +2,45 @@
 """PyTorch training on one NVIDIA GPU of the models the runtime's GPU bench
 trains: the reference tokens/s its figures are divided by.
 
-Models (`--models`, default all three), sequence 1024: gpt2_124m (12 layers,
-hidden 768, 12 heads, MLP 3072) and gpt2_350m (24, 1024, 16, 4096):
-vocabulary 50,257, learned positions, pre-LN blocks (LayerNorm, eps 1e-5), a
-GELU (tanh) MLP, biases on, the LM head tied to the token embedding;
-llama_1b: 16 layers, hidden 2048, 32 heads, 8 key/value heads (GQA), a
-SwiGLU MLP of 8192 (gate and up fused in one matrix), RMSNorm (eps 1e-5),
-RoPE (theta 500,000), vocabulary 128,256, an untied LM head, no biases.
-Attention is F.scaled_dot_product_attention(is_causal=True), with
-enable_gqa=True where torch has it (2.5 on), else repeat_interleave'd key
-and value heads; the loss is cross-entropy on the logits.
+Models (`--models`, default all three; sequence 1024): gpt2_124m (12 layers,
+hidden 768, 12 heads, MLP 3072) and gpt2_350m (24, 1024, 16, 4096), both with
+vocabulary 50,257, learned positions, pre-LN LayerNorm (eps 1e-5), GELU
+(tanh), biases, the LM head tied to the token embedding; llama_1b (16 layers,
+hidden 2048, 32 heads, 8 key/value heads, SwiGLU MLP 8192 with gate and up in
+one matrix, RMSNorm eps 1e-5, RoPE theta 500,000, vocabulary 128,256, untied
+LM head, no biases). Attention: F.scaled_dot_product_attention(is_causal=
+True); GQA by enable_gqa=True from torch 2.5 on bf16 CUDA tensors (which
+FlashAttention takes; elsewhere it would run unfused), else repeat_interleave.
+Loss: cross-entropy on the logits.
 
-A step is a full training step on a micro-batch of `--batch` x `--seq`
-tokens (default 8 x 1024, no gradient accumulation): forward under
-torch.autocast("cuda", dtype=torch.bfloat16) with fp32 parameters, backward,
-clip the gradients' global norm to 1, torch.optim.AdamW (lr 3e-4, betas
-0.9 / 0.95, weight decay 0.1 on the matrices only, fused=True),
-zero_grad(set_to_none=True). The model is torch.compile'd (`--no-compile`
-turns it off); if compiling fails, the reason goes to stderr and it runs
-eager. Tokens and targets: torch.randint on the device, fixed seed, the same
-batch every step. `--warmup` untimed steps (default 3, compilation in the
-first), then `--steps` timed steps (default 10), each between two
-torch.cuda.synchronize(). Each model is freed (del, the compile caches reset,
+A step, on `--batch` x `--seq` tokens (default 8 x 1024, no accumulation):
+forward under torch.autocast("cuda", dtype=torch.bfloat16) with fp32
+parameters, backward, clip the global gradient norm to 1, torch.optim.AdamW
+(lr 3e-4, betas 0.9 / 0.95, weight decay 0.1 on matrices only, fused=True),
+zero_grad(set_to_none=True). The model is torch.compile'd unless
+`--no-compile`; if compiling fails, the reason goes to stderr and it runs
+eager. Tokens and targets: torch.randint on the device, fixed seed, one batch
+reused. `--warmup` untimed steps (default 3, compilation included), then
+`--steps` timed steps (default 10), each between torch.cuda.synchronize()
+calls. Each model is freed (its objects dropped, gc, compile caches reset,
 empty_cache, reset_peak_memory_stats) before the next.
 
-Per model, one JSON line on stdout: model, params (every trainable
-parameter, embeddings and LM head included, a tied matrix once), batch, seq,
-tokens_per_s (batch x seq / step_s), step_s (median timed step), mfu (model
-FLOPs per token x tokens_per_s / peak), peak_memory_bytes
-(torch.cuda.max_memory_allocated), torch, device (get_device_name), compiled.
-Model FLOPs per token: 6 x params + 12 x layers x seq x hidden (matmuls
-forward and backward, plus attention's scores and weighted sum); the peak is
-989 TFLOP/s (dense bf16, H100 / H200 SXM) or `--peak-tflops`. It asserts no
-timing. Without torch or a CUDA device it says so on stderr and exits 0; it
-exits 1 when a model fails (the others still run).
+Stdout: one JSON line per model: model, params (every trainable parameter,
+embeddings and LM head included, a tied matrix once: 124,439,808,
+354,823,168 and 1,498,482,688 at full size), batch, seq, tokens_per_s
+(batch x seq / step_s), step_s (median timed step), mfu (FLOPs per token x
+tokens_per_s / peak, FLOPs per token being 6 x params, embeddings included,
++ 12 x layers x seq x hidden; peak 989 TFLOP/s, dense bf16 H100 / H200, or
+`--peak-tflops`), peak_memory_bytes (torch.cuda.max_memory_allocated),
+torch, device (torch.cuda.get_device_name), compiled. It asserts no timing.
+Without torch or a CUDA device it says so on stderr and exits 0; a model
+that fails is reported on stderr, the others still run, and it exits 1.
 
-Usage: python3 bench/torch_gpu.py [--models gpt2_124m,llama_1b] [--batch 8]
-  [--seq 1024] [--warmup 3] [--steps 10] [--peak-tflops 989] [--no-compile]
-  [--quick] [--cpu]
-`--quick`: toy shapes for a smoke run (2 layers, hidden 64, 4 heads, llama 2
-key/value heads, MLP 256, vocabulary 500, batch 2 x 32, 1 warm-up, 1 step).
-`--cpu` runs on the CPU (bf16 autocast on the CPU, AdamW unfused, no
-compile; attention written out before torch 2.0) to check the logic without
-a GPU: /usr/bin/python3 bench/torch_gpu.py --quick --cpu (Debian's torch).
+`--quick`: toy shapes (2 layers, hidden 64, 4 heads, llama 2 key/value heads,
+MLP 256, vocabulary 500, batch 2 x 32, 1 warm-up, 1 step). `--cpu` runs on
+the CPU (bf16 autocast, AdamW unfused, no compile, attention written out
+before torch 2.0), to check the logic without a GPU:
+/usr/bin/python3 bench/torch_gpu.py --quick --cpu (Debian's python3-torch).
 """
 from __future__ import annotations
 
@@ -74,16 +70,12 @@ def log(message):
     print(f"torch_gpu: {message}", file=sys.stderr, flush=True)
 
 
-def torch_at_least(torch, major, minor):
-    found = re.match(r"(\d+)\.(\d+)", torch.__version__)
-    return found is not None and (int(found.group(1)), int(found.group(2))) >= (major, minor)
-
-
 def attention(torch, q, k, v, groups):
     """Causal attention of q (b, heads, t, d) over k, v (b, heads / groups, t, d)."""
     F = torch.nn.functional
     sdpa = getattr(F, "scaled_dot_product_attention", None)
-    if sdpa is not None and groups > 1 and torch_at_least(torch, 2, 5):
+    gqa = sdpa is not None and tuple(map(int, re.findall(r"\d+", torch.__version__)[:2])) >= (2, 5)
+    if groups > 1 and gqa and q.is_cuda and q.dtype in (torch.bfloat16, torch.float16):  # FlashAttention's
         return sdpa(q, k, v, is_causal=True, enable_gqa=True)
     if groups > 1:
         k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
@@ -131,15 +123,13 @@ def apply_rope(torch, x, cos, sin):
 def make_block(torch, cfg):
     nn, F = torch.nn, torch.nn.functional
     c, nh, ffn = cfg["hidden"], cfg["heads"], cfg["ffn"]
-    nkv, hd = cfg.get("kv_heads", nh), c // nh
-    llama = cfg["arch"] == "llama"
+    nkv, hd, llama = cfg.get("kv_heads", nh), c // nh, cfg["arch"] == "llama"
 
     class Block(nn.Module):
         def __init__(self):
             super().__init__()
             self.norm_1, self.norm_2 = make_norm(torch, cfg), make_norm(torch, cfg)
-            self.qkv = nn.Linear(c, (nh + 2 * nkv) * hd, bias=not llama)
-            self.proj = nn.Linear(c, c, bias=not llama)
+            self.qkv, self.proj = nn.Linear(c, (nh + 2 * nkv) * hd, bias=not llama), nn.Linear(c, c, bias=not llama)
             self.fc = nn.Linear(c, 2 * ffn if llama else ffn, bias=not llama)  # llama: gate and up
             self.mlp_proj = nn.Linear(ffn, c, bias=not llama)
 
@@ -163,6 +153,15 @@ def make_block(torch, cfg):
     return Block()
 
 
+def init_weights(torch, model, layers):
+    """GPT-2's: N(0, 0.02), residual projections scaled by 1 / sqrt(2 x layers), zero biases."""
+    for name, p in model.named_parameters():
+        if p.dim() == 2:
+            torch.nn.init.normal_(p, 0.0, 0.02 / (math.sqrt(2 * layers) if name.endswith("proj.weight") else 1.0))
+        elif name.endswith("bias"):
+            torch.nn.init.zeros_(p)
+
+
 def build_model(torch, cfg, seq):
     nn, F = torch.nn, torch.nn.functional
     c, vocab, llama = cfg["hidden"], cfg["vocab"], cfg["arch"] == "llama"
@@ -179,12 +178,7 @@ def build_model(torch, cfg, seq):
                 cos, sin = rope_tables(torch, cfg, seq)
                 self.register_buffer("cos", cos, persistent=False)
                 self.register_buffer("sin", sin, persistent=False)
-            for name, p in self.named_parameters():
-                if p.dim() == 2:
-                    residual = name.endswith("proj.weight")
-                    nn.init.normal_(p, 0.0, 0.02 / (math.sqrt(2 * cfg["layers"]) if residual else 1.0))
-                elif name.endswith("bias"):
-                    nn.init.zeros_(p)
+            init_weights(torch, self, cfg["layers"])
 
         def forward(self, tokens, targets):
             t = tokens.shape[1]
@@ -205,78 +199,84 @@ def make_optimizer(torch, model, cuda):
     decay = [p for p in model.parameters() if p.dim() >= 2]
     rest = [p for p in model.parameters() if p.dim() < 2]
     groups = [dict(params=decay, weight_decay=0.1), dict(params=rest, weight_decay=0.0)]
-    extra = dict(fused=True) if cuda else {}
-    return torch.optim.AdamW(groups, lr=3e-4, betas=(0.9, 0.95), eps=1e-8, **extra)
+    return torch.optim.AdamW(groups, lr=3e-4, betas=(0.9, 0.95), eps=1e-8, **(dict(fused=True) if cuda else {}))
 
 
-def train_step(torch, model, params, opt, batch, device_type):
-    with torch.autocast(device_type, dtype=torch.bfloat16):
+def train_step(torch, model, params, opt, batch, device):
+    """One full step, waited for on the GPU."""
+    with torch.autocast(device.type, dtype=torch.bfloat16):
         loss = model(*batch)
     loss.backward()
     torch.nn.utils.clip_grad_norm_(params, 1.0)
     opt.step()
     opt.zero_grad(set_to_none=True)
-    return loss
-
-
-def synchronize(torch, device):
     if device.type == "cuda":
         torch.cuda.synchronize(device)
 
 
-def warm_up(torch, setup, args, name):
-    """The warm-up steps; falls back to eager when the compiled model fails. Returns compiled."""
-    model, eager, params, opt, batch, device = setup
-    for i in range(args.warmup):
+def compile_or_eager(torch, eager, name, why=None):
+    """torch.compile(eager), or eager with the reason on stderr when compiling failed (`why`)."""
+    try:
+        if why is None:
+            return torch.compile(eager)
+    except Exception as e:  # noqa: BLE001 (any compile failure: report it, run eager)
+        why = e
+    log(f"{name}: torch.compile failed, running eager: {type(why).__name__}: {str(why)[:2000]}")
+    return eager
+
+
+def warm_up(torch, name, model, eager, rest, steps):
+    """The untimed steps; the model that ran them (eager if the compiled one failed)."""
+    for _ in range(steps):
         try:
-            train_step(torch, model, params, opt, batch, device.type)
-            synchronize(torch, device)
-        except Exception as e:  # noqa: BLE001 (any compile failure: report it, run eager)
-            if model is eager or i > 0:
+            train_step(torch, model, *rest)
+        except Exception as e:  # noqa: BLE001 (the compiled model failing: run eager)
+            if model is eager:
                 raise
-            log(f"{name}: torch.compile failed, running eager: {type(e).__name__}: {str(e)[:2000]}")
-            opt.zero_grad(set_to_none=True)
-            return warm_up(torch, (eager, eager, params, opt, batch, device), args, name)
-    return model is not eager
+            model = compile_or_eager(torch, eager, name, why=e)
+            rest[1].zero_grad(set_to_none=True)
+            train_step(torch, model, *rest)
+    return model
+
+
+def setup(torch, cfg, args, device):
+    """(the eager model, its parameters, the optimizer, (tokens, targets))."""
+    torch.manual_seed(1)
+    with device if hasattr(device, "__enter__") else contextlib.nullcontext():  # built on the device
+        eager = build_model(torch, cfg, args.seq).to(device)
+    gen = torch.Generator(device=device).manual_seed(1234)
+    shape = (args.batch, args.seq)
+    batch = tuple(torch.randint(0, cfg["vocab"], shape, device=device, generator=gen) for _ in range(2))
+    return eager, list(eager.parameters()), make_optimizer(torch, eager, device.type == "cuda"), batch
 
 
 def measure(torch, name, cfg, args, device):
     """One model's figures (a dict in the printed order)."""
+    eager, params, opt, batch = setup(torch, cfg, args, device)
     cuda = device.type == "cuda"
-    torch.manual_seed(1)
-    with device if hasattr(device, "__enter__") else contextlib.nullcontext():
-        eager = build_model(torch, cfg, args.seq).to(device)
-    params = list(eager.parameters())
-    opt = make_optimizer(torch, eager, cuda)
-    gen = torch.Generator(device=device).manual_seed(1234)
-    shape = (args.batch, args.seq)
-    batch = tuple(torch.randint(0, cfg["vocab"], shape, device=device, generator=gen) for _ in range(2))
-    model = torch.compile(eager) if args.compile and cuda else eager
-    compiled = warm_up(torch, (model, eager, params, opt, batch, device), args, name)
-    model = model if compiled else eager
+    model = compile_or_eager(torch, eager, name) if args.compile and cuda else eager
+    model = warm_up(torch, name, model, eager, (params, opt, batch, device), args.warmup)
     times = []
     for _ in range(args.steps):
-        synchronize(torch, device)
+        if cuda:
+            torch.cuda.synchronize(device)
         start = time.perf_counter()
-        train_step(torch, model, params, opt, batch, device.type)
-        synchronize(torch, device)
+        train_step(torch, model, params, opt, batch, device)
         times.append(time.perf_counter() - start)
-    count = sum(p.numel() for p in params)
-    step_s = statistics.median(times)
+    count, step_s = sum(p.numel() for p in params), statistics.median(times)
     tokens_per_s = args.batch * args.seq / step_s
     flops_per_token = 6.0 * count + 12.0 * cfg["layers"] * args.seq * cfg["hidden"]
     return dict(model=name, params=count, batch=args.batch, seq=args.seq, tokens_per_s=tokens_per_s,
                 step_s=step_s, mfu=flops_per_token * tokens_per_s / (args.peak_tflops * 1e12),
                 peak_memory_bytes=torch.cuda.max_memory_allocated(device) if cuda else None,
                 torch=torch.__version__, device=torch.cuda.get_device_name(device) if cuda else "cpu",
-                compiled=compiled)
+                compiled=model is not eager)
 
 
 def release(torch, device):
     gc.collect()
-    dynamo = getattr(torch, "_dynamo", None)
-    if dynamo is not None and hasattr(dynamo, "reset"):
-        dynamo.reset()
+    if hasattr(getattr(torch, "_dynamo", None), "reset"):
+        torch._dynamo.reset()
     if device.type == "cuda":
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats(device)
@@ -292,9 +292,8 @@ def pick_device(torch, args):
         torch.cuda.init()
         reason = f"torch.cuda.is_available() is False ({torch.cuda.device_count()} devices)"
     except Exception as e:  # noqa: BLE001 (the reason is all that is wanted)
-        reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-    log(f"no CUDA device: {reason} (torch {torch.__version__}, CUDA build {torch.version.cuda}); "
-        "nothing measured")
+        reason = (str(e).strip() or type(e).__name__).splitlines()[0]
+    log(f"no CUDA device: {reason} (torch {torch.__version__}, CUDA build {torch.version.cuda}); nothing measured")
     return None
 
 
@@ -309,8 +308,7 @@ def parse_args():
     p.add_argument("--cpu", action="store_true", help="run on the CPU (to check the script)")
     args = p.parse_args()
     args.names = [m.strip() for m in args.models.split(",") if m.strip()]
-    unknown = [m for m in args.names if m not in MODELS]
-    if unknown or not args.names:
+    if not args.names or any(m not in MODELS for m in args.names):
         p.error(f"--models takes names among {', '.join(MODELS)}, not '{args.models}'")
     for key, default in (QUICK_RUN if args.quick else FULL_RUN).items():
         value = getattr(args, key)

@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 tarball=${2:-out/device-bundle.tar.xz}
-binaries=(avf_kernel_contract_cuda_tests avf_kernels_tests avf_comm_nccl_tests avf-run)
+binaries=(avf_kernel_contract_cuda_tests avf_kernels_tests avf_comm_nccl_tests avf_engine_tests avf-run)
 # Present on any Linux with glibc, or provided by the CUDA toolkit and NCCL.
 system='^(linux-vdso|ld-linux|libc|libm|libdl|libpthread|librt|libgcc_s|libcuda|libcudart|libcublas|libcublasLt|libnccl|libcudnn)\.'
 

@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "forked_ranks.h"
+#include "gpu_backends.h"
 #include "opaque_backend.h"
 #include "parallel/engine.h"
 #include "plan_builder.h"
@@ -124,8 +125,9 @@ struct Trained {
   std::unique_ptr<Engine> engine;
 };
 
-// One rank with every data rank's micro-batches of each step, in data-rank order.
-auto Reference(const PlanShape& s) -> llvm::Expected<Trained> {
+// One rank with every data rank's micro-batches of each step, in data-rank
+// order, on `backends` (empty: the CPU backend).
+auto Reference(const PlanShape& s, const Backends& backends = {}) -> llvm::Expected<Trained> {
   PlanShape one = s;
   one.tensor = one.data = one.pipeline = one.chunks = 1, one.zero = 0, one.sequence_parallel = false;
   one.schedule = runtime::PipelineSchedule::OneFOneB;
@@ -133,7 +135,7 @@ auto Reference(const PlanShape& s) -> llvm::Expected<Trained> {
   auto plan = Runnable(one, 1);
   if (!plan) return plan.takeError();
   Trained t{{}, std::move(*plan), nullptr};
-  t.engine = Engine::Create({&*t.plan, 0, nullptr, nullptr, Optimizer(), 7});
+  t.engine = Engine::Create({&*t.plan, 0, nullptr, nullptr, Optimizer(), 7, backends});
   for (int64_t step = 0; step < kSteps; ++step) {
     std::vector<data::Batch> batches;
     for (int64_t d = 0; d < s.data; ++d) {
@@ -197,15 +199,15 @@ auto ToleranceOf(const PlanShape& s) -> Tolerance {
   return {kBf16Loss, kBf16Parameter, kBf16Rms};
 }
 
-auto RunRank(const PlanShape& s, comm::Communicator& world) -> std::string {
+auto RunRank(const PlanShape& s, comm::Communicator& world, const Backends& backends = {}) -> std::string {
   Tolerance tolerance = ToleranceOf(s);
-  auto reference = Reference(s);
+  auto reference = Reference(s, backends);
   if (!reference) return "reference: " + llvm::toString(reference.takeError());
   auto plan = Runnable(s, world.size());
   if (!plan) return "plan: " + llvm::toString(plan.takeError());
   auto groups = BuildGroups(world, plan->valid());
   if (!groups) return "groups: " + comm::testing::Text(groups.takeError());
-  std::unique_ptr<Engine> engine = Engine::Create({&*plan, world.rank(), &world, &*groups, Optimizer(), 7});
+  std::unique_ptr<Engine> engine = Engine::Create({&*plan, world.rank(), &world, &*groups, Optimizer(), 7, backends});
   int64_t d = (*plan)->ranks[static_cast<size_t>(world.rank())].data;
   for (int64_t step = 0; step < kSteps; ++step) {
     std::vector<data::Batch> batches;
@@ -340,6 +342,33 @@ INSTANTIATE_TEST_SUITE_P(
                       Shape(1, 2, 2, 1, k1F1B, 3, 4, false),
                       Bf16(Shape(2, 2, 1, 1, k1F1B, 3, 4, false, model::Arch::Llama)),
                       Shape(2, 1, 2, 2, kInterleaved, 0, 4, false, model::Arch::Llama)),
+    [](const ::testing::TestParamInfo<PlanShape>& info) { return testing::ShapeName(info.param); });
+
+// The GPU rows: every rank on GPU 0 with the CUDA backend (the ranks share
+// it over TCP, through staged communicators: NCCL refuses two ranks on one
+// GPU), against the one-rank GPU run, with the CPU matrix's tolerances (the
+// layouts reorder the same sums). Skipped, with the reason, without a GPU.
+class GpuRows : public ::testing::TestWithParam<PlanShape> {};
+
+TEST_P(GpuRows, MatchOneRankOnTheGpu) {
+  if (std::string problem = testing::GpuProblem(); !problem.empty()) GTEST_SKIP() << problem;
+  const PlanShape& s = GetParam();
+  int ranks = static_cast<int>(s.tensor * s.data * s.pipeline);
+  comm::testing::RunSetup setup;
+  setup.timeout = std::chrono::seconds(20);
+  comm::testing::ExpectAllOk(comm::testing::RunRanks(
+      ranks, [&](comm::Communicator& w) { return RunRank(s, w, testing::GpuBackends()); }, setup));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Gpu, GpuRows,
+    ::testing::Values(Shape(1, 2, 1, 1, k1F1B, 0, 1, false), Shape(1, 2, 1, 1, k1F1B, 1, 4, false),
+                      Shape(2, 1, 1, 1, k1F1B, 0, 1, false), Shape(2, 1, 1, 1, k1F1B, 0, 1, true),
+                      Shape(1, 1, 2, 1, k1F1B, 0, 4, false), Shape(1, 1, 2, 2, kInterleaved, 0, 4, false),
+                      Shape(1, 2, 1, 1, k1F1B, 2, 4, false), Shape(1, 2, 2, 1, k1F1B, 3, 4, false),
+                      Bf16(Shape(1, 2, 1, 1, k1F1B, 1, 4, false)), Bf16(Shape(2, 1, 1, 1, k1F1B, 0, 1, true)),
+                      Bf16(Shape(1, 1, 2, 2, kInterleaved, 0, 4, false)),
+                      Bf16(Shape(2, 2, 1, 1, k1F1B, 3, 4, false, model::Arch::Llama))),
     [](const ::testing::TestParamInfo<PlanShape>& info) { return testing::ShapeName(info.param); });
 
 // A batch with structure to learn: each token mostly follows from the one

@@ -22,5 +22,12 @@ set_tests_properties(unit/groups PROPERTIES TIMEOUT 60)
 # processes against one rank on the same global batches.
 add_executable(avf_engine_tests engine_test.cpp)
 target_link_libraries(avf_engine_tests PRIVATE avf_parallel_engine avf_plan_builder avf_forked_ranks GTest::gtest_main)
+# The GPU rows run on the CUDA backend where this build has it.
+if(TARGET avf_kernels)
+  target_sources(avf_engine_tests PRIVATE gpu_backends_cuda.cpp)
+  target_link_libraries(avf_engine_tests PRIVATE avf_kernels)
+else()
+  target_sources(avf_engine_tests PRIVATE gpu_backends_none.cpp)
+endif()
 add_test(NAME unit/engine COMMAND avf_engine_tests)
 set_tests_properties(unit/engine PROPERTIES TIMEOUT 300 ENVIRONMENT "OMP_NUM_THREADS=1;OPENBLAS_NUM_THREADS=1")
