@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <optional>
 
 #include <fmt/format.h>
@@ -289,7 +290,8 @@ INSTANTIATE_TEST_SUITE_P(
 // a GPU's stand-in): the communicators staged through host memory, the
 // optimizer, the norm and the scaling in the backend. Its kernels are the
 // CPU backend's, so every step's loss and norm and the final parameters
-// and moments are the CPU backend's bits, for every parallel mode.
+// and moments are the CPU backend's bits, for every parallel mode; after the
+// first step nothing more is allocated in the backend's memory.
 auto RunRankOpaque(const PlanShape& s, comm::Communicator& world) -> std::string {
   auto plan = Runnable(s, world.size());
   if (!plan) return "plan: " + llvm::toString(plan.takeError());
@@ -297,13 +299,23 @@ auto RunRankOpaque(const PlanShape& s, comm::Communicator& world) -> std::string
   if (!host_groups) return "groups: " + comm::testing::Text(host_groups.takeError());
   auto opaque_groups = BuildGroups(world, plan->valid());
   if (!opaque_groups) return "groups: " + comm::testing::Text(opaque_groups.takeError());
-  Backends opaque{[] { return std::make_unique<testing::OpaqueBackend<float>>(); },
-                  [] { return std::make_unique<testing::OpaqueBackend<backend::Bf16>>(); }};
+  std::function<int64_t()> allocations;
+  Backends opaque{[&] {
+                    auto b = std::make_unique<testing::OpaqueBackend<float>>();
+                    allocations = [p = b.get()] { return p->allocations(); };
+                    return b;
+                  },
+                  [&] {
+                    auto b = std::make_unique<testing::OpaqueBackend<backend::Bf16>>();
+                    allocations = [p = b.get()] { return p->allocations(); };
+                    return b;
+                  }};
   std::unique_ptr<Engine> host = Engine::Create({&*plan, world.rank(), &world, &*host_groups, Optimizer(), 7});
   std::unique_ptr<Engine> device =
       Engine::Create({&*plan, world.rank(), &world, &*opaque_groups, Optimizer(), 7, opaque});
-  int64_t d = (*plan)->ranks[static_cast<size_t>(world.rank())].data;
+  int64_t d = (*plan)->ranks[static_cast<size_t>(world.rank())].data, after_first_step = 0;
   for (int64_t step = 0; step < kSteps; ++step) {
+    if (step == 1) after_first_step = allocations();
     std::vector<data::Batch> batches;
     for (int64_t m = 0; m < s.micro_batches; ++m) batches.push_back(MicroBatch(s, step, d, m));
     auto want = host->Step(batches, false);
@@ -314,6 +326,9 @@ auto RunRankOpaque(const PlanShape& s, comm::Communicator& world) -> std::string
       return fmt::format("step {}: loss {} and norm {}, the CPU backend's {} and {}", step + 1, got->loss,
                          got->grad_norm, want->loss, want->grad_norm);
     }
+  }
+  if (allocations() != after_first_step) {
+    return fmt::format("steps 2 and 3 allocated {} buffers in the backend", allocations() - after_first_step);
   }
   Engine::OptimizerState got = device->SaveState(), want = host->SaveState();
   if (got.params != want.params) return "the parameters differ from the CPU backend's";

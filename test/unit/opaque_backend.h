@@ -38,12 +38,17 @@ class OpaqueBackend final : public backend::Kernels<T> {
   // From one arena, never reused (fresh pages read as zeros).
   auto Allocate(size_t bytes) -> void* override {
     std::lock_guard lock(mutex_);
+    ++allocations_;
     size_t at = used_;
     used_ += (bytes + 63) / 64 * 64;
     if (used_ > kArena) std::fprintf(stderr, "OpaqueBackend: arena full\n"), std::abort();
     return arena_ + at;
   }
   void Free(void*) override {}
+  auto allocations() -> int64_t {
+    std::lock_guard lock(mutex_);
+    return allocations_;
+  }
   void CopyFromHost(void* d, const void* h, size_t n) override {
     Open([&] { cpu_.CopyFromHost(d, h, n); });
   }
@@ -168,6 +173,7 @@ class OpaqueBackend final : public backend::Kernels<T> {
   backend::Kernels<T>& cpu_ = cpu::Backend<T>();
   uint8_t* arena_ = nullptr;
   size_t used_ = 0;
+  int64_t allocations_ = 0;
   std::mutex mutex_;
 };
 
