@@ -18,8 +18,8 @@
    and the same model trained by plain PyTorch (bench/torch_gpu.py) for the
    ratio. The figures are reported, not asserted: the step fails only when a
    run fails. Targets: 35%, 45% and 50% MFU, at least PyTorch's tokens/s.
-Steps that avf-run cannot do yet are listed as not built, with the reason, so
-the JSON says what the run did not cover. Writes RESULTS/device-check.json
+What one GPU cannot check is listed as not covered, with the reason, so the
+JSON says what the run did not cover. Writes RESULTS/device-check.json
 and RESULTS/device-check.log.
 """
 import argparse
@@ -45,9 +45,10 @@ STEPS = [
     ("equivalence_matrix_gpu", "avf_engine_tests", "Gpu/*", 300,
      "the engine's data, tensor, pipeline and ZeRO rows with every rank on the GPU against one rank on it"),
 ]
-NOT_BUILT = [
-    ("nccl_training", "ranks on several GPUs train over TCP through host memory: NCCL's per-axis communicators "
-     "for training are not wired yet"),
+NOT_COVERED = [
+    ("nccl_training_multi_gpu", "ranks on several GPUs train over NCCL; one GPU runs NCCL with one rank only (NCCL "
+     "refuses two ranks on one GPU), so the engine's NCCL path is checked on the CPU (unit/engine's device-memory "
+     "rows) and here only through one-rank NCCL"),
 ]
 PEAK_FLOPS = 989e12
 BENCH = [("gpt2_124m", 0.35), ("gpt2_350m", 0.45), ("llama_1b", 0.50)]
@@ -271,11 +272,10 @@ def main():
                       "detail": "no plans here: run the bundle of tools/device-bundle.sh"}
             summary["steps"].append(result)
             print(f"device-check: training: failed ({result['detail']})", flush=True)
-    for name, why in NOT_BUILT:
-        summary["steps"].append({"name": name, "status": "not_built", "detail": why})
-        print(f"device-check: {name}: not built ({why})")
-    summary["passed"] = all(s["status"] == "passed" for s in summary["steps"] if s["status"] != "not_built")
-    summary["complete"] = not NOT_BUILT
+    for name, why in NOT_COVERED:
+        summary["steps"].append({"name": name, "status": "not_covered", "detail": why})
+        print(f"device-check: {name}: not covered ({why})")
+    summary["passed"] = all(s["status"] == "passed" for s in summary["steps"] if s["status"] != "not_covered")
     with open(os.path.join(args.results, "device-check.json"), "w") as f:
         json.dump(summary, f, indent=2)
         f.write("\n")

@@ -67,6 +67,10 @@ class Communicator {
 
   virtual auto rank() const -> int = 0;
   virtual auto size() const -> int = 0;
+  // True when every buffer must be GPU memory (NCCL; the caller makes sure
+  // the work that writes a buffer is done before the call); false when
+  // buffers are host memory (TCP).
+  virtual auto device_memory() const -> bool { return false; }
 
   // In place: every rank ends with the reduction of every rank's `data`.
   virtual auto AllReduce(void* data, size_t count, DataType type, ReduceOp op) -> llvm::Error = 0;

@@ -115,6 +115,7 @@ class NcclCommunicator final : public Communicator {
 
   auto rank() const -> int override { return o_.rank; }
   auto size() const -> int override { return o_.size; }
+  auto device_memory() const -> bool override { return true; }
   auto id() const -> const std::string& { return o_.id; }
   auto device() const -> int { return o_.device; }
 

@@ -54,8 +54,41 @@ void SerialWorker::Loop() {
   }
 }
 
+AsyncSender::~AsyncSender() {
+  llvm::consumeError(worker_.Wait());
+  for (auto& [bytes, buffer] : kept_) memory_->Free(buffer);
+}
+
+auto AsyncSender::TakeBuffer(size_t bytes) -> void* {
+  {
+    std::lock_guard lock(kept_mu_);
+    if (auto it = kept_.find(bytes); it != kept_.end()) {
+      void* buffer = it->second;
+      kept_.erase(it);
+      return buffer;
+    }
+  }
+  return memory_->Allocate(bytes);
+}
+
+void AsyncSender::KeepBuffer(size_t bytes, void* buffer) {
+  std::lock_guard lock(kept_mu_);
+  kept_.emplace(bytes, buffer);
+}
+
 void AsyncSender::Send(const void* data, size_t count, comm::DataType type) {
   size_t size = count * comm::ElementBytes(type);
+  if (memory_ && link_->device_memory() && size > 0) {
+    void* copy = TakeBuffer(size);
+    memory_->Copy2D(copy, 0, data, 0, size, 1);
+    memory_->Synchronize();  // the link's stream does not wait for the backend's
+    worker_.Post([this, copy, count, type, size]() -> llvm::Error {
+      llvm::Error e = link_->Send(copy, count, type, peer_);
+      KeepBuffer(size, copy);
+      return e;
+    });
+    return;
+  }
   std::shared_ptr<std::vector<uint8_t>> message;
   if (memory_) {
     message = std::make_shared<std::vector<uint8_t>>(size);

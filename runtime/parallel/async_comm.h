@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <deque>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -55,9 +56,15 @@ class AsyncSender {
  public:
   // `link` is a two-rank communicator; this rank sends to `peer` on it.
   // `memory`: the backend memory the messages are in when the host cannot
-  // read it (each is copied out of it to the host), else null.
+  // read it, else null. Each message is copied: within `memory` when the
+  // link takes device memory (into buffers kept for the next messages: as
+  // many as there are messages in flight at once, at most a step's sends),
+  // else out to the host.
   AsyncSender(comm::Communicator* link, int peer, backend::Memory* memory = nullptr)
       : link_(link), peer_(peer), memory_(memory) {}
+  ~AsyncSender();
+  AsyncSender(const AsyncSender&) = delete;
+  auto operator=(const AsyncSender&) -> AsyncSender& = delete;
   // Copies the message: `data` may change as soon as Send returns.
   template <comm::Element E>
   void Send(const E* data, size_t count) {
@@ -67,9 +74,15 @@ class AsyncSender {
   auto Flush() -> llvm::Error { return worker_.Wait(); }
 
  private:
+  // A device buffer of `bytes` from the kept ones, or a new one.
+  auto TakeBuffer(size_t bytes) -> void*;
+  void KeepBuffer(size_t bytes, void* buffer);
+
   comm::Communicator* link_;
   int peer_;
   backend::Memory* memory_;
+  std::mutex kept_mu_;
+  std::multimap<size_t, void*> kept_;  // device buffers between messages, by size
   SerialWorker worker_;
 };
 

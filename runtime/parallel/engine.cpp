@@ -225,7 +225,7 @@ auto TypedEngine<T>::InitialSlice(uint64_t seed, const OwnedSlice& slice) -> Buf
 template <typename T>
 void TypedEngine<T>::StageGroups() {
   auto staged = [&](const std::unique_ptr<comm::Communicator>& c) -> std::unique_ptr<comm::Communicator> {
-    return c ? std::make_unique<StagedCommunicator>(*c, *k_) : nullptr;
+    return c ? ForBackend(*c, *k_) : nullptr;
   };
   staged_groups_.world_rank = groups_->world_rank;
   staged_groups_.coords = groups_->coords;

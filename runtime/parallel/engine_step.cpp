@@ -209,7 +209,13 @@ auto TypedEngine<T>::Agree(double loss, int stop_signal) -> llvm::Expected<StepR
       static_cast<float>(waited_.tensor), static_cast<float>(waited_.pipeline), static_cast<float>(waited_.data)};
   if (stop_signal > 0) shared[kStops + std::min(stop_signal, kStopCodes - 1)] = 1.0f;
   int ranks = world_ ? world_->size() : 1;
-  if (ranks > 1) {
+  if (ranks > 1 && world_->device_memory()) {
+    if (agreed_.empty()) agreed_ = Buffer<float>(*k_, std::size(shared));
+    k_->CopyFromHost(agreed_.data(), shared, sizeof(shared));
+    k_->Synchronize();
+    if (llvm::Error e = world_->AllReduce(agreed_.data(), std::size(shared), comm::ReduceOp::kSum)) return e;
+    k_->CopyToHost(shared, agreed_.data(), sizeof(shared));
+  } else if (ranks > 1) {
     if (llvm::Error e = world_->AllReduce(shared, std::size(shared), comm::ReduceOp::kSum)) return e;
   }
   int agreed = 0;

@@ -85,4 +85,16 @@ auto StagedCommunicator::Split(int color, int key) -> llvm::Expected<std::unique
   return std::make_unique<StagedCommunicator>(std::move(*child), *memory_);
 }
 
+auto SyncedCommunicator::Split(int color, int key) -> llvm::Expected<std::unique_ptr<comm::Communicator>> {
+  auto child = inner_->Split(color, key);
+  if (!child) return child.takeError();
+  if (!*child) return nullptr;
+  return std::make_unique<SyncedCommunicator>(std::move(*child), *memory_);
+}
+
+auto ForBackend(comm::Communicator& inner, backend::Memory& memory) -> std::unique_ptr<comm::Communicator> {
+  if (inner.device_memory()) return std::make_unique<SyncedCommunicator>(inner, memory);
+  return std::make_unique<StagedCommunicator>(inner, memory);
+}
+
 }  // namespace avf::parallel

@@ -102,6 +102,7 @@ class TypedEngine final : public Engine {
   Buffer<float> master_;
   std::string window_error_;  // the window hooks' first failure
   Buffer<T> scratch_;
+  Buffer<float> agreed_;  // Agree's values, where the world takes device memory
 };
 
 }  // namespace avf::parallel

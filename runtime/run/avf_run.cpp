@@ -304,12 +304,21 @@ auto Run(const RunFlags& f, const std::vector<std::string>& args) -> int {
   if (f.preflight) {
     if (int status = PreflightBeforeTraining(f, plan, *identity, world); status != 0) return status;
   }
+  // GPU ranks talk over NCCL, CPU ranks over the TCP mesh.
+  std::unique_ptr<avf::comm::Communicator> nccl;
   if (identity->world_size > 1) {
-    auto mesh =
-        avf::comm::TcpCommunicator::Create(avf::run::MeshOptions(world, *identity, f.join_timeout_s, f.peer_timeout_s));
-    if (!mesh) return Report(mesh.takeError());
-    world.comm = std::move(*mesh);
-    o.world = world.comm.get();
+    avf::comm::TcpOptions options = avf::run::MeshOptions(world, *identity, f.join_timeout_s, f.peer_timeout_s);
+    if (device->gpu) {
+      auto gpu_world = avf::run::GpuWorld(options, static_cast<int>(identity->local_rank));
+      if (!gpu_world) return Report(gpu_world.takeError());
+      nccl = std::move(*gpu_world);
+      o.world = nccl.get();
+    } else {
+      auto mesh = avf::comm::TcpCommunicator::Create(options);
+      if (!mesh) return Report(mesh.takeError());
+      world.comm = std::move(*mesh);
+      o.world = world.comm.get();
+    }
   }
   o.stop_signal = &stop_signal;
   InstallStopHandlers();

@@ -10,6 +10,7 @@
 
 #include <llvm/Support/Error.h>
 
+#include "comm/tcp_communicator.h"
 #include "parallel/engine.h"
 
 namespace avf::run {
@@ -28,5 +29,10 @@ auto ChooseDevice(std::string_view choice, int64_t local_rank, int64_t ranks_per
 
 // Whether this avf-run was built with the CUDA backend.
 auto CudaBackendBuilt() -> bool;
+
+// The world of GPU ranks: an NCCL communicator (on `device`) over the
+// options of the TCP mesh it replaces (store, rank, size, timeouts); every
+// group the engine splits from it is NCCL's too.
+auto GpuWorld(const comm::TcpOptions& mesh, int device) -> llvm::Expected<std::unique_ptr<comm::Communicator>>;
 
 }  // namespace avf::run

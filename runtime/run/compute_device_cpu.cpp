@@ -5,6 +5,10 @@ namespace avf::run {
 
 auto CudaBackendBuilt() -> bool { return false; }
 
+auto GpuWorld(const comm::TcpOptions&, int) -> llvm::Expected<std::unique_ptr<comm::Communicator>> {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), "this avf-run was built without CUDA and NCCL");
+}
+
 auto ChooseDevice(std::string_view choice, int64_t, int64_t) -> llvm::Expected<ComputeDevice> {
   if (choice == "gpu") {
     return llvm::createStringError(llvm::inconvertibleErrorCode(),

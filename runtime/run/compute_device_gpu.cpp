@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 
+#include "comm/nccl_communicator.h"
 #include "kernels/cuda_backend.h"
 #include "run/compute_device.h"
 
@@ -39,6 +40,18 @@ auto OnGpu(int device) -> ComputeDevice {
 }  // namespace
 
 auto CudaBackendBuilt() -> bool { return true; }
+
+auto GpuWorld(const comm::TcpOptions& mesh, int device) -> llvm::Expected<std::unique_ptr<comm::Communicator>> {
+  auto world = comm::NcclCommunicator::Create({.store = mesh.store,
+                                               .id = "train",
+                                               .rank = mesh.rank,
+                                               .size = mesh.size,
+                                               .device = device,
+                                               .timeout = mesh.timeout,
+                                               .setup_timeout = mesh.setup_timeout});
+  if (!world) return world.takeError();
+  return std::unique_ptr<comm::Communicator>(std::move(*world));
+}
 
 auto ChooseDevice(std::string_view choice, int64_t local_rank, int64_t ranks_per_node)
     -> llvm::Expected<ComputeDevice> {

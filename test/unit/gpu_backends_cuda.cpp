@@ -8,9 +8,7 @@ namespace avf::testing {
 
 auto GpuProblem() -> std::string {
   static const std::string problem = [] {
-    comm::testing::Child c = comm::testing::Spawn([](uint16_t) -> std::string {
-      return kernels::DeviceProblem(0);
-    });
+    comm::testing::Child c = comm::testing::Spawn([](uint16_t) -> std::string { return kernels::DeviceProblem(0); });
     comm::testing::Give(c, 0);
     return comm::testing::Reap(c, rendezvous::net::Clock::now() + std::chrono::seconds(30));
   }();

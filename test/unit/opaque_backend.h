@@ -1,6 +1,6 @@
 // A CPU backend whose memory the host cannot touch, standing in for a GPU's:
-// every allocation comes from one arena, inaccessible (PROT_NONE) except
-// while one of this backend's own calls runs, so any host read or write of a
+// every allocation comes from one arena per process, inaccessible
+// (PROT_NONE) except while one of an OpaqueBackend's own calls runs, so any host read or write of a
 // buffer elsewhere (the engine, the optimizer, a communicator) is a
 // segmentation fault. The kernels are the CPU backend's, so a run on it
 // must give the CPU backend's bits. Calls are serialized (a pipeline sender
@@ -16,9 +16,31 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "comm/communicator.h"
 #include "cpu/cpu_backend.h"
+#include "parallel/staged_communicator.h"
 
 namespace avf::testing {
+
+// One arena per process, shared by every OpaqueBackend of any element type
+// (a communicator's copies may go through another instance than the one
+// that allocated).
+inline constexpr size_t kArena = size_t{4} << 30;
+struct Arena {
+  uint8_t* base = nullptr;
+  size_t used = 0;
+  std::mutex mutex;
+};
+inline auto TheArena() -> Arena& {
+  static Arena* arena = [] {
+    auto* a = new Arena;
+    void* p = mmap(nullptr, kArena, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) std::perror("OpaqueBackend: mmap"), std::abort();
+    a->base = static_cast<uint8_t*>(p);
+    return a;
+  }();
+  return *arena;
+}
 
 template <typename T>
 class OpaqueBackend final : public backend::Kernels<T> {
@@ -27,27 +49,30 @@ class OpaqueBackend final : public backend::Kernels<T> {
   using W = backend::Wide<T>;
   using Runs = std::vector<optim::ElementRun>;
 
-  OpaqueBackend() {
-    arena_ =
-        static_cast<uint8_t*>(mmap(nullptr, kArena, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));
-    if (arena_ == MAP_FAILED) std::perror("OpaqueBackend: mmap"), std::abort();
-  }
-  ~OpaqueBackend() override { munmap(arena_, kArena); }
+  ~OpaqueBackend() override = default;
   auto kind() const -> backend::Kind override { return backend::Kind::kCuda; }
   auto host_visible() const -> bool override { return false; }
-  // From one arena, never reused (fresh pages read as zeros).
+  // From the process's arena, never reused (fresh pages read as zeros).
   auto Allocate(size_t bytes) -> void* override {
-    std::lock_guard lock(mutex_);
+    Arena& a = TheArena();
+    std::lock_guard lock(a.mutex);
     ++allocations_;
-    size_t at = used_;
-    used_ += (bytes + 63) / 64 * 64;
-    if (used_ > kArena) std::fprintf(stderr, "OpaqueBackend: arena full\n"), std::abort();
-    return arena_ + at;
+    size_t at = a.used;
+    a.used += (bytes + 63) / 64 * 64;
+    if (a.used > kArena) std::fprintf(stderr, "OpaqueBackend: arena full\n"), std::abort();
+    return a.base + at;
   }
   void Free(void*) override {}
+  // How many buffers this backend allocated.
   auto allocations() -> int64_t {
-    std::lock_guard lock(mutex_);
+    std::lock_guard lock(TheArena().mutex);
     return allocations_;
+  }
+  // Whether [p, p + bytes) is inside the arena (every OpaqueBackend's memory).
+  static auto Owns(const void* p, size_t bytes) -> bool {
+    Arena& a = TheArena();
+    auto* c = static_cast<const uint8_t*>(p);
+    return c >= a.base && c + bytes <= a.base + kArena;
   }
   void CopyFromHost(void* d, const void* h, size_t n) override {
     Open([&] { cpu_.CopyFromHost(d, h, n); });
@@ -156,25 +181,86 @@ class OpaqueBackend final : public backend::Kernels<T> {
   }
 
  private:
-  // Runs `call` with every allocation readable and writable.
+  // Runs `call` with the arena readable and writable.
   template <typename F>
   void Open(F&& call) {
-    std::lock_guard lock(mutex_);
-    Protect(PROT_READ | PROT_WRITE);
+    Arena& a = TheArena();
+    std::lock_guard lock(a.mutex);
+    Protect(a, PROT_READ | PROT_WRITE);
     call();
-    Protect(PROT_NONE);
+    Protect(a, PROT_NONE);
   }
-  void Protect(int protection) {
-    size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE)), end = (used_ + page - 1) / page * page;
-    if (end > 0 && mprotect(arena_, end, protection) != 0) std::perror("OpaqueBackend: mprotect"), std::abort();
+  static void Protect(Arena& a, int protection) {
+    size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE)), end = (a.used + page - 1) / page * page;
+    if (end > 0 && mprotect(a.base, end, protection) != 0) std::perror("OpaqueBackend: mprotect"), std::abort();
   }
 
-  static constexpr size_t kArena = size_t{4} << 30;
   backend::Kernels<T>& cpu_ = cpu::Backend<T>();
-  uint8_t* arena_ = nullptr;
-  size_t used_ = 0;
   int64_t allocations_ = 0;
-  std::mutex mutex_;
+};
+
+// A communicator that takes device memory, as NCCL does, standing in for it
+// over a host communicator: every buffer must be OpaqueBackend memory (a
+// host pointer is an error, as NCCL refuses one), and the data moves through
+// host staging. Lets the engine's device-memory paths run without a GPU.
+class OpaqueDeviceCommunicator final : public comm::Communicator {
+ public:
+  explicit OpaqueDeviceCommunicator(comm::Communicator& inner) : inner_(&inner), staged_(inner, memory_) {}
+  explicit OpaqueDeviceCommunicator(std::unique_ptr<comm::Communicator> inner)
+      : inner_(inner.get()), staged_(std::move(inner), memory_) {}
+
+  auto rank() const -> int override { return staged_.rank(); }
+  auto size() const -> int override { return staged_.size(); }
+  auto device_memory() const -> bool override { return true; }
+  auto AllReduce(void* d, size_t n, comm::DataType t, comm::ReduceOp op) -> llvm::Error override {
+    if (auto e = Check(d, n, t)) return e;
+    return staged_.AllReduce(d, n, t, op);
+  }
+  auto ReduceScatter(const void* in, void* out, size_t n, comm::DataType t, comm::ReduceOp op) -> llvm::Error override {
+    if (auto e = Check(in, n * static_cast<size_t>(size()), t)) return e;
+    if (auto e = Check(out, n, t)) return e;
+    return staged_.ReduceScatter(in, out, n, t, op);
+  }
+  auto AllGather(const void* in, void* out, size_t n, comm::DataType t) -> llvm::Error override {
+    if (auto e = Check(in, n, t)) return e;
+    if (auto e = Check(out, n * static_cast<size_t>(size()), t)) return e;
+    return staged_.AllGather(in, out, n, t);
+  }
+  auto Broadcast(void* d, size_t n, comm::DataType t, int root) -> llvm::Error override {
+    if (auto e = Check(d, n, t)) return e;
+    return staged_.Broadcast(d, n, t, root);
+  }
+  auto Send(const void* d, size_t n, comm::DataType t, int peer) -> llvm::Error override {
+    if (auto e = Check(d, n, t)) return e;
+    return staged_.Send(d, n, t, peer);
+  }
+  auto Recv(void* d, size_t n, comm::DataType t, int peer) -> llvm::Error override {
+    if (auto e = Check(d, n, t)) return e;
+    return staged_.Recv(d, n, t, peer);
+  }
+  auto SendRecv(const void* s, size_t sn, int to, void* r, size_t rn, int from, comm::DataType t)
+      -> llvm::Error override {
+    if (auto e = Check(s, sn, t)) return e;
+    if (auto e = Check(r, rn, t)) return e;
+    return staged_.SendRecv(s, sn, to, r, rn, from, t);
+  }
+  auto Barrier() -> llvm::Error override { return staged_.Barrier(); }
+  auto Split(int color, int key) -> llvm::Expected<std::unique_ptr<comm::Communicator>> override {
+    auto child = inner_->Split(color, key);
+    if (!child) return child.takeError();
+    if (!*child) return nullptr;
+    return std::make_unique<OpaqueDeviceCommunicator>(std::move(*child));
+  }
+
+ private:
+  static auto Check(const void* p, size_t n, comm::DataType t) -> llvm::Error {
+    if (n == 0 || OpaqueBackend<float>::Owns(p, n * comm::ElementBytes(t))) return llvm::Error::success();
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), "a host pointer passed for device memory");
+  }
+
+  OpaqueBackend<float> memory_;
+  comm::Communicator* inner_;
+  parallel::StagedCommunicator staged_;
 };
 
 }  // namespace avf::testing
