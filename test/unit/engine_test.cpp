@@ -316,7 +316,7 @@ auto RunRankOpaque(const PlanShape& s, comm::Communicator& world, bool device_co
                     allocations = [p = b.get()] { return p->allocations(); };
                     return b;
                   }};
-  std::unique_ptr<Engine> host = Engine::Create({&*plan, world.rank(), &world, &*host_groups, Optimizer(), 7});
+  std::unique_ptr<Engine> host = Engine::Create({&*plan, world.rank(), &world, &*host_groups, Optimizer(), 7, {}});
   std::unique_ptr<Engine> device =
       Engine::Create({&*plan, world.rank(), &opaque_world, &*opaque_groups, Optimizer(), 7, opaque});
   int64_t d = (*plan)->ranks[static_cast<size_t>(world.rank())].data, after_first_step = 0;
@@ -428,7 +428,7 @@ auto TrainOneRank(PlanShape s, runtime::Precision precision, int64_t steps) -> s
   if (!plan) return {};
   optim::OptimizerConfig config = Optimizer();
   config.lr = 3e-3, config.warmup = 10, config.total_steps = steps;
-  std::unique_ptr<Engine> engine = Engine::Create({&*plan, 0, nullptr, nullptr, config, 7});
+  std::unique_ptr<Engine> engine = Engine::Create({&*plan, 0, nullptr, nullptr, config, 7, {}});
   std::vector<double> losses;
   for (int64_t step = 0; step < steps; ++step) {
     std::vector<data::Batch> batches;
