@@ -72,7 +72,7 @@ auto FullStep<T>::Update() -> UpdateSeconds {
     s.adamw = SecondsSince(t);
     t = Clock::now();
     T* params = model_.parameters().data();
-    parallel::RoundInto(master_.data(), static_cast<size_t>(total), params);
+    model_.kernels().FromFloat(params, master_.data(), total);
     s.round = SecondsSince(t);
   } else {
     adamw_.Step(model_.parameters().data(), grads, norm);

@@ -51,28 +51,32 @@ class CudaKernels final : public Kernels<T> {
   auto kind() const -> Kind override { return Kind::kCuda; }
   auto host_visible() const -> bool override { return false; }
   auto Allocate(size_t bytes) -> void* override {
+    OnDevice();
     void* p = nullptr;
     if (cudaError_t e = cudaMalloc(&p, bytes); e != cudaSuccess) OutOfMemory(bytes, e);
     Zero(p, bytes);
     return p;
   }
-  void Free(void* p) override { Check(cudaFree(p), "cudaFree"); }
+  void Free(void* p) override { OnDevice(), Check(cudaFree(p), "cudaFree"); }
   // From pageable host memory the copy has taken the bytes when it returns,
   // so the caller may reuse its buffer at once.
   void CopyFromHost(void* dst, const void* host, size_t bytes) override {
+    OnDevice();
     Check(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, stream_), "copying to the GPU");
   }
   void CopyToHost(void* host, const void* src, size_t bytes) override {
+    OnDevice();
     Check(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, stream_), "copying from the GPU");
     Synchronize();
   }
   void Zero(void* dst, size_t bytes) override { Check(cudaMemsetAsync(dst, 0, bytes, stream_), "cudaMemsetAsync"); }
   void Copy2D(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t row_bytes, size_t rows) override {
     if (rows == 0 || row_bytes == 0) return;
+    OnDevice();
     Check(cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, row_bytes, rows, cudaMemcpyDeviceToDevice, stream_),
           "cudaMemcpy2DAsync");
   }
-  void Synchronize() override { Check(cudaStreamSynchronize(stream_), "the GPU's queued work"); }
+  void Synchronize() override { OnDevice(), Check(cudaStreamSynchronize(stream_), "the GPU's queued work"); }
 
   // out(N x OC) = in(N x C) weight(OC x C)^T + bias: column-major, out^T(OC x N) = weight^T in^T.
   void MatmulForward(T* out, const T* in, const T* w, const T* bias, int64_t n, int64_t c, int64_t oc) override {
@@ -199,6 +203,13 @@ class CudaKernels final : public Kernels<T> {
   }
 
  private:
+  // Memory calls also come from the engine's communication threads, whose
+  // current device is CUDA's default: make it this backend's GPU.
+  void OnDevice() const {
+    int current = -1;
+    if (cudaGetDevice(&current) != cudaSuccess || current != device_) Check(cudaSetDevice(device_), "cudaSetDevice");
+  }
+
   void Check(cudaError_t e, const char* what) const {
     if (e == cudaSuccess) return;
     Fatal(device_, fmt::format("{}: {}: {}", what, cudaGetErrorName(e), cudaGetErrorString(e)));
@@ -269,12 +280,21 @@ class CudaKernels final : public Kernels<T> {
   size_t scratch_bytes_ = 0;
 };
 
+}  // namespace
+
 auto VisibleDevicesNote() -> std::string {
   const char* v = std::getenv("CUDA_VISIBLE_DEVICES");
   return v ? fmt::format(" (CUDA_VISIBLE_DEVICES={})", v) : std::string();
 }
 
-}  // namespace
+auto VisibleGpus() -> int {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
 
 auto DeviceProblem(int device) -> std::string {
   int count = 0;

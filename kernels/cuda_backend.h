@@ -22,6 +22,10 @@ namespace avf::kernels {
 auto DeviceProblem(int device) -> std::string;
 // "NVIDIA H200 (sm_90, 139.8 GiB)".
 auto DeviceName(int device) -> std::string;
+// How many GPUs this process sees (0 without a driver), and
+// " (CUDA_VISIBLE_DEVICES=...)" where that variable is set, else "".
+auto VisibleGpus() -> int;
+auto VisibleDevicesNote() -> std::string;
 
 // The backend of element type T (float or backend::Bf16) on `device`, which
 // DeviceProblem accepted; its stream and cuBLASLt handle are its own.

@@ -16,6 +16,10 @@ namespace {
 using backend::Kernels;
 using backend::Kind;
 
+// The step's element-wise loops start an OpenMP team only above this many
+// elements, as the optimizer does: smaller buffers are not worth a team.
+constexpr int64_t kThreadedElements = 1 << 20;
+
 template <typename T>
 class CpuKernels final : public Kernels<T> {
  public:
@@ -121,19 +125,17 @@ class CpuKernels final : public Kernels<T> {
     return optim::SquaredNorm(x, runs);
   }
   void Scale(T* x, int64_t n, float scale) override {
-#pragma omp parallel for schedule(static) if (n > (1 << 20))
+#pragma omp parallel for schedule(static) if (n > kThreadedElements)
     for (int64_t i = 0; i < n; ++i) x[i] = backend::Narrow<T>(backend::Widen(x[i]) * scale);
   }
   void FromFloat(T* to, const float* from, int64_t n) override {
-#pragma omp parallel for schedule(static) if (n > (1 << 20))
+#pragma omp parallel for schedule(static) if (n > kThreadedElements)
     for (int64_t i = 0; i < n; ++i) to[i] = backend::Narrow<T>(from[i]);
   }
   void AdamW(float* master, const T* grads, float* m, float* v, int64_t n,
              const std::vector<optim::ElementRun>& decayed, const optim::ElementScalars& s, T* publish) override {
     optim::UpdateElements(master, grads, m, v, n, decayed, s);
-    if (!publish) return;
-#pragma omp parallel for schedule(static) if (n > (1 << 20))
-    for (int64_t i = 0; i < n; ++i) publish[i] = backend::Narrow<T>(master[i]);
+    if (publish) FromFloat(publish, master, n);
   }
 };
 

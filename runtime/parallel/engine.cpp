@@ -21,12 +21,6 @@ auto Replicated(const model::ParamTensor& t) -> bool {
 
 }  // namespace
 
-void RoundInto(const float* from, size_t count, comm::Bf16* to) {
-  const auto n = static_cast<int64_t>(count);
-#pragma omp parallel for schedule(static) if (n > (1 << 20))
-  for (int64_t i = 0; i < n; ++i) to[i] = comm::ToBf16(from[i]);
-}
-
 auto DecayedRuns(const model::ParamLayout& l) -> std::vector<optim::ElementRun> {
   std::vector<optim::ElementRun> runs;
   for (const model::ParamTensor& t : l.tensors) {
@@ -70,13 +64,13 @@ void TypedEngine<T>::Build(const EngineSetup& s) {
   for (size_t i = 0; i < ops_.size(); ++i) {
     if (ops_[i].kind == OpKind::kBackward) last_backward_[static_cast<size_t>(ops_[i].chunk)] = i;
   }
-  const auto& make = [&] {
-    if constexpr (kMixed) return s.backends.bf16;
-    else return s.backends.fp32;
-  }();
-  if (make) own_kernels_ = make();
+  if constexpr (kMixed) {
+    if (s.backends.bf16) own_kernels_ = s.backends.bf16();
+  } else {
+    if (s.backends.fp32) own_kernels_ = s.backends.fp32();
+  }
   k_ = own_kernels_ ? own_kernels_.get() : &cpu::Backend<T>();
-  if (groups_ && !k_->host_visible()) StageGroups();
+  if (groups_ && !k_->host_visible()) WrapGroups();
   comm::Communicator* tensor = groups_ ? groups_->tensor.get() : nullptr;
   model_ = std::make_unique<model::Transformer<T>>(ModelConfigOf(p), ShardOf(p, stage_, tensor_rank_), *k_, tensor);
   zero_ = p.layout.zero;
@@ -101,9 +95,8 @@ void TypedEngine<T>::Build(const EngineSetup& s) {
   for (const PipelineOp& op : ops_) {
     OpLinks links = Neighbors(op, shape_.stages, stage_, shape_.chunks);
     if (links.send_to && !senders_.count(links.send_to->stage)) {
-      // The sender copies each message to the host itself and sends it over the unstaged link.
-      RankGroups* host = k_->host_visible() ? groups_ : s.groups;
-      comm::Communicator* link = host ? host->SendLink(links.send_to->stage) : nullptr;
+      // The sender copies each message itself, so it takes the unwrapped link.
+      comm::Communicator* link = s.groups ? s.groups->SendLink(links.send_to->stage) : nullptr;
       assert(link);  // BuildGroups splits a link for every pair the schedule sends over
       senders_[links.send_to->stage] =
           std::make_unique<AsyncSender>(link, 1, k_->host_visible() ? nullptr : static_cast<backend::Memory*>(k_));
@@ -221,19 +214,20 @@ auto TypedEngine<T>::InitialSlice(uint64_t seed, const OwnedSlice& slice) -> Buf
   return values;
 }
 
-// Each group wrapped; the staged groups take the originals' place.
+// Each group wrapped for the backend's memory (ForBackend); the wrapped
+// groups take the originals' place.
 template <typename T>
-void TypedEngine<T>::StageGroups() {
-  auto staged = [&](const std::unique_ptr<comm::Communicator>& c) -> std::unique_ptr<comm::Communicator> {
+void TypedEngine<T>::WrapGroups() {
+  auto wrapped = [&](const std::unique_ptr<comm::Communicator>& c) -> std::unique_ptr<comm::Communicator> {
     return c ? ForBackend(*c, *k_) : nullptr;
   };
-  staged_groups_.world_rank = groups_->world_rank;
-  staged_groups_.coords = groups_->coords;
-  staged_groups_.stages = groups_->stages;
-  staged_groups_.tensor = staged(groups_->tensor), staged_groups_.data = staged(groups_->data);
-  staged_groups_.pipeline = staged(groups_->pipeline), staged_groups_.embedding = staged(groups_->embedding);
-  for (const auto& [link, c] : groups_->links) staged_groups_.links[link] = staged(c);
-  groups_ = &staged_groups_;
+  wrapped_groups_.world_rank = groups_->world_rank;
+  wrapped_groups_.coords = groups_->coords;
+  wrapped_groups_.stages = groups_->stages;
+  wrapped_groups_.tensor = wrapped(groups_->tensor), wrapped_groups_.data = wrapped(groups_->data);
+  wrapped_groups_.pipeline = wrapped(groups_->pipeline), wrapped_groups_.embedding = wrapped(groups_->embedding);
+  for (const auto& [link, c] : groups_->links) wrapped_groups_.links[link] = wrapped(c);
+  groups_ = &wrapped_groups_;
 }
 
 // The most distinct micro-batches whose backwards are not all done at once.

@@ -36,10 +36,6 @@ namespace avf::parallel {
 // biases), as sorted runs of the flat buffer, adjacent tensors merged.
 auto DecayedRuns(const model::ParamLayout& layout) -> std::vector<optim::ElementRun>;
 
-// to[i] = from[i] rounded to nearest even (threaded over large buffers): how
-// a bf16 engine publishes the fp32 master into the bf16 parameters.
-void RoundInto(const float* from, size_t count, comm::Bf16* to);
-
 // Makes the backend a rank computes on, per element type (run/ picks the
 // CUDA one on a GPU rank); a null factory: the CPU backend.
 struct Backends {

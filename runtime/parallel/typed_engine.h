@@ -38,8 +38,8 @@ class TypedEngine final : public Engine {
 
   void Build(const EngineSetup& s);
   // The backend's memory cannot be read by the host: the communicators are
-  // wrapped to copy through host memory (StagedCommunicator).
-  void StageGroups();
+  // wrapped for it (parallel::ForBackend: synced or staged).
+  void WrapGroups();
   // The fp32 parameters SaveState and RestoreState move (master_count of them).
   auto master() -> float*;
   auto master_count() const -> int64_t;
@@ -74,7 +74,7 @@ class TypedEngine final : public Engine {
   std::vector<size_t> last_backward_;                 // per chunk: the index in ops_ of its last backward
   std::unique_ptr<backend::Kernels<T>> own_kernels_;  // null: the shared CPU backend
   backend::Kernels<T>* k_ = nullptr;
-  RankGroups staged_groups_;  // groups_ wrapped, when the backend is not host-visible
+  RankGroups wrapped_groups_;  // groups_ wrapped, when the backend is not host-visible
   std::unique_ptr<model::Transformer<T>> model_;
   std::unique_ptr<ShardedAdamW> optimizer_;
   std::map<int64_t, std::unique_ptr<AsyncSender>> senders_;  // by the stage sent to

@@ -309,6 +309,7 @@ auto Run(const RunFlags& f, const std::vector<std::string>& args) -> int {
   if (identity->world_size > 1) {
     avf::comm::TcpOptions options = avf::run::MeshOptions(world, *identity, f.join_timeout_s, f.peer_timeout_s);
     if (device->gpu) {
+      options.id = "train";  // the preflight's NCCL world, in the same store, is "world"
       auto gpu_world = avf::run::GpuWorld(options, static_cast<int>(identity->local_rank));
       if (!gpu_world) return Report(gpu_world.takeError());
       nccl = std::move(*gpu_world);

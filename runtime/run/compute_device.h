@@ -31,8 +31,8 @@ auto ChooseDevice(std::string_view choice, int64_t local_rank, int64_t ranks_per
 auto CudaBackendBuilt() -> bool;
 
 // The world of GPU ranks: an NCCL communicator (on `device`) over the
-// options of the TCP mesh it replaces (store, rank, size, timeouts); every
-// group the engine splits from it is NCCL's too.
+// options of the TCP mesh it replaces (store, id, rank, size, timeouts);
+// every group split from it is NCCL's too. The preflight's GPU world too.
 auto GpuWorld(const comm::TcpOptions& mesh, int device) -> llvm::Expected<std::unique_ptr<comm::Communicator>>;
 
 }  // namespace avf::run

@@ -1,8 +1,5 @@
 // ChooseDevice where the CUDA backend is built (kernels/).
-#include <cuda_runtime_api.h>
 #include <fmt/format.h>
-
-#include <cstdlib>
 
 #include "comm/nccl_communicator.h"
 #include "kernels/cuda_backend.h"
@@ -14,20 +11,6 @@ namespace {
 
 auto Fail(const std::string& message) -> llvm::Error {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s", message.c_str());
-}
-
-auto VisibleGpus() -> int {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return 0;
-  }
-  return count;
-}
-
-auto VisibleDevicesNote() -> std::string {
-  const char* v = std::getenv("CUDA_VISIBLE_DEVICES");
-  return v ? fmt::format(" (CUDA_VISIBLE_DEVICES={})", v) : std::string();
 }
 
 auto OnGpu(int device) -> ComputeDevice {
@@ -43,7 +26,7 @@ auto CudaBackendBuilt() -> bool { return true; }
 
 auto GpuWorld(const comm::TcpOptions& mesh, int device) -> llvm::Expected<std::unique_ptr<comm::Communicator>> {
   auto world = comm::NcclCommunicator::Create({.store = mesh.store,
-                                               .id = "train",
+                                               .id = mesh.id,
                                                .rank = mesh.rank,
                                                .size = mesh.size,
                                                .device = device,
@@ -65,12 +48,12 @@ auto ChooseDevice(std::string_view choice, int64_t local_rank, int64_t ranks_per
                     "the CPU",
                     local_rank, device, problem));
   }
-  int visible = VisibleGpus();
+  int visible = kernels::VisibleGpus();
   if (ranks_per_node > visible) {
-    return Fail(
-        fmt::format("the plan runs {} ranks on this node, one per GPU, but it shows {} GPU{}{}; give the pod "
-                    "or job {} GPUs, compile the job for {} GPUs per node, or train on the CPU (--device cpu)",
-                    ranks_per_node, visible, visible == 1 ? "" : "s", VisibleDevicesNote(), ranks_per_node, visible));
+    return Fail(fmt::format(
+        "the plan runs {} ranks on this node, one per GPU, but it shows {} GPU{}{}; give the pod "
+        "or job {} GPUs, compile the job for {} GPUs per node, or train on the CPU (--device cpu)",
+        ranks_per_node, visible, visible == 1 ? "" : "s", kernels::VisibleDevicesNote(), ranks_per_node, visible));
   }
   return OnGpu(device);
 }

@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "comm/nccl_communicator.h"
+#include "run/compute_device.h"
 #include "run/preflight_device.h"
 #include "run/preflight_report.h"
 
@@ -88,15 +88,7 @@ class GpuDevice final : public Device {
   }
 
   auto CreateWorld(const comm::TcpOptions& mesh) -> llvm::Expected<std::unique_ptr<comm::Communicator>> override {
-    auto world = comm::NcclCommunicator::Create({.store = mesh.store,
-                                                 .id = mesh.id,
-                                                 .rank = mesh.rank,
-                                                 .size = mesh.size,
-                                                 .device = device_,
-                                                 .timeout = mesh.timeout,
-                                                 .setup_timeout = mesh.setup_timeout});
-    if (!world) return world.takeError();
-    return std::unique_ptr<comm::Communicator>(std::move(*world));
+    return GpuWorld(mesh, device_);
   }
 
  private:

@@ -225,15 +225,20 @@ auto RunRank(const PlanShape& s, comm::Communicator& world, const Backends& back
 
 class Equivalence : public ::testing::TestWithParam<PlanShape> {};
 
-TEST_P(Equivalence, MatchesOneRank) {
-  const PlanShape& s = GetParam();
-  int ranks = static_cast<int>(s.tensor * s.data * s.pipeline);
+auto Ranks(const PlanShape& s) -> int { return static_cast<int>(s.tensor * s.data * s.pipeline); }
+
+// Runs `rank` on every rank of `s`, each forked, and expects every report empty.
+void ExpectEveryRankOk(const PlanShape& s, const std::function<std::string(comm::Communicator&)>& rank) {
   // Each rank also trains the one-rank reference: minutes on a loaded 2-core
   // machine for the largest layouts, where the usual 2 s would kill it.
   comm::testing::RunSetup setup;
   setup.timeout = std::chrono::seconds(20);
-  comm::testing::ExpectAllOk(comm::testing::RunRanks(
-      ranks, [&](comm::Communicator& w) { return RunRank(s, w); }, setup));
+  comm::testing::ExpectAllOk(comm::testing::RunRanks(Ranks(s), rank, setup));
+}
+
+TEST_P(Equivalence, MatchesOneRank) {
+  const PlanShape& s = GetParam();
+  ExpectEveryRankOk(s, [&](comm::Communicator& w) { return RunRank(s, w); });
 }
 
 using runtime::PipelineSchedule;
@@ -349,21 +354,13 @@ class OpaqueMemory : public ::testing::TestWithParam<PlanShape> {};
 
 TEST_P(OpaqueMemory, GivesTheCpuBackendsBits) {
   const PlanShape& s = GetParam();
-  int ranks = static_cast<int>(s.tensor * s.data * s.pipeline);
-  comm::testing::RunSetup setup;
-  setup.timeout = std::chrono::seconds(20);
-  comm::testing::ExpectAllOk(comm::testing::RunRanks(
-      ranks, [&](comm::Communicator& w) { return RunRankOpaque(s, w, false); }, setup));
+  ExpectEveryRankOk(s, [&](comm::Communicator& w) { return RunRankOpaque(s, w, false); });
 }
 
 TEST_P(OpaqueMemory, WithDeviceMemoryCommunicatorsGivesTheCpuBackendsBits) {
   const PlanShape& s = GetParam();
-  int ranks = static_cast<int>(s.tensor * s.data * s.pipeline);
-  if (ranks == 1) GTEST_SKIP() << "one rank communicates nothing";
-  comm::testing::RunSetup setup;
-  setup.timeout = std::chrono::seconds(20);
-  comm::testing::ExpectAllOk(comm::testing::RunRanks(
-      ranks, [&](comm::Communicator& w) { return RunRankOpaque(s, w, true); }, setup));
+  if (Ranks(s) == 1) GTEST_SKIP() << "one rank communicates nothing";
+  ExpectEveryRankOk(s, [&](comm::Communicator& w) { return RunRankOpaque(s, w, true); });
 }
 
 // One rank; data, tensor (with sequence parallelism), pipeline (1F1B and
@@ -387,11 +384,7 @@ class GpuRows : public ::testing::TestWithParam<PlanShape> {};
 TEST_P(GpuRows, MatchOneRankOnTheGpu) {
   if (std::string problem = testing::GpuProblem(); !problem.empty()) GTEST_SKIP() << problem;
   const PlanShape& s = GetParam();
-  int ranks = static_cast<int>(s.tensor * s.data * s.pipeline);
-  comm::testing::RunSetup setup;
-  setup.timeout = std::chrono::seconds(20);
-  comm::testing::ExpectAllOk(comm::testing::RunRanks(
-      ranks, [&](comm::Communicator& w) { return RunRank(s, w, testing::GpuBackends()); }, setup));
+  ExpectEveryRankOk(s, [&](comm::Communicator& w) { return RunRank(s, w, testing::GpuBackends()); });
 }
 
 INSTANTIATE_TEST_SUITE_P(
