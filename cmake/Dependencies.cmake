@@ -7,6 +7,8 @@ find_package(fmt 9 REQUIRED CONFIG)
 find_package(yaml-cpp 0.7 REQUIRED CONFIG)
 find_package(CLI11 2 REQUIRED CONFIG)
 find_package(Python3 REQUIRED COMPONENTS Interpreter)
+# libcrypto only (runtime/crypto: SHA-256, AES-256-GCM); nothing links libssl.
+find_package(OpenSSL 3 REQUIRED COMPONENTS Crypto)
 
 # LLVM headers carry unused-parameter warnings; LLVM Support is linked
 # statically (one copy of its globals, fast start-up).

@@ -8,7 +8,7 @@ set -euo pipefail
 packages=(
   antlr4 libantlr4-runtime-dev uuid-dev default-jre-headless
   llvm-14-dev llvm-14-tools
-  libfmt-dev libyaml-cpp-dev libgtest-dev libcli11-dev
+  libfmt-dev libyaml-cpp-dev libgtest-dev libcli11-dev libssl-dev
   clang-14 libclang-rt-14-dev clang-format-14
   cmake ninja-build g++ python3 python3-jsonschema git
   libopenblas-dev libdnnl-dev ocl-icd-opencl-dev
