@@ -29,6 +29,7 @@ RUNTIME_LAYERS = {
     "runtime/plan_format": 0,  # the plan.json and launch contract, shared with the compiler
     "runtime/numeric": 0,      # number formats (bf16), header-only
     "runtime/optim": 1,        # AdamW, schedules, clipping
+    "runtime/crypto": 2,       # SHA-256, key files, sealed (encrypted) files over OpenSSL
     "runtime/backend": 2,      # the compute backend interface (the optimizer's element types)
     "runtime/data": 2,         # token shards, the tokenizer
     "runtime/comm": 2,         # collectives over the store's rendezvous
@@ -36,7 +37,9 @@ RUNTIME_LAYERS = {
     "runtime/cpu": 3,          # CPU kernels and the CPU backend
     "kernels": 3,              # the CUDA backend
     "runtime/model": 4,        # the transformer on a backend
+    "runtime/checkpoint": 5,   # the reshardable checkpoint format: index, chunks, step directories
     "runtime/parallel": 5,     # schedules, process groups, the engine
+    "runtime/interop": 5,      # safetensors, Hugging Face's GPT-2 / Llama layout and config.json
     "runtime/train": 6,        # checkpoints, metrics, the training loop
     "runtime/run": 7,          # avf-run and its launcher
 }

@@ -190,10 +190,7 @@ void DataSlices(JsonWriter& j, const plan::Plan& plan) {
     for (const plan::DataSlice& d : plan.data) {
       j.Object([&] {
         j.Field(Spell(K::DataSliceDataRank), d.data_rank);
-        j.Field(Spell(K::DataSliceFirstToken), d.first_token);
-        j.Field(Spell(K::DataTokens), d.tokens);
-        j.Field(Spell(K::DataSliceFirstShard), d.first_shard);
-        j.Field(Spell(K::DataSliceLastShard), d.last_shard);
+        j.Field(Spell(K::DataSliceFirstSequence), d.first_sequence);
         j.Field(Spell(K::DataSliceSequencesPerStep), d.sequences_per_step);
       });
     }

@@ -51,14 +51,11 @@ struct StageChunk {
   bool output = false;     // holds the final norm and output projection (last stage)
 };
 
-// The tokens data-parallel rank `data_rank` reads: [first_token, +tokens)
-// of the dataset, i.e. shard files first_shard..last_shard.
+// What data-parallel rank `data_rank` trains on: sequences [first_sequence,
+// + sequences_per_step) of every global batch (docs/data-format.md).
 struct DataSlice {
   int32_t data_rank = 0;
-  int64_t first_token = 0;
-  int64_t tokens = 0;
-  int64_t first_shard = 0;
-  int64_t last_shard = 0;
+  int64_t first_sequence = 0;
   int64_t sequences_per_step = 0;
 };
 

@@ -67,18 +67,11 @@ void BuildStages(Plan& plan) {
 
 void BuildData(Plan& plan) {
   const cost::Layout& l = plan.chosen.layout;
-  const check::DatasetSpec& ds = plan.job.dataset;
-  int64_t shards = std::max<int64_t>(ds.shards, 1);
-  int64_t shard_tokens = std::max<int64_t>(ds.tokens / shards, 1);
   for (int64_t d = 0; d < l.data; ++d) {
     DataSlice slice;
     slice.data_rank = I32(d);
-    slice.first_token = ds.tokens / l.data * d;
-    int64_t end = d + 1 == l.data ? ds.tokens : ds.tokens / l.data * (d + 1);
-    slice.tokens = end - slice.first_token;
-    slice.first_shard = std::min(slice.first_token / shard_tokens, shards - 1);
-    slice.last_shard = std::min(std::max<int64_t>(end - 1, 0) / shard_tokens, shards - 1);
     slice.sequences_per_step = plan.job.workload.global_batch / l.data;
+    slice.first_sequence = slice.sequences_per_step * d;
     plan.data.push_back(slice);
   }
 }

@@ -1,39 +1,35 @@
 #include "data/batches.h"
 
+#include <fmt/format.h>
+
 namespace avf::data {
 
-auto BatchLoader::Next(int64_t batch, int64_t seq, Batch& out) -> llvm::Error {
-  std::vector<uint32_t> tokens;
-  if (!primed_) {
-    if (llvm::Error e = reader_->Read(1, tokens)) return e;
-    carry_ = tokens.front();
-    primed_ = true;
-    tokens.clear();
+auto SequenceOrder::Make(int64_t tokens, int64_t seq_len, int64_t global_batch) -> llvm::Expected<SequenceOrder> {
+  int64_t sequences = seq_len > 0 && tokens > 0 ? (tokens - 1) / seq_len : 0;
+  if (global_batch < 1 || sequences < global_batch) {
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        fmt::format("the dataset's {} tokens hold {} sequences of seq_len + 1 = {} tokens, fewer than one global "
+                    "batch of {}",
+                    tokens, sequences, seq_len + 1, global_batch)
+            .c_str());
   }
-  int64_t n = batch * seq;
-  if (llvm::Error e = reader_->Read(n, tokens)) return e;
-  out.inputs.resize(static_cast<size_t>(n));
-  out.targets.assign(tokens.begin(), tokens.end());
-  out.inputs[0] = carry_;
-  for (int64_t i = 1; i < n; ++i) out.inputs[static_cast<size_t>(i)] = tokens[static_cast<size_t>(i - 1)];
-  carry_ = tokens.back();
+  return SequenceOrder(sequences, seq_len, global_batch);
+}
+
+auto BatchLoader::Load(int64_t batch, int64_t micro, std::vector<Batch>& out) -> llvm::Error {
+  int64_t seq = order_.seq_len();
+  int64_t first = order_.first_token(order_.first_sequence(batch) + share_.first);
+  tokens_.clear();
+  if (llvm::Error e = reader_->Read(first, share_.count * seq + 1, tokens_)) return e;
+  out.resize(static_cast<size_t>(share_.count / micro));
+  int64_t n = micro * seq;
+  for (size_t m = 0; m < out.size(); ++m) {
+    auto begin = tokens_.begin() + static_cast<int64_t>(m) * n;
+    out[m].inputs.assign(begin, begin + n);
+    out[m].targets.assign(begin + 1, begin + n + 1);
+  }
   return llvm::Error::success();
-}
-
-auto BatchLoader::position() const -> Position {
-  Position p{reader_->position(), reader_->epoch()};
-  if (!primed_) return p;
-  // The carried token was read already: step back over it, across an epoch boundary if need be.
-  if (--p.position < 0) {
-    p.position += reader_->slice().count;
-    --p.epoch;
-  }
-  return p;
-}
-
-auto BatchLoader::Seek(Position p) -> llvm::Error {
-  primed_ = false;
-  return reader_->Seek(p.position, p.epoch);
 }
 
 }  // namespace avf::data

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -16,11 +17,6 @@ namespace {
 
 auto Fail(std::string message) -> llvm::Error {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s", message.c_str());
-}
-
-auto ShardTokens(const DatasetLayout& l, int64_t shard) -> int64_t {
-  int64_t per = l.tokens / l.shards;
-  return shard == l.shards - 1 ? l.tokens - per * (l.shards - 1) : per;
 }
 
 // pread until `size` bytes are read; EINTR is retried, a short file is an error.
@@ -38,8 +34,13 @@ auto ReadFully(int fd, void* into, size_t size, off_t offset, const std::string&
   return llvm::Error::success();
 }
 
-// Opens one shard and checks it against the layout; the open fd on success.
-auto OpenShard(const DatasetLayout& l, int64_t shard) -> llvm::Expected<int> {
+// Opens one shard and checks its header against the layout.
+struct OpenedShard {
+  int fd = -1;
+  uint64_t tokens = 0, bytes = 0;
+};
+
+auto OpenShard(const DatasetLayout& l, int64_t shard) -> llvm::Expected<OpenedShard> {
   std::string path = ShardPath(l, shard);
   llvm::Expected<io::RegularFile> file = io::RegularFile::Open(path);
   if (!file) {
@@ -58,11 +59,8 @@ auto OpenShard(const DatasetLayout& l, int64_t shard) -> llvm::Expected<int> {
     return Fail(fmt::format("{}: {}-byte tokens, but the plan's dataset has {}-byte tokens", path, h->token_bytes,
                             l.token_bytes));
   }
-  if (static_cast<int64_t>(h->tokens) != ShardTokens(l, shard)) {
-    return Fail(fmt::format("{}: {} tokens, but the plan gives shard {} {} tokens ({} in {} shards)", path, h->tokens,
-                            shard, ShardTokens(l, shard), l.tokens, l.shards));
-  }
-  return file->Release();
+  uint64_t bytes = file->size();
+  return OpenedShard{file->Release(), h->tokens, bytes};
 }
 
 // A token id the model has no embedding row for: named with its shard and
@@ -81,35 +79,40 @@ auto ShardPath(const DatasetLayout& layout, int64_t shard) -> std::string {
   return layout.dir + "/" + ShardFileName(shard);
 }
 
-auto TokenReader::Locate(const DatasetLayout& l, int64_t token) -> std::pair<int64_t, int64_t> {
-  int64_t per = l.tokens / l.shards;
-  int64_t shard = per == 0 ? l.shards - 1 : std::min(token / per, l.shards - 1);
-  return {shard, token - shard * per};
-}
-
-auto TokenReader::Open(const DatasetLayout& layout, TokenSlice slice) -> llvm::Expected<std::unique_ptr<TokenReader>> {
-  if (layout.shards < 1 || layout.tokens < layout.shards || (layout.token_bytes != 2 && layout.token_bytes != 4) ||
-      layout.vocab < 1) {
-    return Fail(
-        fmt::format("a dataset of {} tokens in {} shards of {}-byte tokens for a vocabulary of {} cannot be "
-                    "read",
-                    layout.tokens, layout.shards, layout.token_bytes, layout.vocab));
+auto TokenReader::Open(const DatasetLayout& layout) -> llvm::Expected<std::unique_ptr<TokenReader>> {
+  if (layout.shards < 1 || (layout.token_bytes != 2 && layout.token_bytes != 4) || layout.vocab < 1) {
+    return Fail(fmt::format("a dataset of {} shards of {}-byte tokens for a vocabulary of {} cannot be read",
+                            layout.shards, layout.token_bytes, layout.vocab));
   }
-  if (slice.first < 0 || slice.count < 1 || slice.first > layout.tokens - slice.count) {
-    return Fail(fmt::format("tokens {}..{} are outside the dataset's {} tokens", slice.first,
-                            slice.first + slice.count - 1, layout.tokens));
+  std::unique_ptr<TokenReader> reader(new TokenReader(layout));
+  int64_t total = 0;
+  for (int64_t shard = 0; shard < layout.shards; ++shard) {
+    llvm::Expected<OpenedShard> opened = OpenShard(layout, shard);
+    if (!opened) return opened.takeError();
+    close(opened->fd);
+    if (opened->tokens > static_cast<uint64_t>(INT64_MAX) ||
+        __builtin_add_overflow(total, static_cast<int64_t>(opened->tokens), &total)) {
+      return Fail(fmt::format("{}: the shards hold more than 2^63 tokens", ShardPath(layout, shard)));
+    }
+    reader->shard_ends_.push_back(total);
+    reader->shard_bytes_.push_back(opened->bytes);
   }
-  int64_t first = Locate(layout, slice.first).first, last = Locate(layout, slice.first + slice.count - 1).first;
-  for (int64_t shard = first; shard <= last; ++shard) {
-    llvm::Expected<int> fd = OpenShard(layout, shard);
-    if (!fd) return fd.takeError();
-    close(*fd);
-  }
-  return std::unique_ptr<TokenReader>(new TokenReader(layout, slice));
+  return reader;
 }
 
 TokenReader::~TokenReader() {
   if (fd_ >= 0) close(fd_);
+}
+
+auto TokenReader::shard_tokens(int64_t shard) const -> int64_t {
+  size_t i = static_cast<size_t>(shard);
+  return shard_ends_[i] - (i == 0 ? 0 : shard_ends_[i - 1]);
+}
+
+auto TokenReader::Locate(int64_t token) const -> std::pair<int64_t, int64_t> {
+  auto it = std::upper_bound(shard_ends_.begin(), shard_ends_.end(), token);
+  int64_t shard = std::min<int64_t>(it - shard_ends_.begin(), layout_.shards - 1);
+  return {shard, token - (shard == 0 ? 0 : shard_ends_[static_cast<size_t>(shard - 1)])};
 }
 
 auto TokenReader::UseShard(int64_t shard) -> llvm::Error {
@@ -117,58 +120,46 @@ auto TokenReader::UseShard(int64_t shard) -> llvm::Error {
   if (fd_ >= 0) close(fd_);
   fd_ = -1;
   open_shard_ = -1;
-  llvm::Expected<int> fd = OpenShard(layout_, shard);
-  if (!fd) return fd.takeError();
-  fd_ = *fd;
+  llvm::Expected<OpenedShard> opened = OpenShard(layout_, shard);
+  if (!opened) return opened.takeError();
+  if (opened->bytes != shard_bytes_[static_cast<size_t>(shard)]) {
+    close(opened->fd);
+    return Fail(fmt::format("{}: {} bytes now, {} when training started; the dataset changed while training",
+                            ShardPath(layout_, shard), opened->bytes, shard_bytes_[static_cast<size_t>(shard)]));
+  }
+  fd_ = opened->fd;
   open_shard_ = shard;
   return llvm::Error::success();
 }
 
-// Tokens [token, token + n) of the dataset, within one shard or across several.
-auto TokenReader::ReadRun(int64_t token, int64_t n, std::vector<uint32_t>& out) -> llvm::Error {
-  while (n > 0) {
-    auto [shard, index] = Locate(layout_, token);
-    int64_t take = std::min(n, ShardTokens(layout_, shard) - index);
-    if (llvm::Error e = UseShard(shard)) return e;
-    buffer_.resize(static_cast<size_t>(take) * layout_.token_bytes);
-    off_t offset = static_cast<off_t>(kHeaderBytes + static_cast<uint64_t>(index) * layout_.token_bytes);
-    if (llvm::Error e = ReadFully(fd_, buffer_.data(), buffer_.size(), offset, ShardPath(layout_, shard))) return e;
-    for (int64_t i = 0; i < take; ++i) {
-      const uint8_t* b = buffer_.data() + i * layout_.token_bytes;
-      uint32_t v = layout_.token_bytes == 2 ? static_cast<uint32_t>(b[0] | b[1] << 8)
-                                            : static_cast<uint32_t>(b[0]) | static_cast<uint32_t>(b[1]) << 8 |
-                                                  static_cast<uint32_t>(b[2]) << 16 | static_cast<uint32_t>(b[3]) << 24;
-      if (v >= layout_.vocab) return BadToken(layout_, shard, index + i, v);
-      out.push_back(v);
-    }
-    token += take;
-    n -= take;
+// `n` tokens of one shard from its token `index`.
+auto TokenReader::ReadRun(int64_t shard, int64_t index, int64_t n, std::vector<uint32_t>& out) -> llvm::Error {
+  if (llvm::Error e = UseShard(shard)) return e;
+  buffer_.resize(static_cast<size_t>(n) * layout_.token_bytes);
+  off_t offset = static_cast<off_t>(kHeaderBytes + static_cast<uint64_t>(index) * layout_.token_bytes);
+  if (llvm::Error e = ReadFully(fd_, buffer_.data(), buffer_.size(), offset, ShardPath(layout_, shard))) return e;
+  for (int64_t i = 0; i < n; ++i) {
+    const uint8_t* b = buffer_.data() + i * layout_.token_bytes;
+    uint32_t v = layout_.token_bytes == 2 ? static_cast<uint32_t>(b[0] | b[1] << 8)
+                                          : static_cast<uint32_t>(b[0]) | static_cast<uint32_t>(b[1]) << 8 |
+                                                static_cast<uint32_t>(b[2]) << 16 | static_cast<uint32_t>(b[3]) << 24;
+    if (v >= layout_.vocab) return BadToken(layout_, shard, index + i, v);
+    out.push_back(v);
   }
   return llvm::Error::success();
 }
 
-auto TokenReader::Read(int64_t n, std::vector<uint32_t>& out) -> llvm::Error {
-  if (n < 0) return Fail("a negative number of tokens cannot be read");
+auto TokenReader::Read(int64_t first, int64_t n, std::vector<uint32_t>& out) -> llvm::Error {
+  if (first < 0 || n < 0 || first > tokens() - n) {
+    return Fail(fmt::format("tokens {}..{} are outside the dataset's {} tokens", first, first + n - 1, tokens()));
+  }
   while (n > 0) {
-    int64_t take = std::min(n, slice_.count - position_);
-    if (llvm::Error e = ReadRun(slice_.first + position_, take, out)) return e;
-    position_ += take;
+    auto [shard, index] = Locate(first);
+    int64_t take = std::min(n, shard_tokens(shard) - index);
+    if (llvm::Error e = ReadRun(shard, index, take, out)) return e;
+    first += take;
     n -= take;
-    if (position_ == slice_.count) {
-      position_ = 0;
-      ++epoch_;
-    }
   }
-  return llvm::Error::success();
-}
-
-auto TokenReader::Seek(int64_t position, int64_t epoch) -> llvm::Error {
-  if (position < 0 || position >= slice_.count || epoch < 0) {
-    return Fail(
-        fmt::format("position {} (epoch {}) is outside this rank's slice of {} tokens", position, epoch, slice_.count));
-  }
-  position_ = position;
-  epoch_ = epoch;
   return llvm::Error::success();
 }
 

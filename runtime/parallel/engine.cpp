@@ -175,13 +175,16 @@ auto TypedEngine<T>::master_count() const -> int64_t {
 }
 
 template <typename T>
-auto TypedEngine<T>::state_sizes() const -> std::pair<int64_t, int64_t> {
-  return {master_count(), optimizer_->mine().count};
+auto TypedEngine<T>::state_runs() const -> StateRuns {
+  const OwnedSlice& mine = optimizer_->mine();
+  bool whole = master_count() == model_->layout().total;
+  return {{whole ? 0 : mine.first, master_count()}, mine};
 }
 
 template <typename T>
 auto TypedEngine<T>::SaveState() -> OptimizerState {
-  auto [params, moments] = state_sizes();
+  StateRuns runs = state_runs();
+  int64_t params = runs.params.count, moments = runs.moments.count;
   OptimizerState s{std::vector<float>(static_cast<size_t>(params)), std::vector<float>(static_cast<size_t>(moments)),
                    std::vector<float>(static_cast<size_t>(moments)), optimizer_->step()};
   k_->CopyToHost(s.params.data(), master(), s.params.size() * sizeof(float));
@@ -192,7 +195,8 @@ auto TypedEngine<T>::SaveState() -> OptimizerState {
 
 template <typename T>
 auto TypedEngine<T>::RestoreState(const OptimizerState& s) -> llvm::Error {
-  auto [params, moments] = state_sizes();
+  StateRuns runs = state_runs();
+  int64_t params = runs.params.count, moments = runs.moments.count;
   assert(static_cast<int64_t>(s.params.size()) == params && static_cast<int64_t>(s.m.size()) == moments &&
          s.v.size() == s.m.size());
   k_->CopyFromHost(master(), s.params.data(), static_cast<size_t>(params) * sizeof(float));

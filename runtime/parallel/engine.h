@@ -106,12 +106,19 @@ class Engine {
     int64_t step = 0;
   };
   virtual auto SaveState() -> OptimizerState = 0;
-  // The sizes of SaveState's params and moments.
-  virtual auto state_sizes() const -> std::pair<int64_t, int64_t> = 0;
-  // Puts a state of state_sizes() back, on every rank: it also rebuilds the
+  // Which elements of this rank's flat parameter buffer (layout()) SaveState's
+  // params and moments are.
+  struct StateRuns {
+    optim::ElementRun params, moments;
+  };
+  virtual auto state_runs() const -> StateRuns = 0;
+  // Puts a state of state_runs()' sizes back, on every rank: it also rebuilds the
   // compute copy (a collective in bf16 with ZeRO 1 and 2, which gathers
   // every owner's slice).
   virtual auto RestoreState(const OptimizerState& state) -> llvm::Error = 0;
+  // Sums `values` over every rank of the world, in place (host memory, on
+  // any backend); a collective.
+  virtual auto SumOverWorld(float* values, size_t count) -> llvm::Error = 0;
   virtual auto optimizer() -> ShardedAdamW& = 0;
   virtual auto layout() const -> const model::ParamLayout& = 0;
   virtual auto stage() const -> int64_t = 0;

@@ -198,6 +198,18 @@ auto TypedEngine<T>::ReduceTheRest() -> llvm::Error {
 // stage's tensor rank 0 of each data rank), the seconds waited, and the stop
 // requests as a count per code, so every rank learns the same code.
 template <typename T>
+auto TypedEngine<T>::SumOverWorld(float* values, size_t count) -> llvm::Error {
+  if (!world_ || world_->size() == 1) return llvm::Error::success();
+  if (!world_->device_memory()) return world_->AllReduce(values, count, comm::ReduceOp::kSum);
+  if (agreed_.size() < count) agreed_ = Buffer<float>(*k_, count);
+  k_->CopyFromHost(agreed_.data(), values, count * sizeof(float));
+  k_->Synchronize();
+  if (llvm::Error e = world_->AllReduce(agreed_.data(), count, comm::ReduceOp::kSum)) return e;
+  k_->CopyToHost(values, agreed_.data(), count * sizeof(float));
+  return llvm::Error::success();
+}
+
+template <typename T>
 auto TypedEngine<T>::Agree(double loss, int stop_signal) -> llvm::Expected<StepResult> {
   const T* g = model_->gradients().data();
   bool reports_loss = model_->shard().output && tensor_rank_ == 0;
@@ -209,15 +221,7 @@ auto TypedEngine<T>::Agree(double loss, int stop_signal) -> llvm::Expected<StepR
       static_cast<float>(waited_.tensor), static_cast<float>(waited_.pipeline), static_cast<float>(waited_.data)};
   if (stop_signal > 0) shared[kStops + std::min(stop_signal, kStopCodes - 1)] = 1.0f;
   int ranks = world_ ? world_->size() : 1;
-  if (ranks > 1 && world_->device_memory()) {
-    if (agreed_.empty()) agreed_ = Buffer<float>(*k_, std::size(shared));
-    k_->CopyFromHost(agreed_.data(), shared, sizeof(shared));
-    k_->Synchronize();
-    if (llvm::Error e = world_->AllReduce(agreed_.data(), std::size(shared), comm::ReduceOp::kSum)) return e;
-    k_->CopyToHost(shared, agreed_.data(), sizeof(shared));
-  } else if (ranks > 1) {
-    if (llvm::Error e = world_->AllReduce(shared, std::size(shared), comm::ReduceOp::kSum)) return e;
-  }
+  if (llvm::Error e = SumOverWorld(shared, std::size(shared))) return e;
   int agreed = 0;
   for (int code = 1; code < kStopCodes; ++code) {
     if (shared[kStops + code] > 0) agreed = code;

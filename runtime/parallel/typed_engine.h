@@ -24,7 +24,8 @@ class TypedEngine final : public Engine {
   auto Step(const std::vector<data::Batch>& micro_batches, int stop_signal) -> llvm::Expected<StepResult> override;
   auto Memory() -> MemoryUse override;
   auto SaveState() -> OptimizerState override;
-  auto state_sizes() const -> std::pair<int64_t, int64_t> override;
+  auto state_runs() const -> StateRuns override;
+  auto SumOverWorld(float* values, size_t count) -> llvm::Error override;
   auto RestoreState(const OptimizerState& state) -> llvm::Error override;
   auto optimizer() -> ShardedAdamW& override { return *optimizer_; }
   auto layout() const -> const model::ParamLayout& override { return model_->layout(); }

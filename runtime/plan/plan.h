@@ -127,7 +127,8 @@ struct Location {
 };
 
 struct DataSlice {
-  int64_t data_rank = 0, first_token = 0, tokens = 0, first_shard = 0, last_shard = 0, sequences_per_step = 0;
+  // Sequences [first_sequence, + sequences_per_step) of every global batch.
+  int64_t data_rank = 0, first_sequence = 0, sequences_per_step = 0;
 };
 
 struct PlanData {

@@ -86,9 +86,16 @@ auto CheckFormat(const Node& root) -> bool {
                     *v, kPlanFormatVersion));
     return false;
   }
-  if (*v < kPlanFormatVersion) {
+  if (*v < 1) {
     version.Report(
         fmt::format("{} is not a plan format version (this avf-run reads version {})", *v, kPlanFormatVersion));
+    return false;
+  }
+  if (*v < kPlanFormatVersion) {
+    version.Report(
+        fmt::format("the plan is format version {}, written by an older aviflowc; this avf-run reads version {}: "
+                    "compile the job again",
+                    *v, kPlanFormatVersion));
     return false;
   }
   return true;

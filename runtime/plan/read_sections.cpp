@@ -108,10 +108,7 @@ void ReadData(const Node& n, PlanData& out) {
     if (!s.IsObject()) continue;
     DataSlice& slice = out.slices[i];
     slice.data_rank = s.Int(K::DataSliceDataRank);
-    slice.first_token = s.Int(K::DataSliceFirstToken);
-    slice.tokens = s.Int(K::DataSliceTokens);
-    slice.first_shard = s.Int(K::DataSliceFirstShard);
-    slice.last_shard = s.Int(K::DataSliceLastShard);
+    slice.first_sequence = s.Int(K::DataSliceFirstSequence);
     slice.sequences_per_step = s.Int(K::DataSliceSequencesPerStep);
   }
 }

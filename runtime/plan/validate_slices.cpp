@@ -71,17 +71,6 @@ void CheckLayerCoverage(const RunPlan& plan, Problems& p) {
   if (next < plan.model.layers) p.Addf("stages", "layers {}..{} are held by no stage", next, plan.model.layers - 1);
 }
 
-// One slice's shard numbers against its token range.
-void CheckSliceShards(const PlanData& data, size_t i, int64_t end, Problems& p) {
-  const DataSlice& s = data.slices[i];
-  int64_t shard_tokens = std::max<int64_t>(data.tokens / data.shards, 1);
-  int64_t first = std::min(s.first_token / shard_tokens, data.shards - 1);
-  int64_t last = std::min(std::max<int64_t>(end - 1, 0) / shard_tokens, data.shards - 1);
-  if (s.first_shard == first && s.last_shard == last) return;
-  p.Addf(fmt::format("data.slices[{}]", i), "shards {}..{}, but tokens {}..{} lie in shards {}..{}", s.first_shard,
-         s.last_shard, s.first_token, end - 1, first, last);
-}
-
 }  // namespace
 
 void CheckStages(const RunPlan& plan, Problems& p) {
@@ -115,29 +104,23 @@ void CheckDataSlices(const RunPlan& plan, Problems& p) {
   int64_t next = 0;
   for (size_t i = 0; i < data.slices.size(); ++i) {
     const DataSlice& s = data.slices[i];
-    int64_t end = 0, batch = 0;
+    int64_t batch = 0;
     if (s.data_rank != static_cast<int64_t>(i)) {
       p.Addf(fmt::format("data.slices[{}].data_rank", i), "{} at position {}; slices are in data-rank order",
              s.data_rank, i);
     }
-    if (s.first_token != next) {
-      p.Addf(fmt::format("data.slices[{}].first_token", i),
-             "starts at token {}, but the previous slice ends at {} (slices are contiguous from token 0)",
-             s.first_token, next);
+    if (s.first_sequence != next) {
+      p.Addf(fmt::format("data.slices[{}].first_sequence", i),
+             "starts at sequence {} of the global batch, but the previous slice ends at {} (slices are contiguous "
+             "from sequence 0)",
+             s.first_sequence, next);
     }
-    if (AddOverflows(s.first_token, s.tokens, &end)) {
-      p.Addf(fmt::format("data.slices[{}]", i), "first_token {} + tokens {} overflows", s.first_token, s.tokens);
-      return;
-    }
-    CheckSliceShards(data, i, end, p);
     if (MulOverflows(s.sequences_per_step, D, &batch) || batch != plan.training.global_batch) {
       p.Addf(fmt::format("data.slices[{}].sequences_per_step", i), "{} x {} data ranks is not the global batch {}",
              s.sequences_per_step, D, plan.training.global_batch);
+      return;
     }
-    next = end;
-  }
-  if (next != data.tokens) {
-    p.Addf("data.slices", "the slices end at token {}, but the dataset has {} tokens", next, data.tokens);
+    next += s.sequences_per_step;
   }
 }
 

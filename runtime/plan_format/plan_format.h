@@ -18,7 +18,7 @@ namespace avf::plan_format {
 inline constexpr std::string_view kFormatName = "aviflow-plan";
 // Bumped only by a change a reader of the previous version could misread
 // (docs/plan-format.md, Versioning); a new key keeps it.
-inline constexpr int64_t kFormatVersion = 1;
+inline constexpr int64_t kFormatVersion = 2;
 // The order the rank coordinates follow, fastest axis first (rank_layout.h).
 inline constexpr std::string_view kRankOrder = "tensor,data,pipeline";
 

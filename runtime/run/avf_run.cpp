@@ -274,6 +274,7 @@ auto Run(const RunFlags& f, const std::vector<std::string>& args) -> int {
   avf::train::TrainOptions o;
   o.data_dir = f.data_dir;
   o.checkpoint_dir = f.checkpoint_dir;
+  o.plan_sha256 = file->sha256;
   o.resume = f.resume == "latest";
   o.metrics_path = f.metrics.empty() ? f.run_dir + "/metrics.jsonl" : f.metrics;
   o.seed = f.seed;

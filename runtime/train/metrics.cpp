@@ -3,8 +3,12 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <fstream>
+#include <optional>
 
 #include <fmt/format.h>
+
+#include "io/durable_file.h"
 
 namespace avf::train {
 
@@ -57,7 +61,39 @@ auto ProgressText(const StepMetrics& m) -> std::string {
                      Grouped(m.tokens_per_s), Rate(m.flops_per_s), DurationText(eta));
 }
 
-auto MetricsFile::Open(const std::string& path) -> llvm::Expected<MetricsFile> {
+namespace {
+
+// The step of a metrics line, `{"step":N,...}`; nullopt for anything else.
+auto StepOfLine(llvm::StringRef line) -> std::optional<int64_t> {
+  int64_t step = 0;
+  if (!line.consume_front("{\"step\":") || !line.endswith("}")) return std::nullopt;
+  llvm::StringRef digits = line.take_while([](char c) { return c >= '0' && c <= '9'; });
+  if (digits.empty() || digits.getAsInteger(10, step) || !line.drop_front(digits.size()).startswith(",")) {
+    return std::nullopt;
+  }
+  return step;
+}
+
+// Rewrites `path` with its lines of steps up to `step` only.
+auto KeepThrough(const std::string& path, int64_t step, int64_t& dropped) -> llvm::Error {
+  std::ifstream in(path);
+  if (!in) return llvm::Error::success();
+  std::string kept, line;
+  while (std::getline(in, line)) {
+    std::optional<int64_t> s = StepOfLine(line);
+    if (s && *s <= step) kept += line + "\n";
+    else ++dropped;
+  }
+  if (dropped == 0) return llvm::Error::success();
+  return io::WriteDurably(path, llvm::StringRef(kept));
+}
+
+}  // namespace
+
+auto MetricsFile::Open(const std::string& path, int64_t step, int64_t* dropped) -> llvm::Expected<MetricsFile> {
+  int64_t removed = 0;
+  if (llvm::Error e = KeepThrough(path, step, removed)) return e;
+  if (dropped) *dropped = removed;
   std::FILE* f = std::fopen(path.c_str(), "a");
   if (!f) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s: cannot open the metrics file: %s", path.c_str(),

@@ -36,7 +36,13 @@ auto DurationText(double seconds) -> std::string;
 
 class MetricsFile {
  public:
-  static auto Open(const std::string& path) -> llvm::Expected<MetricsFile>;
+  // Opens `path` to append the steps after `step` (the step a run starts
+  // from: 0, or the checkpoint it resumed from). Lines of later steps, which
+  // a run that stopped after its last checkpoint wrote, are removed first
+  // (and a torn last line), so that every step appears once; `dropped` gets
+  // how many lines were.
+  static auto Open(const std::string& path, int64_t step = 0, int64_t* dropped = nullptr)
+      -> llvm::Expected<MetricsFile>;
   MetricsFile(MetricsFile&& other) noexcept : file_(other.file_), path_(std::move(other.path_)) {
     other.file_ = nullptr;
   }

@@ -6,11 +6,12 @@
 
 #include <fmt/format.h>
 
+#include "checkpoint/store.h"
 #include "data/batches.h"
 #include "optim/optimizer.h"
 #include "parallel/engine.h"
 #include "plan/plan.h"
-#include "train/checkpoint.h"
+#include "train/checkpointing.h"
 #include "train/metrics.h"
 
 namespace avf::train {
@@ -51,6 +52,7 @@ struct Loop {
   std::optional<MetricsFile> metrics;
   int64_t step = 0;
   Clock::time_point last_checkpoint = Clock::now();
+  CheckpointContext checkpoints;
 
   parallel::Engine::CommSeconds comm{};
 
@@ -61,11 +63,8 @@ struct Loop {
 };
 
 auto Loop::OneStep(double& loss, double& norm, int& stop) -> llvm::Error {
-  int64_t micro = plan.layout.micro_batch, seq = plan.model.seq_len;
-  std::vector<data::Batch> batches(static_cast<size_t>(plan.training.micro_batches_per_step));
-  for (data::Batch& b : batches) {
-    if (llvm::Error e = loader->Next(micro, seq, b)) return e;
-  }
+  std::vector<data::Batch> batches;
+  if (llvm::Error e = loader->Load(step, plan.layout.micro_batch, batches)) return e;
   auto result = engine->Step(batches, options.stop_signal ? options.stop_signal->load() : 0);
   if (!result) return result.takeError();
   loss = result->loss, norm = result->grad_norm, stop = result->stop_signal, comm = result->comm;
@@ -79,38 +78,23 @@ auto Loop::OneStep(double& loss, double& norm, int& stop) -> llvm::Error {
 }
 
 auto Loop::Checkpoint() -> llvm::Error {
-  data::BatchLoader::Position pos = loader->position();
-  parallel::Engine::OptimizerState state = engine->SaveState();
-  RankStateView s{step, pos.position, pos.epoch, state.params, state.m, state.v};
-  int world = options.world ? options.world->size() : 1;
-  if (llvm::Error e = SaveRank(options.checkpoint_dir, options.rank, world, s)) return e;
-  // Every rank's file is written before rank 0 marks the step committed.
+  if (llvm::Error e = SaveCheckpoint(checkpoints, *engine, step)) return e;
+  // Every rank's file is written before rank 0 commits the step.
   if (options.world) {
     if (llvm::Error e = options.world->Barrier()) return e;
   }
   last_checkpoint = Clock::now();
   if (options.rank != 0) return llvm::Error::success();
-  if (llvm::Error e = Commit(options.checkpoint_dir, step)) return e;
+  if (llvm::Error e = CommitCheckpoint(checkpoints, step)) return e;
   std::optional<int64_t> keep = plan.checkpoint ? plan.checkpoint->keep : std::nullopt;
-  return keep ? Prune(options.checkpoint_dir, *keep) : llvm::Error::success();
+  return keep ? checkpoint::Prune(options.checkpoint_dir, *keep) : llvm::Error::success();
 }
 
 auto Loop::Resume() -> llvm::Error {
-  auto latest = LatestCommitted(options.checkpoint_dir);
-  if (!latest) return latest.takeError();
-  if (!*latest) return llvm::Error::success();
-  auto [params, moments] = engine->state_sizes();
-  auto s = LoadRank(options.checkpoint_dir, **latest, options.rank, options.world ? options.world->size() : 1, params,
-                    moments);
-  if (!s) return s.takeError();
-  if (llvm::Error e = engine->RestoreState({std::move(s->params), std::move(s->m), std::move(s->v), s->step})) {
-    return e;
-  }
-  step = s->step;
-  if (options.rank == 0) {
-    progress << fmt::format("resuming from {} (step {})\n", CheckpointDir(options.checkpoint_dir, step), step);
-  }
-  return loader->Seek({s->data_position, s->data_epoch});
+  llvm::Expected<std::optional<int64_t>> resumed = ResumeLatest(checkpoints, *engine, progress);
+  if (!resumed) return resumed.takeError();
+  if (*resumed) step = **resumed;
+  return llvm::Error::success();
 }
 
 void Loop::Report(const StepMetrics& m) {
@@ -183,11 +167,13 @@ auto Run(Loop& loop, TrainResult& result) -> llvm::Error {
 auto Train(const parallel::RunnablePlan& runnable, const TrainOptions& options, llvm::raw_ostream& progress)
     -> llvm::Expected<TrainResult> {
   const RunPlan& plan = *runnable;
-  data::DatasetLayout layout{options.data_dir, plan.data.tokens, plan.data.shards,
-                             static_cast<uint32_t>(plan.data.token_bytes), plan.model.vocab};
-  const runtime::DataSlice& slice = plan.data.slices[static_cast<size_t>(plan.ranks[options.rank].data)];
-  auto reader = data::TokenReader::Open(layout, {slice.first_token, slice.tokens});
+  data::DatasetLayout layout{options.data_dir, plan.data.shards, static_cast<uint32_t>(plan.data.token_bytes),
+                             plan.model.vocab};
+  auto reader = data::TokenReader::Open(layout);
   if (!reader) return reader.takeError();
+  auto order = data::SequenceOrder::Make((*reader)->tokens(), plan.model.seq_len, plan.training.global_batch);
+  if (!order) return order.takeError();
+  const runtime::DataSlice& slice = plan.data.slices[static_cast<size_t>(plan.ranks[options.rank].data)];
   Loop loop{plan, options, progress, std::nullopt, nullptr, nullptr, std::nullopt};
   if (options.world) {
     auto groups = parallel::BuildGroups(*options.world, runnable.valid());
@@ -196,14 +182,31 @@ auto Train(const parallel::RunnablePlan& runnable, const TrainOptions& options, 
   }
   loop.engine = parallel::Engine::Create({&runnable, options.rank, options.world, loop.groups ? &*loop.groups : nullptr,
                                           OptimizerOf(plan), options.seed, options.backends});
-  loop.loader = std::make_unique<data::BatchLoader>(std::move(*reader));
-  if (!options.metrics_path.empty() && options.rank == 0) {
-    auto metrics = MetricsFile::Open(options.metrics_path);
-    if (!metrics) return metrics.takeError();
-    loop.metrics.emplace(std::move(*metrics));
-  }
+  int64_t dataset_tokens = (*reader)->tokens();
+  loop.loader = std::make_unique<data::BatchLoader>(std::move(*reader), *order,
+                                                    data::BatchShare{slice.first_sequence, slice.sequences_per_step});
+  loop.checkpoints = {&plan,
+                      options.rank,
+                      options.world ? options.world->size() : 1,
+                      options.checkpoint_dir,
+                      options.plan_sha256,
+                      options.seed,
+                      &loop.loader->order(),
+                      dataset_tokens};
   if (options.resume && !options.checkpoint_dir.empty()) {
     if (llvm::Error e = loop.Resume()) return e;
+  }
+  if (!options.metrics_path.empty() && options.rank == 0) {
+    int64_t dropped = 0;
+    auto metrics = MetricsFile::Open(options.metrics_path, loop.step, &dropped);
+    if (!metrics) return metrics.takeError();
+    if (dropped > 0) {
+      progress << fmt::format(
+          "avf-run: note: {}: removed {} lines of steps after {}, which the run that wrote them "
+          "did not checkpoint\n",
+          options.metrics_path, dropped, loop.step);
+    }
+    loop.metrics.emplace(std::move(*metrics));
   }
   TrainResult result;
   if (llvm::Error e = Run(loop, result)) return e;

@@ -20,6 +20,7 @@ namespace avf::train {
 struct TrainOptions {
   std::string data_dir;         // where the shard files are (the staged copy)
   std::string checkpoint_dir;   // "" : no checkpoints
+  std::string plan_sha256;      // of plan.json, recorded in the checkpoints
   bool resume = false;          // from the newest committed checkpoint, if any
   std::string metrics_path;     // JSON lines, one per step
   uint64_t seed = 1234;         // parameter initialisation

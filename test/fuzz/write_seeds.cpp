@@ -2,7 +2,7 @@
 // writers, so that every seed is a file the runtime really produces:
 //   OUT/rendezvous/    hellos and requests (EncodeHello, wire::Writer)
 //   OUT/shard_header/  token shards (WriteShard), aviflow and llm.c headers
-//   OUT/checkpoint/    rank checkpoint files (SaveRank), one of them empty
+//   OUT/checkpoint/    a checkpoint index.json and a rank's part of it (WriteRank, Commit)
 // tools/fuzz_seeds.sh runs it to refresh test/fuzz/corpus/ or to check that
 // the committed seeds are still what the writers write.
 #include <cstdio>
@@ -13,11 +13,13 @@
 
 #include <llvm/Support/Error.h>
 
+#include "checkpoint/chunks.h"
+#include "checkpoint/store.h"
 #include "data/shard_format.h"
 #include "data/shard_writer.h"
+#include "model/config.h"
 #include "rendezvous/store.h"
 #include "seed_shapes.h"
-#include "train/checkpoint.h"
 
 namespace fs = std::filesystem;
 namespace wire = avf::rendezvous::wire;
@@ -73,22 +75,32 @@ auto WriteShardSeeds(const fs::path& dir) -> bool {
          Check(avf::data::WriteShard((dir / "aviflow_u32").string(), 4, tokens));
 }
 
+// A committed checkpoint of a 2-layer GPT-2 over two tensor ranks, written
+// by the real writer: its index.json and a rank's part of it.
 auto WriteCheckpointSeed(const fs::path& dir) -> bool {
-  using namespace avf::fuzz;
-  fs::path root = dir / "tmp";
-  avf::train::RankState state;
-  state.step = 3, state.data_position = 4096, state.data_epoch = 1;
-  state.params = {0.5f, -1.25f, 3.0f, 0.0f};
-  state.m.assign(kCheckpointMoments, 0.125f), state.v.assign(kCheckpointMoments, 0.25f);
-  state.params.resize(kCheckpointParams);
-  if (!Check(avf::train::SaveRank(root.string(), kCheckpointRank, kCheckpointWorld, state))) return false;
-  fs::path file = fs::path(avf::train::CheckpointDir(root.string(), state.step)) / "rank_00000.bin";
-  fs::rename(file, dir / "rank0_of_1");
-  // A rank that holds no moments (ZeRO slices can be empty) and no parameters.
-  avf::train::RankState empty;
-  if (!Check(avf::train::SaveRank(root.string(), kCheckpointRank, kCheckpointWorld, empty))) return false;
-  fs::rename(fs::path(avf::train::CheckpointDir(root.string(), 0)) / "rank_00000.bin", dir / "empty_rank");
-  fs::remove_all(root);
+  using namespace avf::checkpoint;
+  fs::path step = dir / "tmp";
+  avf::model::ModelConfig c{avf::model::Arch::Gpt2, 2, 8, 2, 2, 16, 8, 4, true, 10000.0};
+  for (int64_t t = 0; t < 2; ++t) {
+    avf::model::ShardSpec shard;
+    shard.tensor_rank = t, shard.tensor_size = 2;
+    avf::model::ParamLayout layout = avf::model::LayoutOf(c, shard);
+    std::vector<float> values(static_cast<size_t>(layout.total), 0.5f);
+    avf::optim::ElementRun all{0, layout.total};
+    SavePlan plan =
+        PlanSave({&layout, t, true, all},
+                 {{StateKind::Param, all, values}, {StateKind::AdamM, all, values}, {StateKind::AdamV, all, values}});
+    if (!Check(WriteRank(step.string(), t, plan))) return false;
+  }
+  fs::copy_file(step / "rank_00001.part.json", dir / "rank_part.json", fs::copy_options::overwrite_existing);
+  Index meta;
+  meta.step = 3;
+  meta.origin.job = "seed", meta.origin.model = c, meta.origin.precision = "fp32";
+  meta.origin.plan_sha256 = std::string(64, '0');
+  meta.data = {"toy", 1000, 4, 4, 3, 0, 12};
+  if (!Check(Commit(step.string(), 2, meta))) return false;
+  fs::copy_file(step / "index.json", dir / "index.json", fs::copy_options::overwrite_existing);
+  fs::remove_all(step);
   return true;
 }
 

@@ -1,6 +1,6 @@
 // Token shards: the header round-trips, llm.c's headers are read, every
-// malformed file is an error naming it, and the reader returns exactly the
-// plan's slice of the dataset, across shard boundaries and epochs.
+// malformed file is an error naming it, the shards' sizes come from their
+// headers, and the order of training sequences depends on the job only.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -26,17 +26,22 @@ class Shards : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_FALSE(dir_.empty()); }
 
-  // Dataset tokens 0..tokens-1 (token i has value i % 60000 + 7) in `shards` files.
-  auto Write(int64_t tokens, int64_t shards, uint32_t width) -> DatasetLayout {
-    DatasetLayout l{dir_, tokens, shards, width, 60007};
-    int64_t per = tokens / shards;
-    for (int64_t s = 0; s < shards; ++s) {
-      int64_t n = s == shards - 1 ? tokens - per * (shards - 1) : per;
-      std::vector<uint32_t> v(n);
-      for (int64_t i = 0; i < n; ++i) v[i] = static_cast<uint32_t>((s * per + i) % 60000 + 7);
-      EXPECT_FALSE(WriteShard(ShardPath(l, s), width, v));
+  // Dataset tokens 0..n-1 (token i has value i % 60000 + 7) in shards of the given sizes.
+  auto Write(const std::vector<int64_t>& sizes, uint32_t width) -> DatasetLayout {
+    DatasetLayout l{dir_, static_cast<int64_t>(sizes.size()), width, 60007};
+    int64_t first = 0;
+    for (size_t s = 0; s < sizes.size(); ++s) {
+      std::vector<uint32_t> v(sizes[s]);
+      for (int64_t i = 0; i < sizes[s]; ++i) v[i] = static_cast<uint32_t>((first + i) % 60000 + 7);
+      EXPECT_FALSE(WriteShard(ShardPath(l, static_cast<int64_t>(s)), width, v));
+      first += sizes[s];
     }
     return l;
+  }
+  auto Open(const DatasetLayout& l) -> std::unique_ptr<TokenReader> {
+    auto reader = TokenReader::Open(l);
+    EXPECT_TRUE(bool(reader)) << Message(reader.takeError());
+    return reader ? std::move(*reader) : nullptr;
   }
   avf::testing::TempDir temp_{"avf-data-test"};
   std::string dir_ = temp_.path();
@@ -92,105 +97,112 @@ TEST(ShardFormat, MalformedHeaders) {
   EXPECT_NE(Message(DecodeHeader(version, kHeaderBytes + 2, "v.bin").takeError()).find("version 9"), std::string::npos);
 }
 
-TEST_F(Shards, SliceAcrossShardsAndEpochs) {
-  DatasetLayout l = Write(10, 3, 2);  // shards of 3, 3 and 4 tokens
-  EXPECT_EQ(TokenReader::Locate(l, 2), (std::pair<int64_t, int64_t>{0, 2}));
-  EXPECT_EQ(TokenReader::Locate(l, 3), (std::pair<int64_t, int64_t>{1, 0}));
-  EXPECT_EQ(TokenReader::Locate(l, 9), (std::pair<int64_t, int64_t>{2, 3}));
-  auto reader = TokenReader::Open(l, {2, 6});  // tokens 2..7: shards 0, 1 and 2
-  ASSERT_TRUE(bool(reader)) << Message(reader.takeError());
+// The shards' sizes come from their headers, not from an even split of a
+// declared total: here 3, 5 and 2 tokens.
+TEST_F(Shards, SizesFromTheHeaders) {
+  DatasetLayout l = Write({3, 5, 2}, 2);
+  std::unique_ptr<TokenReader> reader = Open(l);
+  ASSERT_TRUE(reader);
+  EXPECT_EQ(reader->tokens(), 10);
+  EXPECT_EQ(reader->Locate(2), (std::pair<int64_t, int64_t>{0, 2}));
+  EXPECT_EQ(reader->Locate(3), (std::pair<int64_t, int64_t>{1, 0}));
+  EXPECT_EQ(reader->Locate(9), (std::pair<int64_t, int64_t>{2, 1}));
   std::vector<uint32_t> got;
-  ASSERT_FALSE((*reader)->Read(4, got));
-  EXPECT_EQ(got, (std::vector<uint32_t>{9, 10, 11, 12}));
-  EXPECT_EQ((*reader)->position(), 4);
-  got.clear();
-  ASSERT_FALSE((*reader)->Read(5, got));  // 2 to the slice's end, then 3 from its start
-  EXPECT_EQ(got, (std::vector<uint32_t>{13, 14, 9, 10, 11}));
-  EXPECT_EQ((*reader)->epoch(), 1);
-  EXPECT_EQ((*reader)->position(), 3);
-  ASSERT_FALSE((*reader)->Seek(1, 0));
-  got.clear();
-  ASSERT_FALSE((*reader)->Read(2, got));
-  EXPECT_EQ(got, (std::vector<uint32_t>{10, 11}));
-  EXPECT_TRUE(bool((*reader)->Seek(6, 0)));
+  ASSERT_FALSE(reader->Read(2, 7, got));  // tokens 2..8: shards 0, 1 and 2
+  EXPECT_EQ(got, (std::vector<uint32_t>{9, 10, 11, 12, 13, 14, 15}));
+  EXPECT_EQ(Message(reader->Read(5, 6, got)), "tokens 5..10 are outside the dataset's 10 tokens");
 }
 
-// Targets are the inputs shifted by one, batches follow each other without a
-// gap, and a loader resumed at a saved position gives the same batches.
-TEST_F(Shards, BatchesAndResume) {
-  DatasetLayout l = Write(20, 3, 2);                                                   // values 7..26
-  auto open = [&] { return BatchLoader(std::move(*TokenReader::Open(l, {4, 10}))); };  // values 11..20
-  BatchLoader loader = open();
-  Batch b;
-  ASSERT_FALSE(loader.Next(2, 2, b));
-  EXPECT_EQ(b.inputs, (std::vector<uint32_t>{11, 12, 13, 14}));
-  EXPECT_EQ(b.targets, (std::vector<uint32_t>{12, 13, 14, 15}));
-  BatchLoader::Position saved = loader.position();
-  EXPECT_EQ(saved.position, 4);
-  std::vector<Batch> rest(4);
-  for (Batch& r : rest) ASSERT_FALSE(loader.Next(1, 3, r));
-  EXPECT_EQ(rest[0].inputs, (std::vector<uint32_t>{15, 16, 17}));
-  EXPECT_EQ(rest[1].inputs, (std::vector<uint32_t>{18, 19, 20}));
-  EXPECT_EQ(rest[1].targets, (std::vector<uint32_t>{19, 20, 11}));  // the slice wraps: the next epoch
-  BatchLoader::Position wrapped = loader.position();
-  BatchLoader again = open();
-  ASSERT_FALSE(again.Seek(saved));
-  for (const Batch& r : rest) {
-    Batch x;
-    ASSERT_FALSE(again.Next(1, 3, x));
-    EXPECT_EQ(x.inputs, r.inputs);
-    EXPECT_EQ(x.targets, r.targets);
+// Sequence j is tokens [jT, jT + T]; global batch b holds G consecutive
+// sequences; a data rank's share is one contiguous run, its micro-batches in
+// order; every epoch reads the same batches, the tail that fills no global
+// batch is left out.
+TEST_F(Shards, TheOrderIsAFunctionOfTheJob) {
+  DatasetLayout l = Write({9, 8, 9}, 2);  // 26 tokens: 8 sequences of T = 3
+  auto order = SequenceOrder::Make(26, 3, 3);
+  ASSERT_TRUE(bool(order)) << Message(order.takeError());
+  EXPECT_EQ(order->sequences(), 8);
+  EXPECT_EQ(order->batches_per_epoch(), 2);  // sequences 6 and 7 fill no global batch
+  EXPECT_EQ(order->epoch(5), 2);
+  EXPECT_EQ(order->first_sequence(5), 3);
+  // One rank with micro-batches of 1 and three ranks of one sequence each
+  // read the same sequences of global batch 3 (the second of epoch 1).
+  BatchLoader whole(Open(l), *order, {0, 3});
+  std::vector<Batch> all;
+  ASSERT_FALSE(whole.Load(3, 1, all));
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[0].inputs, (std::vector<uint32_t>{16, 17, 18}));
+  EXPECT_EQ(all[0].targets, (std::vector<uint32_t>{17, 18, 19}));
+  EXPECT_EQ(all[2].targets, (std::vector<uint32_t>{23, 24, 25}));
+  for (int64_t d = 0; d < 3; ++d) {
+    BatchLoader rank(Open(l), *order, {d, 1});
+    std::vector<Batch> mine;
+    ASSERT_FALSE(rank.Load(3, 1, mine));
+    ASSERT_EQ(mine.size(), 1u);
+    EXPECT_EQ(mine[0].inputs, all[static_cast<size_t>(d)].inputs);
+    EXPECT_EQ(mine[0].targets, all[static_cast<size_t>(d)].targets);
   }
-  EXPECT_EQ(again.position().position, wrapped.position);
-  EXPECT_EQ(again.position().epoch, wrapped.epoch);
+  ASSERT_FALSE(whole.Load(1, 3, all));  // one micro-batch of 3 sequences: the same tokens
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].inputs, (std::vector<uint32_t>{16, 17, 18, 19, 20, 21, 22, 23, 24}));
+  EXPECT_EQ(Message(SequenceOrder::Make(9, 3, 3).takeError()),
+            "the dataset's 9 tokens hold 2 sequences of seq_len + 1 = 4 tokens, fewer than one global batch of 3");
 }
 
 TEST_F(Shards, WideTokensAndTheWholeDataset) {
-  DatasetLayout l = Write(1000, 7, 4);
-  auto reader = TokenReader::Open(l, {0, 1000});
-  ASSERT_TRUE(bool(reader)) << Message(reader.takeError());
+  DatasetLayout l = Write({142, 142, 142, 142, 142, 142, 148}, 4);
+  std::unique_ptr<TokenReader> reader = Open(l);
+  ASSERT_TRUE(reader);
   std::vector<uint32_t> got;
-  ASSERT_FALSE((*reader)->Read(1000, got));
+  ASSERT_FALSE(reader->Read(0, 1000, got));
   std::vector<uint32_t> want(1000);
   std::iota(want.begin(), want.end(), 7u);
   EXPECT_EQ(got, want);
 }
 
-TEST_F(Shards, EveryShardOfTheSliceIsChecked) {
-  DatasetLayout l = Write(10, 3, 2);
-  // Only the shards the slice touches are opened: shard 2 may be missing for tokens 0..5.
+TEST_F(Shards, EveryShardIsCheckedAtOpen) {
+  DatasetLayout l = Write({3, 3, 4}, 2);
   std::remove(ShardPath(l, 2).c_str());
-  EXPECT_TRUE(bool(TokenReader::Open(l, {0, 6})));
-  auto missing = TokenReader::Open(l, {4, 6});
+  auto missing = TokenReader::Open(l);
   ASSERT_FALSE(bool(missing));
   EXPECT_NE(Message(missing.takeError()).find("shard_000002.bin: cannot open shard 2 of 3"), std::string::npos);
-  // A shard with another token count than the plan gives it.
+  // A shard whose size is not its header's count.
   ASSERT_FALSE(WriteShard(ShardPath(l, 2), 2, {1, 2, 3}));
-  auto count = TokenReader::Open(l, {0, 10});
-  ASSERT_FALSE(bool(count));
-  EXPECT_NE(Message(count.takeError()).find("3 tokens, but the plan gives shard 2 4 tokens (10 in 3 shards)"),
-            std::string::npos);
+  ASSERT_EQ(truncate(ShardPath(l, 2).c_str(), 1024 + 5), 0);
+  EXPECT_FALSE(bool(TokenReader::Open(l)));
   // Another token width.
   ASSERT_FALSE(WriteShard(ShardPath(l, 2), 4, {1, 2, 3, 4}));
-  auto width = TokenReader::Open(l, {0, 10});
+  auto width = TokenReader::Open(l);
   ASSERT_FALSE(bool(width));
   EXPECT_NE(Message(width.takeError()).find("4-byte tokens, but the plan's dataset has 2-byte tokens"),
             std::string::npos);
   // A directory where a shard should be.
   std::remove(ShardPath(l, 2).c_str());
   ASSERT_EQ(mkdir(ShardPath(l, 2).c_str(), 0700), 0);
-  auto dir = TokenReader::Open(l, {0, 10});
+  auto dir = TokenReader::Open(l);
   ASSERT_FALSE(bool(dir));
   EXPECT_NE(Message(dir.takeError()).find("it is a directory, not a regular file"), std::string::npos);
+}
+
+// A shard replaced while training (another size than at the start) stops the
+// run instead of reading other tokens than the order says.
+TEST_F(Shards, AShardChangedWhileTraining) {
+  DatasetLayout l = Write({3, 3, 4}, 2);
+  std::unique_ptr<TokenReader> reader = Open(l);
+  ASSERT_TRUE(reader);
+  ASSERT_FALSE(WriteShard(ShardPath(l, 1), 2, {1, 2, 3, 4, 5}));
+  std::vector<uint32_t> got;
+  EXPECT_EQ(Message(reader->Read(2, 3, got)),
+            ShardPath(l, 1) + ": 1034 bytes now, 1030 when training started; the dataset changed while training");
 }
 
 // A FIFO in place of a shard is refused at once: opening it must not wait
 // for a writer that never comes.
 TEST_F(Shards, FifoShardIsRefusedWithoutBlocking) {
-  DatasetLayout l = Write(10, 3, 2);
+  DatasetLayout l = Write({3, 3, 4}, 2);
   std::remove(ShardPath(l, 1).c_str());
   ASSERT_EQ(mkfifo(ShardPath(l, 1).c_str(), 0600), 0);
-  auto fifo = TokenReader::Open(l, {0, 10});
+  auto fifo = TokenReader::Open(l);
   ASSERT_FALSE(bool(fifo));
   EXPECT_EQ(Message(fifo.takeError()),
             ShardPath(l, 1) + ": cannot open shard 1 of 3: it is a FIFO (named pipe), not a regular file");
@@ -199,29 +211,24 @@ TEST_F(Shards, FifoShardIsRefusedWithoutBlocking) {
 // Every token handed out is below the vocabulary; the first one that is not
 // is named with its shard, index and byte offset.
 TEST_F(Shards, TokenOutsideTheVocabularyIsNamed) {
-  DatasetLayout l = Write(10, 3, 2);  // values 7..16; shard 1 holds dataset tokens 3..5
+  DatasetLayout l = Write({3, 3, 4}, 2);  // values 7..16; shard 1 holds dataset tokens 3..5
   ASSERT_FALSE(WriteShard(ShardPath(l, 1), 2, {10, 11, 12}));
   l.vocab = 12;
-  auto reader = TokenReader::Open(l, {0, 10});
-  ASSERT_TRUE(bool(reader)) << Message(reader.takeError());
+  std::unique_ptr<TokenReader> reader = Open(l);
+  ASSERT_TRUE(reader);
   std::vector<uint32_t> out;
-  ASSERT_FALSE((*reader)->Read(5, out));  // tokens 0..4: 7, 8, 9, 10, 11
-  EXPECT_EQ(Message((*reader)->Read(1, out)),
+  ASSERT_FALSE(reader->Read(0, 5, out));  // tokens 0..4: 7, 8, 9, 10, 11
+  EXPECT_EQ(Message(reader->Read(5, 1, out)),
             ShardPath(l, 1) +
                 ": token 2 of shard 1 (byte offset 1028) is 12, not below the model's vocabulary of 12; "
                 "the data was tokenized for another vocabulary");
   l.vocab = 0;
-  EXPECT_NE(Message(TokenReader::Open(l, {0, 10}).takeError()).find("for a vocabulary of 0 cannot be read"),
-            std::string::npos);
+  EXPECT_NE(Message(TokenReader::Open(l).takeError()).find("for a vocabulary of 0 cannot be read"), std::string::npos);
 }
 
 TEST_F(Shards, BadRequests) {
-  DatasetLayout l = Write(10, 3, 2);
-  EXPECT_NE(Message(TokenReader::Open(l, {5, 6}).takeError()).find("outside the dataset's 10 tokens"),
-            std::string::npos);
-  EXPECT_FALSE(bool(TokenReader::Open(l, {0, 0})));
-  EXPECT_FALSE(bool(TokenReader::Open({dir_, 2, 3, 2, 512}, {0, 1})));  // fewer tokens than shards
-  EXPECT_FALSE(bool(TokenReader::Open({dir_, 10, 3, 3, 512}, {0, 1})));
+  EXPECT_FALSE(bool(TokenReader::Open({dir_, 0, 2, 512})));
+  EXPECT_FALSE(bool(TokenReader::Open({dir_, 3, 3, 512})));
   EXPECT_NE(Message(WriteShard(dir_ + "/big.bin", 2, {70000})).find("does not fit 2 bytes"), std::string::npos);
   EXPECT_NE(Message(WriteShard(dir_ + "/no/such/dir.bin", 2, {1})).find("cannot write"), std::string::npos);
 }

@@ -45,7 +45,7 @@ void AddHardwareAndData(RunPlan& p, const PlanShape& s) {
   p.data.tokens = 1000 * s.data;
   p.data.shards = s.data;
   for (int64_t d = 0; d < s.data; ++d)
-    p.data.slices.push_back({d, 1000 * d, 1000, d, d, s.micro_batch * s.micro_batches});
+    p.data.slices.push_back({d, s.micro_batch * s.micro_batches * d, s.micro_batch * s.micro_batches});
 }
 
 }  // namespace

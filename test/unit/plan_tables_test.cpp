@@ -240,22 +240,16 @@ TEST(PlanTables, StageParameters) {
 
 TEST(PlanTables, DataSlicesAreContiguous) {
   Plan plan = Plan16();
-  // 1,000,003 tokens over 2 data ranks: 500,001 each, the remainder (1) to the
-  // last; 7 shards of 142,857 tokens (the last also takes the 4 left over).
+  // A global batch of 32 sequences over 2 data ranks: the first 16 of every
+  // global batch to rank 0, the other 16 to rank 1, whatever the dataset.
   ASSERT_EQ(plan.data.size(), 2u);
   const DataSlice& a = plan.data[0];
   const DataSlice& b = plan.data[1];
   EXPECT_EQ(a.data_rank, 0);
-  EXPECT_EQ(a.first_token, 0);
-  EXPECT_EQ(a.tokens, 500001);
-  EXPECT_EQ(a.first_shard, 0);
-  EXPECT_EQ(a.last_shard, 3);  // token 500,000 is in shard 3 (428,571..571,427)
+  EXPECT_EQ(a.first_sequence, 0);
   EXPECT_EQ(a.sequences_per_step, 16);
   EXPECT_EQ(b.data_rank, 1);
-  EXPECT_EQ(b.first_token, 500001);
-  EXPECT_EQ(b.tokens, 500002);
-  EXPECT_EQ(b.first_shard, 3);
-  EXPECT_EQ(b.last_shard, 6);
+  EXPECT_EQ(b.first_sequence, 16);
   EXPECT_EQ(b.sequences_per_step, 16);
 }
 
@@ -268,21 +262,11 @@ TEST(PlanTables, DataSlicesCoverTheDataset) {
   plan.job.dataset.shards = 10;
   plan.chosen.layout.data = 3;
   BuildTables(plan);
-  // 333 + 333 + 334 tokens; shards of 100 tokens.
   ASSERT_EQ(plan.data.size(), 3u);
-  EXPECT_EQ(plan.data[0].first_token, 0);
-  EXPECT_EQ(plan.data[0].tokens, 333);
-  EXPECT_EQ(plan.data[0].first_shard, 0);
-  EXPECT_EQ(plan.data[0].last_shard, 3);
-  EXPECT_EQ(plan.data[1].first_token, 333);
-  EXPECT_EQ(plan.data[1].tokens, 333);
-  EXPECT_EQ(plan.data[1].first_shard, 3);
-  EXPECT_EQ(plan.data[1].last_shard, 6);
-  EXPECT_EQ(plan.data[2].first_token, 666);
-  EXPECT_EQ(plan.data[2].tokens, 334);
-  EXPECT_EQ(plan.data[2].first_shard, 6);
-  EXPECT_EQ(plan.data[2].last_shard, 9);
-  for (const DataSlice& s : plan.data) EXPECT_EQ(s.sequences_per_step, 32);
+  for (int64_t d = 0; d < 3; ++d) {
+    EXPECT_EQ(plan.data[d].first_sequence, 32 * d);
+    EXPECT_EQ(plan.data[d].sequences_per_step, 32);
+  }
 }
 
 // ---- ZeRO -----------------------------------------------------------------------

@@ -29,7 +29,7 @@ using testing::SetAt;
 
 TEST(RunPlanRead, HgxPlatformExample) {
   RunPlan p = MustParse(Fixture("hgx_h100_platform.json"));
-  EXPECT_EQ(p.version, 1);
+  EXPECT_EQ(p.version, 2);
   EXPECT_EQ(p.job.name, "llama3_8b_platform");
   EXPECT_EQ(p.job.target, Target::Jobset);
   EXPECT_EQ(p.job.k8s_namespace, "ml-training");
@@ -86,8 +86,8 @@ TEST(RunPlanRead, HgxPlatformExampleDataAndSettings) {
   EXPECT_EQ(p.data.source.kind, StorageKind::Ceph);
   ASSERT_TRUE(p.data.staged_to);
   EXPECT_EQ(p.data.staged_to->path, "web");
-  EXPECT_EQ(p.data.slices[3].first_token, 375000000000);
-  EXPECT_EQ(p.data.slices[3].first_shard, 768);
+  EXPECT_EQ(p.data.slices[3].first_sequence, 384);
+  EXPECT_EQ(p.data.slices[3].sequences_per_step, 128);
   EXPECT_EQ(p.zero.stage, 1);
   ASSERT_EQ(p.zero.slices.size(), 8u);
   EXPECT_EQ(p.zero.slices[7].first, 752913408);
@@ -126,7 +126,7 @@ TEST(RunPlanRead, Gpt2TinyLocalExample) {
   EXPECT_TRUE(p.stages[0].embedding && p.stages[0].output);
   EXPECT_EQ(p.data.source.kind, StorageKind::Local);
   EXPECT_FALSE(p.data.staged_to);
-  EXPECT_EQ(p.data.slices[0].last_shard, 3);
+  EXPECT_EQ(p.data.slices[0].sequences_per_step, p.training.global_batch);
   EXPECT_EQ(p.zero.stage, 0);
   EXPECT_TRUE(p.zero.slices.empty());
   ASSERT_TRUE(p.checkpoint);
@@ -222,25 +222,28 @@ TEST(RunPlanRead, ProblemsCarryFileAndKeyPath) {
 // ---- format and version -------------------------------------------------
 
 TEST(RunPlanFormat, NewerVersionNamesBothVersions) {
-  std::string text = SetAt(Fixture("gpt2_tiny_local.json"), "version", "2");
-  // A version-2 file may have changed anything: nothing else is read or reported.
-  text = SetAt(text, "ranks", "\"changed in version 2\"");
+  std::string text = SetAt(Fixture("gpt2_tiny_local.json"), "version", "3");
+  // A version-3 file may have changed anything: nothing else is read or reported.
+  text = SetAt(text, "ranks", "\"changed in version 3\"");
   EXPECT_EQ(ParseFailure(text),
-            "plan.json: version: the plan is format version 2, newer than version 1, the one this avf-run reads; "
+            "plan.json: version: the plan is format version 3, newer than version 2, the one this avf-run reads; "
             "run the avf-run built with the aviflowc that wrote it");
 }
 
 TEST(RunPlanFormat, BadVersions) {
   std::string tiny = Fixture("gpt2_tiny_local.json");
   EXPECT_EQ(ParseFailure(SetAt(tiny, "version", "0")),
-            "plan.json: version: 0 is not a plan format version (this avf-run reads version 1)");
+            "plan.json: version: 0 is not a plan format version (this avf-run reads version 2)");
+  EXPECT_EQ(ParseFailure(SetAt(tiny, "version", "1")),
+            "plan.json: version: the plan is format version 1, written by an older aviflowc; this avf-run reads "
+            "version 2: compile the job again");
   EXPECT_THAT(ParseFailure(SetAt(tiny, "version", "-3")), HasSubstr("-3 is not a plan format version"));
   EXPECT_EQ(ParseFailure(SetAt(tiny, "version", "\"1\"")),
             "plan.json: version: expected an integer, found the string \"1\"");
   EXPECT_EQ(ParseFailure(SetAt(tiny, "version", "1.5")), "plan.json: version: 1.5 is not an integer");
   EXPECT_THAT(ParseFailure(SetAt(tiny, "version", "1e30")), HasSubstr("version: 1e+30 is out of range"));
   EXPECT_THAT(ParseFailure(RemoveAt(tiny, "version")), HasSubstr("plan.json: version: missing"));
-  EXPECT_TRUE(MustParse(SetAt(tiny, "version", "1.0")).ranks.size() == 1);  // 1.0 is the integer 1
+  EXPECT_TRUE(MustParse(SetAt(tiny, "version", "2.0")).ranks.size() == 1);  // 2.0 is the integer 2
 }
 
 TEST(RunPlanFormat, NotAnAviflowPlan) {
@@ -311,7 +314,7 @@ TEST(RunPlanTypes, WrongTypes) {
           {"data.token_bytes", "8", "data.token_bytes: 8 is outside 2..4"},
           {"data.source", "null", "plan.json: data.source: expected an object, found null"},
           {"data.source.kind", "\"ftp\"", "data.source.kind: expected `ceph`, `s3`, `minio`, `beegfs`, `lustre`"},
-          {"data.slices[1].tokens", "0", "data.slices[1].tokens: 0 is below the minimum 1"},
+          {"data.slices[1].sequences_per_step", "0", "data.slices[1].sequences_per_step: 0 is below the minimum 1"},
           {"zero.slices", "null", "plan.json: zero.slices: expected an array, found null"},
           {"optimizer.betas", "[0.9]", "plan.json: optimizer.betas: has 1 entries, at least 2 expected"},
           {"optimizer.betas", "[0.9, 0.95, 0.99]", "optimizer.betas: has 3 entries, expected 2 (beta1, beta2)"},
@@ -344,7 +347,7 @@ TEST(RunPlanTypes, MissingKeys) {
                            "stages[0].output",
                            "stage_parameters",
                            "data",
-                           "data.slices[0].first_shard",
+                           "data.slices[0].first_sequence",
                            "data.staged_to",
                            "zero",
                            "zero.slices",
@@ -397,7 +400,7 @@ TEST(RunPlanTypes, HugeNumbers) {
           {"ranks[0].node", "9200000000000000000", "ranks[0].node: 9200000000000000000 is out of range"},
           {"ranks[0].node", "-9223372036854775808", "ranks[0].node: -9223372036854775808 (or less) is out of range"},
           {"ranks[0].node", "1e19", "ranks[0].node: 1e+19 is out of range for a 64-bit integer"},
-          {"data.tokens", "4611686018427387904", "data.slices: the slices end at token 992494, but the dataset has"},
+          {"data.tokens", "4611686018427387904", "data.tokens: the dataset's bytes, data.tokens x data.token_bytes"},
       });
   // Beyond what survives a round trip through llvm::json: edit the text.
   std::string tiny = Fixture("gpt2_tiny_local.json");

@@ -185,7 +185,8 @@ void MakeStagesDataZero(const Shape& s, RunPlan& p) {
   }
   p.data.tokens = 1000 * D;
   p.data.shards = D;
-  for (int64_t d = 0; d < D; ++d) p.data.slices.push_back({d, 1000 * d, 1000, d, d, p.training.micro_batches_per_step});
+  int64_t per = p.training.global_batch / D;
+  for (int64_t d = 0; d < D; ++d) p.data.slices.push_back({d, per * d, per});
   p.zero.stage = s.zero;
   if (s.zero == 0) return;
   for (int64_t q = 0; q < P; ++q) {

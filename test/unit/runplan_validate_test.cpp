@@ -273,18 +273,10 @@ TEST(RunPlanValidate, DataSlicesContiguous) {
   p.data.slices[2].data_rank = 1;
   EXPECT_EQ(ValidateFailure(p), "plan.json: data.slices[2].data_rank: 1 at position 2; slices are in data-rank order");
   p = Hgx();
-  p.data.slices[1].first_token += 1;
-  EXPECT_THAT(ValidateFailure(p),
-              HasSubstr("plan.json: data.slices[1].first_token: starts at token 125000000001, but the previous slice "
-                        "ends at 125000000000 (slices are contiguous from token 0)"));
-  p = Hgx();
-  p.data.tokens += 1;
+  p.data.slices[1].first_sequence += 1;
   EXPECT_EQ(ValidateFailure(p),
-            "plan.json: data.slices: the slices end at token 500000000000, but the dataset has 500000000001 tokens");
-  p = Hgx();
-  p.data.slices[0].last_shard = 254;
-  EXPECT_EQ(ValidateFailure(p),
-            "plan.json: data.slices[0]: shards 0..254, but tokens 0..124999999999 lie in shards 0..255");
+            "plan.json: data.slices[1].first_sequence: starts at sequence 129 of the global batch, but the previous "
+            "slice ends at 128 (slices are contiguous from sequence 0)");
   p = Hgx();
   p.data.slices[0].sequences_per_step = 64;
   EXPECT_EQ(ValidateFailure(p),
@@ -293,9 +285,9 @@ TEST(RunPlanValidate, DataSlicesContiguous) {
   p.data.token_bytes = 2;
   EXPECT_EQ(ValidateFailure(p), "plan.json: data.token_bytes: 2 bytes per token, but tokens_u32 tokens are 4 bytes");
   p = Hgx();
-  p.data.slices[3].first_token = INT64_MAX - 1;
-  EXPECT_THAT(ValidateFailure(p), HasSubstr("plan.json: data.slices[3]: first_token 9223372036854775806 + tokens "
-                                            "125000000000 overflows"));
+  p.data.slices[3].sequences_per_step = INT64_MAX - 1;
+  EXPECT_THAT(ValidateFailure(p), HasSubstr("plan.json: data.slices[3].sequences_per_step: 9223372036854775806 x 4 "
+                                            "data ranks is not the global batch 512"));
 }
 
 TEST(RunPlanValidate, ZeroSlicesCoverEachStageBuffer) {
@@ -360,7 +352,7 @@ TEST(RunPlanValidate, InterleavingRunsMicroBatchesInGroupsOfP) {
   RunPlan p = Hgx();  // interleaved, P = 2, V = 2
   p.training.global_batch = 3 * 4 * 2, p.training.micro_batches_per_step = 3;
   p.training.tokens_per_step = p.training.global_batch * p.model.seq_len;
-  for (DataSlice& s : p.data.slices) s.sequences_per_step = 6;
+  for (DataSlice& s : p.data.slices) s.first_sequence = 6 * s.data_rank, s.sequences_per_step = 6;
   EXPECT_EQ(ValidateFailure(p),
             "plan.json: layout: the interleaved schedule needs the micro-batches per step to be a multiple of the "
             "pipeline stages (it runs them in groups of P), but M = 3 and P = 2");

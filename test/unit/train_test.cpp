@@ -18,7 +18,6 @@
 #include "model/transformer.h"
 #include "optim/optimizer.h"
 #include "temp_dir.h"
-#include "train/checkpoint.h"
 #include "train/metrics.h"
 
 namespace avf::train {
@@ -155,7 +154,7 @@ TEST(Training, GoldenLossCurves) {
   EXPECT_EQ(row, gpt2.size());
 }
 
-TEST(Metrics, JsonAndProgress) {
+TEST(MetricsText, JsonAndProgress) {
   StepMetrics m{20, 100, 3.14159, 3e-4, 0.5, 0.25, 12345.6, 1.23e9, 0.01, 0.02, 0.005};
   EXPECT_EQ(MetricsJson(m),
             "{\"step\":20,\"loss\":3.14159,\"lr\":0.0003,\"grad_norm\":0.5,\"step_time_s\":0.25,"
@@ -170,97 +169,15 @@ TEST(Metrics, JsonAndProgress) {
   EXPECT_EQ(DurationText(-1), "?");
 }
 
-class Checkpoints : public ::testing::Test {
+class Metrics : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_FALSE(root_.empty()); }
-  static auto State(int64_t step) -> RankState {
-    RankState s;
-    s.step = step;
-    s.data_position = 17;
-    s.data_epoch = 2;
-    s.params = {1.5f, -2.0f, 3.25f};
-    s.m = {0.1f, 0.2f, 0.3f};
-    s.v = {1e-8f, 2e-8f, 3e-8f};
-    return s;
-  }
   auto Message(llvm::Error e) -> std::string { return llvm::toString(std::move(e)); }
-  avf::testing::TempDir temp_{"avf-ckpt-test"};
+  avf::testing::TempDir temp_{"avf-metrics-test"};
   std::string root_ = temp_.path();
 };
 
-TEST_F(Checkpoints, RoundTripAndCommit) {
-  auto none = LatestCommitted(root_ + "/missing");
-  ASSERT_TRUE(bool(none));
-  EXPECT_FALSE(none->has_value());
-  ASSERT_FALSE(SaveRank(root_, 1, 2, State(100)));
-  auto latest = LatestCommitted(root_);
-  ASSERT_TRUE(bool(latest));
-  EXPECT_FALSE(latest->has_value()) << "not committed yet";
-  ASSERT_FALSE(Commit(root_, 100));
-  latest = LatestCommitted(root_);
-  ASSERT_TRUE(bool(latest) && latest->has_value());
-  EXPECT_EQ(**latest, 100);
-  auto s = LoadRank(root_, 100, 1, 2, 3, 3);
-  ASSERT_TRUE(bool(s)) << Message(s.takeError());
-  EXPECT_EQ(s->step, 100);
-  EXPECT_EQ(s->data_position, 17);
-  EXPECT_EQ(s->data_epoch, 2);
-  EXPECT_EQ(s->params, State(100).params);
-  EXPECT_EQ(s->m, State(100).m);
-  EXPECT_EQ(s->v, State(100).v);
-}
-
-TEST_F(Checkpoints, DamagedOrForeignFilesAreRefused) {
-  ASSERT_FALSE(SaveRank(root_, 0, 1, State(5)));
-  std::string file = CheckpointDir(root_, 5) + "/rank_00000.bin";
-  EXPECT_NE(Message(LoadRank(root_, 5, 0, 2, 3, 3).takeError()).find("written by rank 0 of 1, but this is rank 0 of 2"),
-            std::string::npos);
-  EXPECT_NE(Message(LoadRank(root_, 5, 0, 1, 4, 4).takeError()).find("this rank has 4 and 4"), std::string::npos);
-  EXPECT_NE(Message(LoadRank(root_, 5, 0, 1, 3, 1).takeError()).find("3 optimizer moments"), std::string::npos);
-  {
-    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekp(70);
-    f.put('\x7f');
-  }
-  EXPECT_NE(Message(LoadRank(root_, 5, 0, 1, 3, 3).takeError()).find("corrupted (CRC mismatch)"), std::string::npos);
-  ASSERT_EQ(truncate(file.c_str(), 80), 0);
-  EXPECT_NE(Message(LoadRank(root_, 5, 0, 1, 3, 3).takeError())
-                .find("holds 3 parameters and 3 optimizer moments in 80 bytes"),
-            std::string::npos);
-  std::ofstream(file) << "hello";
-  EXPECT_NE(Message(LoadRank(root_, 5, 0, 1, 3, 3).takeError()).find("not an aviflow checkpoint"), std::string::npos);
-  EXPECT_NE(Message(LoadRank(root_, 6, 0, 1, 3, 3).takeError()).find("cannot read the checkpoint"), std::string::npos);
-}
-
-// A FIFO in place of a rank's file is refused at once instead of blocking
-// the open; counts whose file size would overflow are refused unread.
-TEST_F(Checkpoints, FifoAndImpossibleSizesAreRefused) {
-  ASSERT_FALSE(SaveRank(root_, 0, 1, State(5)));
-  std::string file = CheckpointDir(root_, 5) + "/rank_00000.bin";
-  std::remove(file.c_str());
-  ASSERT_EQ(mkfifo(file.c_str(), 0600), 0);
-  EXPECT_EQ(Message(LoadRank(root_, 5, 0, 1, 3, 3).takeError()),
-            file + ": cannot read the checkpoint: it is a FIFO (named pipe), not a regular file");
-  EXPECT_EQ(Message(LoadRank(root_, 5, 0, 1, int64_t{1} << 62, 3).takeError()),
-            file + ": no checkpoint holds 4611686018427387904 parameters and 3 optimizer moments");
-  EXPECT_NE(Message(LoadRank(root_, 5, 0, 1, 3, -1).takeError()).find("no checkpoint holds"), std::string::npos);
-}
-
-// A ZeRO 1 rank keeps moments for its slice only.
-TEST_F(Checkpoints, MomentsOfASlice) {
-  RankState state = State(9);
-  state.m = {0.5f}, state.v = {0.25f};
-  ASSERT_FALSE(SaveRank(root_, 0, 1, state));
-  auto s = LoadRank(root_, 9, 0, 1, 3, 1);
-  ASSERT_TRUE(bool(s)) << Message(s.takeError());
-  EXPECT_EQ(s->params, state.params);
-  EXPECT_EQ(s->m, state.m);
-  EXPECT_EQ(s->v, state.v);
-  state.m = {1, 2, 3, 4}, state.v = {1, 2, 3, 4};
-  EXPECT_NE(Message(SaveRank(root_, 0, 1, state)).find("do not fit"), std::string::npos);
-}
-
-TEST_F(Checkpoints, MetricsFileAppendsLines) {
+TEST_F(Metrics, FileAppendsLines) {
   std::string path = root_ + "/metrics.jsonl";
   {
     auto f = MetricsFile::Open(path);
@@ -278,20 +195,27 @@ TEST_F(Checkpoints, MetricsFileAppendsLines) {
             std::string::npos);
 }
 
-TEST_F(Checkpoints, PruneKeepsTheNewestCommitted) {
-  for (int64_t step : {10, 20, 30, 40}) {
-    ASSERT_FALSE(SaveRank(root_, 0, 1, State(step)));
-    if (step != 20) {
-      ASSERT_FALSE(Commit(root_, step));
-    }
+// A run resumed from step 2 drops the lines a killed run wrote past its
+// checkpoint (and a torn last line): every step appears once.
+TEST_F(Metrics, AResumedRunDropsTheStepsAfterItsCheckpoint) {
+  std::string path = root_ + "/metrics.jsonl";
+  {
+    auto f = MetricsFile::Open(path);
+    ASSERT_TRUE(bool(f));
+    for (int64_t step = 1; step <= 4; ++step) ASSERT_FALSE(f->Append(StepMetrics{step, 9, 1.0, 0.1, 0, 0, 0, 0}));
   }
-  ASSERT_FALSE(SaveRank(root_, 0, 1, State(50)));  // being written: kept
-  ASSERT_FALSE(Prune(root_, 2));
-  std::vector<int64_t> left;
-  for (int64_t step : {10, 20, 30, 40, 50}) {
-    if (llvm::sys::fs::exists(CheckpointDir(root_, step))) left.push_back(step);
+  std::ofstream(path, std::ios::app) << "{\"step\":5,\"lo";
+  int64_t dropped = -1;
+  {
+    auto f = MetricsFile::Open(path, 2, &dropped);
+    ASSERT_TRUE(bool(f)) << Message(f.takeError());
+    ASSERT_FALSE(f->Append(StepMetrics{3, 9, 0.5, 0.1, 0, 0, 0, 0}));
   }
-  EXPECT_EQ(left, (std::vector<int64_t>{30, 40, 50}));
+  EXPECT_EQ(dropped, 3);
+  std::ifstream in(path);
+  std::vector<std::string> steps;
+  for (std::string line; std::getline(in, line);) steps.push_back(line.substr(0, line.find(',')));
+  EXPECT_EQ(steps, (std::vector<std::string>{"{\"step\":1", "{\"step\":2", "{\"step\":3"}));
 }
 
 }  // namespace

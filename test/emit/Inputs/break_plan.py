@@ -26,7 +26,7 @@ def overlap_layers(p):
 
 
 def gap_in_data(p):
-    p["data"]["slices"][1]["first_token"] += 1
+    p["data"]["slices"][1]["first_sequence"] += 1
 
 
 def short_zero(p):

@@ -1,0 +1,46 @@
+// One rank's side of a training run's checkpoints (docs/checkpoints.md):
+// saving its state as chunks of global tensors, committing the step (rank
+// 0), and resuming under any layout from the newest committed checkpoint
+// that verifies, after checking it belongs to this job and model.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <llvm/Support/Error.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include "checkpoint/index.h"
+#include "data/batches.h"
+#include "parallel/engine.h"
+#include "plan/plan.h"
+
+namespace avf::train {
+
+struct CheckpointContext {
+  const runtime::RunPlan* plan = nullptr;
+  int64_t rank = 0, world = 1;
+  std::string root;         // the checkpoint directory
+  std::string plan_sha256;  // of the plan.json being run
+  uint64_t seed = 0;        // the parameters' initialisation
+  const data::SequenceOrder* order = nullptr;
+  int64_t dataset_tokens = 0;
+};
+
+// Saves the state after `step` steps; every rank calls it, then (after a
+// barrier) rank 0 calls CommitCheckpoint.
+auto SaveCheckpoint(const CheckpointContext& c, parallel::Engine& engine, int64_t step) -> llvm::Error;
+auto CommitCheckpoint(const CheckpointContext& c, int64_t step) -> llvm::Error;
+
+// Every rank: restores the newest committed checkpoint that is this job's
+// and verifies (older ones are tried in turn, rank 0 saying why each newer
+// one was passed over); the step resumed from, or nullopt when there is no
+// checkpoint. A collective (the ranks share the verification).
+auto ResumeLatest(const CheckpointContext& c, parallel::Engine& engine, llvm::raw_ostream& progress)
+    -> llvm::Expected<std::optional<int64_t>>;
+
+// Why `index` cannot resume this job ("" when it can).
+auto MismatchWithJob(const CheckpointContext& c, const checkpoint::Index& index) -> std::string;
+
+}  // namespace avf::train
