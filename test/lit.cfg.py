@@ -66,3 +66,8 @@ try:
         f.read(1)
 except OSError:
     config.available_features.add("proc-self-mem")
+
+# numpy in %python: the independent reading of exported Hugging Face models
+# (test/run/Inputs/hf_reference.py).
+if subprocess.run([config.python_executable, "-c", "import numpy"], capture_output=True).returncode == 0:
+    config.available_features.add("numpy")

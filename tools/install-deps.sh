@@ -10,7 +10,7 @@ packages=(
   llvm-14-dev llvm-14-tools
   libfmt-dev libyaml-cpp-dev libgtest-dev libcli11-dev libssl-dev
   clang-14 libclang-rt-14-dev clang-format-14
-  cmake ninja-build g++ python3 python3-jsonschema git
+  cmake ninja-build g++ python3 python3-jsonschema python3-numpy git
   libopenblas-dev libdnnl-dev ocl-icd-opencl-dev
 )
 

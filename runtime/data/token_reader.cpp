@@ -38,6 +38,7 @@ auto ReadFully(int fd, void* into, size_t size, off_t offset, const std::string&
 struct OpenedShard {
   int fd = -1;
   uint64_t tokens = 0, bytes = 0;
+  uint32_t token_bytes = 0;
 };
 
 auto OpenShard(const DatasetLayout& l, int64_t shard) -> llvm::Expected<OpenedShard> {
@@ -55,12 +56,12 @@ auto OpenShard(const DatasetLayout& l, int64_t shard) -> llvm::Expected<OpenedSh
   if (error) return error;
   llvm::Expected<ShardHeader> h = DecodeHeader(header, file->size(), path);
   if (!h) return h.takeError();
-  if (h->token_bytes != l.token_bytes) {
+  if (l.token_bytes != 0 && h->token_bytes != l.token_bytes) {
     return Fail(fmt::format("{}: {}-byte tokens, but the plan's dataset has {}-byte tokens", path, h->token_bytes,
                             l.token_bytes));
   }
   uint64_t bytes = file->size();
-  return OpenedShard{file->Release(), h->tokens, bytes};
+  return OpenedShard{file->Release(), h->tokens, bytes, h->token_bytes};
 }
 
 // A token id the model has no embedding row for: named with its shard and
@@ -76,20 +77,23 @@ auto BadToken(const DatasetLayout& l, int64_t shard, int64_t index, uint32_t val
 }  // namespace
 
 auto ShardPath(const DatasetLayout& layout, int64_t shard) -> std::string {
+  if (!layout.files.empty()) return layout.files[static_cast<size_t>(shard)];
   return layout.dir + "/" + ShardFileName(shard);
 }
 
 auto TokenReader::Open(const DatasetLayout& layout) -> llvm::Expected<std::unique_ptr<TokenReader>> {
-  if (layout.shards < 1 || (layout.token_bytes != 2 && layout.token_bytes != 4) || layout.vocab < 1) {
+  if (layout.shards < 1 || (layout.token_bytes != 0 && layout.token_bytes != 2 && layout.token_bytes != 4) ||
+      layout.vocab < 1 || (!layout.files.empty() && static_cast<int64_t>(layout.files.size()) != layout.shards)) {
     return Fail(fmt::format("a dataset of {} shards of {}-byte tokens for a vocabulary of {} cannot be read",
                             layout.shards, layout.token_bytes, layout.vocab));
   }
   std::unique_ptr<TokenReader> reader(new TokenReader(layout));
   int64_t total = 0;
   for (int64_t shard = 0; shard < layout.shards; ++shard) {
-    llvm::Expected<OpenedShard> opened = OpenShard(layout, shard);
+    llvm::Expected<OpenedShard> opened = OpenShard(reader->layout_, shard);
     if (!opened) return opened.takeError();
     close(opened->fd);
+    if (reader->layout_.token_bytes == 0) reader->layout_.token_bytes = opened->token_bytes;
     if (opened->tokens > static_cast<uint64_t>(INT64_MAX) ||
         __builtin_add_overflow(total, static_cast<int64_t>(opened->tokens), &total)) {
       return Fail(fmt::format("{}: the shards hold more than 2^63 tokens", ShardPath(layout, shard)));

@@ -16,11 +16,15 @@ namespace avf::data {
 
 // What plan.json says of the dataset: `shards` files in `dir`, tokens of
 // `token_bytes` each, every one below `vocab`, the model's vocabulary.
+// Instead of the folder's shard_NNNNNN.bin, `files` may name the shards
+// (held-out data given as files); token_bytes 0: the first shard's width,
+// which every shard must have.
 struct DatasetLayout {
   std::string dir;
   int64_t shards = 1;
   uint32_t token_bytes = 2;
   int64_t vocab = 0;
+  std::vector<std::string> files;
 };
 
 class TokenReader {
@@ -41,6 +45,7 @@ class TokenReader {
   auto Read(int64_t first, int64_t n, std::vector<uint32_t>& out) -> llvm::Error;
   // The shard that holds dataset token `token`, and the token's index in it.
   auto Locate(int64_t token) const -> std::pair<int64_t, int64_t>;
+  auto token_bytes() const -> uint32_t { return layout_.token_bytes; }
 
  private:
   explicit TokenReader(DatasetLayout layout) : layout_(std::move(layout)) {}

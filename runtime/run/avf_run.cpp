@@ -31,6 +31,7 @@
 #include "plan/sizes.h"
 #include "plan_format/folder_lock.h"
 #include "plan_format/launch.h"
+#include "run/checkpoint_command.h"
 #include "run/compute_device.h"
 #include "run/launcher.h"
 #include "run/memory_report.h"
@@ -496,6 +497,8 @@ auto main(int argc, char** argv) -> int {
   check->add_option("file", check_path, "The plan.json, or - for standard input")->required();
   PreflightFlags pre;
   CLI::App* preflight = AddPreflight(app, pre);
+  avf::run::CheckpointFlags ckpt;
+  CLI::App* checkpoint = avf::run::AddCheckpointCommands(app, ckpt);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -506,6 +509,7 @@ auto main(int argc, char** argv) -> int {
   if (tokenize->parsed()) return Tokenize(tok);
   if (check->parsed()) return CheckPlan(check_path);
   if (preflight->parsed()) return Preflight(pre, std::vector<std::string>(argv, argv + argc));
+  if (checkpoint->parsed()) return avf::run::RunCheckpointCommand(*checkpoint, ckpt);
   if (run.plan.empty()) {
     llvm::errs() << "avf-run: error: --plan is required\nRun `avf-run --help` for usage.\n";
     return 2;

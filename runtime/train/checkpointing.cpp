@@ -17,6 +17,8 @@ auto Fail(std::string message) -> llvm::Error {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s", message.c_str());
 }
 
+}  // namespace
+
 auto MetaOf(const CheckpointContext& c, int64_t step) -> Index {
   const runtime::RunPlan& p = *c.plan;
   Index index;
@@ -36,11 +38,29 @@ auto MetaOf(const CheckpointContext& c, int64_t step) -> Index {
   return index;
 }
 
+auto HoldingsOf(const runtime::RunPlan& p, int64_t rank) -> RankHoldings {
+  const runtime::PlanRank& me = p.ranks[static_cast<size_t>(rank)];
+  RankHoldings h;
+  h.layout = model::LayoutOf(parallel::ModelConfigOf(p), parallel::ShardOf(p, me.pipeline, me.tensor));
+  optim::ElementRun mine{0, h.layout.total};
+  if (p.layout.zero >= 1 && p.layout.data > 1) {
+    const runtime::ZeroSlice& z = p.zero.slices[static_cast<size_t>(me.pipeline * p.layout.data + me.data)];
+    mine = {z.first, z.count};
+  }
+  bool sliced = p.layout.zero >= 3 || p.training.precision == runtime::Precision::Bf16;
+  h.runs = {sliced ? mine : optim::ElementRun{0, h.layout.total}, mine};
+  return h;
+}
+
+namespace {}  // namespace
+
 auto SameModel(const model::ModelConfig& a, const model::ModelConfig& b) -> bool {
   return a.arch == b.arch && a.layers == b.layers && a.hidden == b.hidden && a.heads == b.heads &&
          a.kv_heads == b.kv_heads && a.ffn == b.ffn && a.vocab == b.vocab && a.seq_len == b.seq_len &&
          a.tied_embeddings == b.tied_embeddings && a.rope_theta == b.rope_theta;
 }
+
+namespace {
 
 auto Describe(const model::ModelConfig& m) -> std::string {
   return fmt::format("{} of {} layers, hidden {}, {} heads ({} kv), ffn {}, vocab {}, seq_len {}{}",
@@ -93,6 +113,11 @@ auto SaveCheckpoint(const CheckpointContext& c, parallel::Engine& engine, int64_
   const runtime::PlanRank& me = c.plan->ranks[static_cast<size_t>(c.rank)];
   parallel::Engine::OptimizerState state = engine.SaveState();
   parallel::Engine::StateRuns runs = engine.state_runs();
+  parallel::Engine::StateRuns planned = HoldingsOf(*c.plan, c.rank).runs;
+  if (runs.params.first != planned.params.first || runs.params.count != planned.params.count ||
+      runs.moments.first != planned.moments.first || runs.moments.count != planned.moments.count) {
+    return Fail("checkpoint: the engine holds other elements than the plan gives this rank");
+  }
   checkpoint::RankShard shard{&engine.layout(), me.tensor, me.pipeline == 0,
                               checkpoint::ShareOf(engine.layout().total, me.data, c.plan->layout.data)};
   checkpoint::SavePlan plan = checkpoint::PlanSave(shard, {{StateKind::Param, runs.params, state.params},

@@ -40,6 +40,22 @@ auto CommitCheckpoint(const CheckpointContext& c, int64_t step) -> llvm::Error;
 auto ResumeLatest(const CheckpointContext& c, parallel::Engine& engine, llvm::raw_ostream& progress)
     -> llvm::Expected<std::optional<int64_t>>;
 
+// What rank `rank` of `plan` holds, without an engine (an offline convert):
+// its shard's layout and which of its elements its state's parameters (at
+// ZeRO 3 and in bf16 its ZeRO slice, else the whole shard) and moments
+// (its ZeRO slice) are; the engine's state_runs() are the same.
+struct RankHoldings {
+  model::ParamLayout layout;
+  parallel::Engine::StateRuns runs;
+};
+auto HoldingsOf(const runtime::RunPlan& plan, int64_t rank) -> RankHoldings;
+
+// The index's fields that describe the writer, for step `step` of the run
+// `c` describes (`files` and `tensors` empty).
+auto MetaOf(const CheckpointContext& c, int64_t step) -> checkpoint::Index;
+
+auto SameModel(const model::ModelConfig& a, const model::ModelConfig& b) -> bool;
+
 // Why `index` cannot resume this job ("" when it can).
 auto MismatchWithJob(const CheckpointContext& c, const checkpoint::Index& index) -> std::string;
 
