@@ -24,34 +24,70 @@ auto SavedElsewhere(const RankShard& shard, const model::ParamTensor& t) -> bool
   return t.name == "wte" && !shard.embedding;
 }
 
-// One global tensor of one kind, assembled from its chunks.
-struct Assembled {
-  std::vector<float> values;
-  std::vector<uint8_t> covered;
-};
-
-auto Assemble(const Tensor& t, ChunkSource& source) -> llvm::Expected<Assembled> {
-  Assembled a;
-  size_t elements = static_cast<size_t>(t.rows * t.cols);
-  a.values.assign(elements, 0.0f);
-  a.covered.assign(elements, 0);
-  std::vector<float> bytes;
-  for (const Chunk& c : t.chunks) {
-    bytes.resize(static_cast<size_t>(c.count));
-    if (llvm::Error e = source.Read(c.file, c.offset, c.count, bytes.data())) return e;
-    std::string overlap;
-    ForEachRun(c.part, c.first, c.count, [&](PartRun r) {
-      std::memcpy(a.values.data() + r.full, bytes.data() + (r.local - c.first), static_cast<size_t>(r.count) * 4);
-      for (int64_t i = r.full; i < r.full + r.count; ++i) {
-        if (a.covered[static_cast<size_t>(i)]++ && overlap.empty()) overlap = std::to_string(i);
-      }
-    });
-    if (!overlap.empty()) return Fail(fmt::format("{}: element {} is in two chunks", t.name, overlap));
+auto SamePart(const model::TensorPart& a, const model::TensorPart& b) -> bool {
+  if (a.col_first != b.col_first || a.col_count != b.col_count || a.row_blocks.size() != b.row_blocks.size()) {
+    return false;
   }
-  auto hole = std::find(a.covered.begin(), a.covered.end(), 0);
-  if (hole != a.covered.end())
-    return Fail(fmt::format("{}: element {} is in no chunk", t.name, hole - a.covered.begin()));
-  return a;
+  for (size_t i = 0; i < a.row_blocks.size(); ++i) {
+    if (a.row_blocks[i].first != b.row_blocks[i].first || a.row_blocks[i].count != b.row_blocks[i].count) return false;
+  }
+  return true;
+}
+
+// Intervals [first, first + count) that must tile [0, total) exactly: the
+// first element in two of them or in none, or "" when they tile it.
+auto TilingProblem(std::vector<std::pair<int64_t, int64_t>>& runs, int64_t total) -> std::string {
+  std::sort(runs.begin(), runs.end());
+  int64_t next = 0;
+  for (const auto& [first, count] : runs) {
+    if (first < next) return fmt::format("element {} is in two chunks", first);
+    if (first > next) return fmt::format("element {} is in no chunk", next);
+    next = first + count;
+  }
+  return next == total ? "" : fmt::format("element {} is in no chunk", next);
+}
+
+// Elements [lo, lo + n) of `part` read straight from the chunks of the same
+// part (a resume whose tensor cut is the writer's: only ZeRO slices or data
+// ranks differ); false when those chunks do not hold all of them.
+auto ReadSamePart(const Tensor& t, const model::TensorPart& part, int64_t lo, int64_t n, ChunkSource& source,
+                  float* out) -> llvm::Expected<bool> {
+  std::vector<std::pair<int64_t, int64_t>> got;
+  for (const Chunk& c : t.chunks) {
+    int64_t from = std::max(lo, c.first), to = std::min(lo + n, c.first + c.count);
+    if (from < to && SamePart(c.part, part)) got.emplace_back(from - lo, to - from);
+  }
+  if (!TilingProblem(got, n).empty()) return false;
+  for (const Chunk& c : t.chunks) {
+    int64_t from = std::max(lo, c.first), to = std::min(lo + n, c.first + c.count);
+    if (from >= to || !SamePart(c.part, part)) continue;
+    uint64_t offset = c.offset + static_cast<uint64_t>(from - c.first) * sizeof(float);
+    if (llvm::Error e = source.Read(c.file, offset, to - from, out + (from - lo))) return e;
+  }
+  return true;
+}
+
+// One global tensor of one kind, assembled from all of its chunks, which
+// must hold every element exactly once.
+// The buffers are grown, never shrunk: touching new memory is what costs
+// most when a large checkpoint is loaded.
+auto Assemble(const Tensor& t, ChunkSource& source, LoadScratch& scratch) -> llvm::Expected<const float*> {
+  int64_t elements = t.rows * t.cols;
+  if (scratch.full.size() < static_cast<size_t>(elements)) scratch.full.resize(static_cast<size_t>(elements));
+  float* values = scratch.full.data();
+  std::vector<std::pair<int64_t, int64_t>> runs;
+  for (const Chunk& c : t.chunks) {
+    if (scratch.buffer.size() < static_cast<size_t>(c.count)) scratch.buffer.resize(static_cast<size_t>(c.count));
+    const float* read = scratch.buffer.data();
+    if (llvm::Error e = source.Read(c.file, c.offset, c.count, scratch.buffer.data())) return e;
+    ForEachRun(c.part, c.first, c.count, [&](PartRun r) {
+      std::memcpy(values + r.full, read + (r.local - c.first), static_cast<size_t>(r.count) * 4);
+      runs.emplace_back(r.full, r.count);
+    });
+  }
+  std::string problem = TilingProblem(runs, elements);
+  if (!problem.empty()) return Fail(fmt::format("{}: {}", t.name, problem));
+  return values;
 }
 
 }  // namespace
@@ -100,7 +136,9 @@ auto PlanSave(const RankShard& shard, const std::vector<StateArray>& arrays) -> 
 }
 
 auto LoadArray(const Index& index, ChunkSource& source, const model::ParamLayout& layout, StateKind kind,
-               optim::ElementRun run) -> llvm::Expected<std::vector<float>> {
+               optim::ElementRun run, LoadScratch* scratch) -> llvm::Expected<std::vector<float>> {
+  LoadScratch own;
+  LoadScratch& s = scratch ? *scratch : own;
   std::unordered_map<std::string, const Tensor*> by_name;
   for (const Tensor& t : index.tensors) by_name[t.name] = &t;
   std::vector<float> out(static_cast<size_t>(run.count));
@@ -115,11 +153,14 @@ auto LoadArray(const Index& index, ChunkSource& source, const model::ParamLayout
       return Fail(fmt::format("{} is {} x {} in the checkpoint, but {} x {} in this model", name, saved.rows,
                               saved.cols, t.part.rows, t.part.cols));
     }
-    llvm::Expected<Assembled> full = Assemble(saved, source);
+    float* into = out.data() + (lo - run.first);
+    llvm::Expected<bool> direct = ReadSamePart(saved, t.part, lo - t.offset, hi - lo, source, into);
+    if (!direct) return direct.takeError();
+    if (*direct) continue;
+    llvm::Expected<const float*> full = Assemble(saved, source, s);
     if (!full) return full.takeError();
     ForEachRun(t.part, lo - t.offset, hi - lo, [&](PartRun r) {
-      std::memcpy(out.data() + (t.offset + r.local - run.first), full->values.data() + r.full,
-                  static_cast<size_t>(r.count) * 4);
+      std::memcpy(out.data() + (t.offset + r.local - run.first), *full + r.full, static_cast<size_t>(r.count) * 4);
     });
   }
   return out;

@@ -70,9 +70,15 @@ class ChunkSource {
 };
 
 // The values of elements `run` of `layout`'s flat buffer, of kind `kind`,
-// from the checkpoint: each global tensor is assembled once from its chunks
-// (all of its elements must be covered) and this rank's part copied out.
+// from the checkpoint. Where the chunks were cut like this rank's tensor
+// (only ZeRO slices or data ranks differ) its elements are read straight
+// from them; otherwise the global tensor is assembled from all of its chunks
+// (each element exactly once) and this rank's part copied out, in
+// `scratch`'s buffers when given (reused across calls).
+struct LoadScratch {
+  std::vector<float> full, buffer;
+};
 auto LoadArray(const Index& index, ChunkSource& source, const model::ParamLayout& layout, StateKind kind,
-               optim::ElementRun run) -> llvm::Expected<std::vector<float>>;
+               optim::ElementRun run, LoadScratch* scratch = nullptr) -> llvm::Expected<std::vector<float>>;
 
 }  // namespace avf::checkpoint

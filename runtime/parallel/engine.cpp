@@ -182,14 +182,20 @@ auto TypedEngine<T>::state_runs() const -> StateRuns {
 }
 
 template <typename T>
-auto TypedEngine<T>::SaveState() -> OptimizerState {
+void TypedEngine<T>::SaveState(OptimizerState& s) {
   StateRuns runs = state_runs();
-  int64_t params = runs.params.count, moments = runs.moments.count;
-  OptimizerState s{std::vector<float>(static_cast<size_t>(params)), std::vector<float>(static_cast<size_t>(moments)),
-                   std::vector<float>(static_cast<size_t>(moments)), optimizer_->step()};
+  s.params.resize(static_cast<size_t>(runs.params.count));
+  s.m.resize(static_cast<size_t>(runs.moments.count)), s.v.resize(static_cast<size_t>(runs.moments.count));
+  s.step = optimizer_->step();
   k_->CopyToHost(s.params.data(), master(), s.params.size() * sizeof(float));
   k_->CopyToHost(s.m.data(), optimizer_->m().data(), s.m.size() * sizeof(float));
   k_->CopyToHost(s.v.data(), optimizer_->v().data(), s.v.size() * sizeof(float));
+}
+
+template <typename T>
+auto TypedEngine<T>::SaveState() -> OptimizerState {
+  OptimizerState s;
+  SaveState(s);
   return s;
 }
 

@@ -84,6 +84,13 @@ class Engine {
   // number this rank was asked to stop on).
   static constexpr int kStopCodes = 32;
   virtual auto Step(const std::vector<data::Batch>& micro_batches, int stop_signal) -> llvm::Expected<StepResult> = 0;
+  // The mean loss of `micro_batches` over every data rank, as Step would
+  // report it for them now, from forwards alone: no gradient, no update, and
+  // nothing a later Step or SaveState reads changes. A collective, between
+  // steps: every rank passes its data rank's micro-batches (each micro_batch
+  // x seq_len, at least one, as many on every rank); every rank gets the
+  // same loss.
+  virtual auto Evaluate(const std::vector<data::Batch>& micro_batches) -> llvm::Expected<double> = 0;
 
   // Bytes this rank holds, in the planner's categories (plan.json
   // predicted.memory_breakdown_bytes): weights and gradients (whole shard or
@@ -106,6 +113,9 @@ class Engine {
     int64_t step = 0;
   };
   virtual auto SaveState() -> OptimizerState = 0;
+  // The same into `into`, reusing its vectors' memory (a snapshot taken at
+  // every checkpoint touches no new memory after the first).
+  virtual void SaveState(OptimizerState& into) = 0;
   // Which elements of this rank's flat parameter buffer (layout()) SaveState's
   // params and moments are.
   struct StateRuns {

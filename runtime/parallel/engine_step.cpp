@@ -1,4 +1,5 @@
-// Engine::Step: the schedule's ops, then the reductions and the update.
+// Engine::Step: the schedule's ops, then the reductions and the update;
+// Engine::Evaluate: the forwards alone.
 #include <algorithm>
 #include <cassert>
 #include <chrono>
@@ -210,14 +211,18 @@ auto TypedEngine<T>::SumOverWorld(float* values, size_t count) -> llvm::Error {
 }
 
 template <typename T>
+auto TypedEngine<T>::LossShare(double loss) const -> float {
+  bool reports_loss = model_->shard().output && tensor_rank_ == 0;
+  return reports_loss ? static_cast<float>(loss / static_cast<double>(plan_->layout.data)) : 0.0f;
+}
+
+template <typename T>
 auto TypedEngine<T>::Agree(double loss, int stop_signal) -> llvm::Expected<StepResult> {
   const T* g = model_->gradients().data();
-  bool reports_loss = model_->shard().output && tensor_rank_ == 0;
   waited_.tensor += model_->TakeTensorCommSeconds();
   constexpr int kStops = 5;
   float shared[kStops + kStopCodes] = {
-      static_cast<float>(zero2() ? SquaredNormOfSlice() : k_->SquaredNorm(g, counted_)),
-      reports_loss ? static_cast<float>(loss / static_cast<double>(plan_->layout.data)) : 0.0f,
+      static_cast<float>(zero2() ? SquaredNormOfSlice() : k_->SquaredNorm(g, counted_)), LossShare(loss),
       static_cast<float>(waited_.tensor), static_cast<float>(waited_.pipeline), static_cast<float>(waited_.data)};
   if (stop_signal > 0) shared[kStops + std::min(stop_signal, kStopCodes - 1)] = 1.0f;
   int ranks = world_ ? world_->size() : 1;
@@ -265,6 +270,33 @@ auto TypedEngine<T>::Step(const std::vector<data::Batch>& micro_batches, int sto
   if (!result) return result.takeError();
   if (llvm::Error e = Update(result->grad_norm)) return e;
   return *result;
+}
+
+// Each micro-batch through this stage's chunks, micro-batches in order: every
+// stage runs its forwards ordered by (micro-batch, virtual stage), whatever
+// the schedule, so the forward each one receives from comes earlier in that
+// order and was sent (without blocking) before: no stage waits on one that
+// waits on it, and each link's messages are received in sending order. With
+// no backward to keep activations for, every micro-batch takes slot 0.
+template <typename T>
+auto TypedEngine<T>::Evaluate(const std::vector<data::Batch>& micro_batches) -> llvm::Expected<double> {
+  assert(!micro_batches.empty());
+  size_t m = micro_batches.size();
+  step_loss_ = 0;
+  slot_of_.assign(m, -1);
+  free_slots_.assign(1, 0);
+  for (size_t mb = 0; mb < m; ++mb) {
+    for (int64_t c = 0; c < shape_.chunks; ++c) {
+      if (llvm::Error e = Forward({OpKind::kForward, static_cast<int64_t>(mb), c}, micro_batches)) return e;
+    }
+    free_slots_.push_back(std::exchange(slot_of_[mb], -1));
+  }
+  for (auto& link : senders_) {
+    if (llvm::Error e = link.second->Flush()) return e;
+  }
+  float loss = LossShare(step_loss_ / static_cast<double>(m));
+  if (llvm::Error e = SumOverWorld(&loss, 1)) return e;
+  return loss;
 }
 
 template class TypedEngine<float>;

@@ -22,8 +22,10 @@ class TypedEngine final : public Engine {
   explicit TypedEngine(const EngineSetup& setup);
 
   auto Step(const std::vector<data::Batch>& micro_batches, int stop_signal) -> llvm::Expected<StepResult> override;
+  auto Evaluate(const std::vector<data::Batch>& micro_batches) -> llvm::Expected<double> override;
   auto Memory() -> MemoryUse override;
   auto SaveState() -> OptimizerState override;
+  void SaveState(OptimizerState& into) override;
   auto state_runs() const -> StateRuns override;
   auto SumOverWorld(float* values, size_t count) -> llvm::Error override;
   auto RestoreState(const OptimizerState& state) -> llvm::Error override;
@@ -52,6 +54,10 @@ class TypedEngine final : public Engine {
   void OnBlockGradients(int64_t block);
   auto ReduceTheRest() -> llvm::Error;
   auto Agree(double loss, int stop_signal) -> llvm::Expected<StepResult>;
+  // What this rank adds to the world's sum of a step's mean loss `loss` (the
+  // mean over its micro-batches): the last stage's tensor rank 0 of each data
+  // rank its share, every other rank 0.
+  auto LossShare(double loss) const -> float;
   auto zero2() const -> bool { return zero_ >= 2; }
   auto zero3() const -> bool { return zero_ >= 3; }
   auto data_group() const -> comm::Communicator* { return groups_ ? groups_->data.get() : nullptr; }

@@ -118,12 +118,13 @@ auto Convert(const std::string& step_dir, const Index& index, const runtime::Run
   std::string out = checkpoint::StepDir(out_root, index.step);
   checkpoint::DirectorySource source(step_dir, index);
   int64_t ranks = static_cast<int64_t>(plan.ranks.size());
+  checkpoint::LoadScratch scratch;
   for (int64_t r = 0; r < ranks; ++r) {
     RankHoldings h = HoldingsOf(plan, r);
     std::vector<float> values[3];
     for (StateKind kind : checkpoint::kStateKinds) {
       optim::ElementRun run = kind == StateKind::Param ? h.runs.params : h.runs.moments;
-      auto loaded = checkpoint::LoadArray(index, source, h.layout, kind, run);
+      auto loaded = checkpoint::LoadArray(index, source, h.layout, kind, run, &scratch);
       if (!loaded) return Fail(fmt::format("{}: {}", step_dir, llvm::toString(loaded.takeError())));
       values[static_cast<int>(kind)] = std::move(*loaded);
     }

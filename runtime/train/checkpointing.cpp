@@ -98,9 +98,10 @@ auto Restore(const CheckpointContext& c, parallel::Engine& engine, const std::st
   parallel::Engine::OptimizerState state;
   state.step = index.step;
   std::vector<float>* into[] = {&state.params, &state.m, &state.v};
+  checkpoint::LoadScratch scratch;
   for (StateKind kind : checkpoint::kStateKinds) {
     optim::ElementRun run = kind == StateKind::Param ? runs.params : runs.moments;
-    auto values = checkpoint::LoadArray(index, source, engine.layout(), kind, run);
+    auto values = checkpoint::LoadArray(index, source, engine.layout(), kind, run, &scratch);
     if (!values) return Fail(fmt::format("{}: {}", dir, llvm::toString(values.takeError())));
     *into[static_cast<int>(kind)] = std::move(*values);
   }
@@ -109,21 +110,34 @@ auto Restore(const CheckpointContext& c, parallel::Engine& engine, const std::st
 
 }  // namespace
 
-auto SaveCheckpoint(const CheckpointContext& c, parallel::Engine& engine, int64_t step) -> llvm::Error {
-  const runtime::PlanRank& me = c.plan->ranks[static_cast<size_t>(c.rank)];
-  parallel::Engine::OptimizerState state = engine.SaveState();
-  parallel::Engine::StateRuns runs = engine.state_runs();
+auto Snapshot(const CheckpointContext& c, parallel::Engine& engine, SavedState& saved) -> llvm::Error {
+  engine.SaveState(saved.state);
+  saved.runs = engine.state_runs();
+  if (saved.layout.tensors.empty()) saved.layout = engine.layout();
   parallel::Engine::StateRuns planned = HoldingsOf(*c.plan, c.rank).runs;
+  const parallel::Engine::StateRuns& runs = saved.runs;
   if (runs.params.first != planned.params.first || runs.params.count != planned.params.count ||
       runs.moments.first != planned.moments.first || runs.moments.count != planned.moments.count) {
     return Fail("checkpoint: the engine holds other elements than the plan gives this rank");
   }
-  checkpoint::RankShard shard{&engine.layout(), me.tensor, me.pipeline == 0,
-                              checkpoint::ShareOf(engine.layout().total, me.data, c.plan->layout.data)};
-  checkpoint::SavePlan plan = checkpoint::PlanSave(shard, {{StateKind::Param, runs.params, state.params},
-                                                           {StateKind::AdamM, runs.moments, state.m},
-                                                           {StateKind::AdamV, runs.moments, state.v}});
+  return llvm::Error::success();
+}
+
+auto WriteSnapshot(const CheckpointContext& c, const SavedState& saved, int64_t step) -> llvm::Error {
+  const runtime::PlanRank& me = c.plan->ranks[static_cast<size_t>(c.rank)];
+  checkpoint::RankShard shard{&saved.layout, me.tensor, me.pipeline == 0,
+                              checkpoint::ShareOf(saved.layout.total, me.data, c.plan->layout.data)};
+  const parallel::Engine::StateRuns& runs = saved.runs;
+  checkpoint::SavePlan plan = checkpoint::PlanSave(shard, {{StateKind::Param, runs.params, saved.state.params},
+                                                           {StateKind::AdamM, runs.moments, saved.state.m},
+                                                           {StateKind::AdamV, runs.moments, saved.state.v}});
   return checkpoint::WriteRank(checkpoint::StepDir(c.root, step), c.rank, plan);
+}
+
+auto SaveCheckpoint(const CheckpointContext& c, parallel::Engine& engine, int64_t step, SavedState& snapshot)
+    -> llvm::Error {
+  if (llvm::Error e = Snapshot(c, engine, snapshot)) return e;
+  return WriteSnapshot(c, snapshot, step);
 }
 
 auto CommitCheckpoint(const CheckpointContext& c, int64_t step) -> llvm::Error {

@@ -29,8 +29,20 @@ struct CheckpointContext {
 };
 
 // Saves the state after `step` steps; every rank calls it, then (after a
-// barrier) rank 0 calls CommitCheckpoint.
-auto SaveCheckpoint(const CheckpointContext& c, parallel::Engine& engine, int64_t step) -> llvm::Error;
+// barrier) rank 0 calls CommitCheckpoint. In two parts for a background
+// writer: Snapshot copies the rank's state to host memory, WriteSnapshot
+// writes it (no collective, no engine).
+struct SavedState;
+auto SaveCheckpoint(const CheckpointContext& c, parallel::Engine& engine, int64_t step, SavedState& snapshot)
+    -> llvm::Error;
+struct SavedState {
+  parallel::Engine::OptimizerState state;
+  parallel::Engine::StateRuns runs;
+  model::ParamLayout layout;
+};
+// `into`'s memory is reused: keep one SavedState for every checkpoint.
+auto Snapshot(const CheckpointContext& c, parallel::Engine& engine, SavedState& into) -> llvm::Error;
+auto WriteSnapshot(const CheckpointContext& c, const SavedState& saved, int64_t step) -> llvm::Error;
 auto CommitCheckpoint(const CheckpointContext& c, int64_t step) -> llvm::Error;
 
 // Every rank: restores the newest committed checkpoint that is this job's

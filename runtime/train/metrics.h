@@ -24,6 +24,9 @@ struct StepMetrics {
   // Seconds of the step spent waiting on communication, mean over the ranks
   // (parallel/engine.h CommSeconds).
   double tensor_comm_s = 0, pipeline_comm_s = 0, data_comm_s = 0;
+  // Seconds the step's checkpoint held training: the whole write, or with
+  // `async` the snapshot to host memory and any wait for the previous write.
+  double checkpoint_s = 0;
 };
 
 // `{"step":1,"loss":...}`: keys in a fixed order, shortest round-trip doubles.

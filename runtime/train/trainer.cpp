@@ -11,6 +11,7 @@
 #include "optim/optimizer.h"
 #include "parallel/engine.h"
 #include "plan/plan.h"
+#include "train/async_checkpoints.h"
 #include "train/checkpointing.h"
 #include "train/metrics.h"
 
@@ -53,11 +54,15 @@ struct Loop {
   int64_t step = 0;
   Clock::time_point last_checkpoint = Clock::now();
   CheckpointContext checkpoints;
+  std::unique_ptr<AsyncCheckpoints> async;
+  SavedState snapshot;  // reused by every synchronous checkpoint
 
   parallel::Engine::CommSeconds comm{};
 
   auto OneStep(double& loss, double& norm, int& stop) -> llvm::Error;
-  auto Checkpoint() -> llvm::Error;
+  // The seconds training was held by the checkpoint of this step.
+  auto Checkpoint(bool last) -> llvm::Expected<double>;
+  auto Commit(int64_t at) -> llvm::Error;
   auto Resume() -> llvm::Error;
   void Report(const StepMetrics& m);
 };
@@ -77,17 +82,30 @@ auto Loop::OneStep(double& loss, double& norm, int& stop) -> llvm::Error {
   return llvm::Error::success();
 }
 
-auto Loop::Checkpoint() -> llvm::Error {
-  if (llvm::Error e = SaveCheckpoint(checkpoints, *engine, step)) return e;
+auto Loop::Commit(int64_t at) -> llvm::Error {
+  if (llvm::Error e = CommitCheckpoint(checkpoints, at)) return e;
+  std::optional<int64_t> keep = plan.checkpoint ? plan.checkpoint->keep : std::nullopt;
+  return keep ? checkpoint::Prune(options.checkpoint_dir, *keep) : llvm::Error::success();
+}
+
+auto Loop::Checkpoint(bool last) -> llvm::Expected<double> {
+  Clock::time_point start = Clock::now();
+  last_checkpoint = start;
+  if (async) {
+    llvm::Expected<double> held = async->Start(step);
+    if (!held || !last) return held;
+    if (llvm::Error e = async->Finish()) return e;
+    return std::chrono::duration<double>(Clock::now() - start).count();
+  }
+  if (llvm::Error e = SaveCheckpoint(checkpoints, *engine, step, snapshot)) return e;
   // Every rank's file is written before rank 0 commits the step.
   if (options.world) {
     if (llvm::Error e = options.world->Barrier()) return e;
   }
-  last_checkpoint = Clock::now();
-  if (options.rank != 0) return llvm::Error::success();
-  if (llvm::Error e = CommitCheckpoint(checkpoints, step)) return e;
-  std::optional<int64_t> keep = plan.checkpoint ? plan.checkpoint->keep : std::nullopt;
-  return keep ? checkpoint::Prune(options.checkpoint_dir, *keep) : llvm::Error::success();
+  if (options.rank == 0) {
+    if (llvm::Error e = Commit(step)) return e;
+  }
+  return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
 auto Loop::Resume() -> llvm::Error {
@@ -129,6 +147,18 @@ auto Run(Loop& loop, TrainResult& result) -> llvm::Error {
     if (llvm::Error e = loop.OneStep(loss, norm, stop)) return e;
     ++loop.step;
     double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    bool last = loop.step == total || stop != 0;
+    result.checkpointed = false;
+    double held = 0;
+    if (loop.async) {
+      if (llvm::Error e = loop.async->Poll()) return e;
+    }
+    if (!loop.options.checkpoint_dir.empty() && (Due(p, loop.step, loop.last_checkpoint) || last)) {
+      llvm::Expected<double> checkpoint = loop.Checkpoint(last);
+      if (!checkpoint) return checkpoint.takeError();
+      held = *checkpoint;
+      result.checkpointed = true;
+    }
     StepMetrics m{loop.step,
                   total,
                   loss,
@@ -139,19 +169,14 @@ auto Run(Loop& loop, TrainResult& result) -> llvm::Error {
                   p.model.flops_per_token * tokens_per_step / seconds,
                   loop.comm.tensor,
                   loop.comm.pipeline,
-                  loop.comm.data};
+                  loop.comm.data,
+                  held};
     if (loop.metrics) {
       if (llvm::Error e = loop.metrics->Append(m)) return e;
     }
     if (loop.options.rank == 0) loop.Report(m);
     if (result.first_loss == 0) result.first_loss = loss;
     result.last_loss = loss;
-    bool last = loop.step == total || stop != 0;
-    result.checkpointed = false;
-    if (!loop.options.checkpoint_dir.empty() && (Due(p, loop.step, loop.last_checkpoint) || last)) {
-      if (llvm::Error e = loop.Checkpoint()) return e;
-      result.checkpointed = true;
-    }
     if (stop != 0 && loop.step < total) {
       result.stopped = true;
       result.stop_signal = stop;
@@ -193,6 +218,10 @@ auto Train(const parallel::RunnablePlan& runnable, const TrainOptions& options, 
                       options.seed,
                       &loop.loader->order(),
                       dataset_tokens};
+  if (plan.checkpoint && plan.checkpoint->async && !options.checkpoint_dir.empty()) {
+    loop.async = std::make_unique<AsyncCheckpoints>(loop.checkpoints, *loop.engine,
+                                                    [&loop](int64_t at) { return loop.Commit(at); });
+  }
   if (options.resume && !options.checkpoint_dir.empty()) {
     if (llvm::Error e = loop.Resume()) return e;
   }

@@ -155,11 +155,11 @@ TEST(Training, GoldenLossCurves) {
 }
 
 TEST(MetricsText, JsonAndProgress) {
-  StepMetrics m{20, 100, 3.14159, 3e-4, 0.5, 0.25, 12345.6, 1.23e9, 0.01, 0.02, 0.005};
+  StepMetrics m{20, 100, 3.14159, 3e-4, 0.5, 0.25, 12345.6, 1.23e9, 0.01, 0.02, 0.005, 0.125};
   EXPECT_EQ(MetricsJson(m),
             "{\"step\":20,\"loss\":3.14159,\"lr\":0.0003,\"grad_norm\":0.5,\"step_time_s\":0.25,"
             "\"tokens_per_s\":12345.6,\"flops_per_s\":1230000000,\"tensor_comm_s\":0.01,"
-            "\"pipeline_comm_s\":0.02,\"data_comm_s\":0.005}");
+            "\"pipeline_comm_s\":0.02,\"data_comm_s\":0.005,\"checkpoint_s\":0.125}");
   EXPECT_EQ(ProgressText(m), "step 20/100  loss 3.1416  lr 3.00e-04  12,346 tok/s  1.23 GFLOP/s  ETA 20s");
   m.loss = NAN;
   EXPECT_NE(MetricsJson(m).find("\"loss\":null"), std::string::npos);
