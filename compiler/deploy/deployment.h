@@ -108,12 +108,13 @@ struct Staging {
   std::vector<ShardRange> ranges;  // one per copier
   double total_bandwidth = 0;      // bytes/s the copiers share (0: unknown)
   int64_t shards = 0;
-  int64_t tokens_per_shard = 0;  // every shard but the last
-  int64_t tokens_last_shard = 0;
-  int64_t token_bytes = 2;
-  int64_t header_bytes = 1024;  // of every shard file
-  int64_t shard_bytes = 0;      // a shard file's size: every shard but the last
-  int64_t last_shard_bytes = 0;
+  // What the job declares: the tokens may be approximate. The shards' headers
+  // give each shard's exact count, and with it the file's size, which the
+  // staging steps check (docs/data-format.md).
+  int64_t declared_tokens = 0;
+  std::string format;       // tokens_u16 or tokens_u32
+  int64_t token_bytes = 2;  // of the format: every shard's header must say so
+  int64_t header_bytes = 1024;
   // Copies at once: every range's pod (Argo), one task per node (Slurm);
   // each is limited to its share of the tiers' bandwidth (rclone's --bwlimit,
   // KiB/s; 0 when the bandwidth is unknown: no limit).
@@ -128,7 +129,7 @@ struct Export {
   std::string dest_path;
   std::string checkpoint_dir;      // in the pods
   std::string checkpoint_storage;  // the tier that holds it
-  std::optional<int64_t> keep;     // newest N committed checkpoints; nullopt: all
+  std::optional<int64_t> keep;     // newest N committed checkpoints that verify; nullopt: all
 };
 
 struct Toleration {

@@ -1,6 +1,7 @@
 // Storage of a deployment: which tiers the pods mount and how, the stage-in
-// of the dataset (copier ranges bounded by the tiers' bandwidth) and the
-// export of the kept checkpoints.
+// of the dataset (copier ranges bounded by the tiers' bandwidth; the shards'
+// sizes come from their headers, read by the staging steps) and the export
+// of the kept checkpoints.
 #include <algorithm>
 #include <cmath>
 
@@ -22,7 +23,7 @@ using diag::DiagId;
 constexpr double kCopierBandwidth = 1e9;
 constexpr int64_t kMaxDerivedCopiers = 64;
 constexpr int64_t kCopiersWithoutBandwidth = 8;
-// The shard header of the token-shard format (docs/plan-format.md#shard-files).
+// The shard header of the token-shard format (docs/data-format.md).
 constexpr int64_t kShardHeaderBytes = 1024;
 
 auto Trimmed(std::string path) -> std::string {
@@ -186,12 +187,10 @@ void LowerStaging(LowerContext& c) {
   s.dest_dir = Join(hot->mount_path, ds.name);
   s.hot_storage = hot->storage;
   s.shards = ds.shards;
-  s.tokens_per_shard = ds.tokens / ds.shards;
-  s.tokens_last_shard = ds.tokens - s.tokens_per_shard * (ds.shards - 1);
+  s.declared_tokens = ds.tokens;
+  s.format = Name(ds.format);
   s.token_bytes = ds.token_bytes;
   s.header_bytes = kShardHeaderBytes;
-  s.shard_bytes = kShardHeaderBytes + s.token_bytes * s.tokens_per_shard;
-  s.last_shard_bytes = kShardHeaderBytes + s.token_bytes * s.tokens_last_shard;
   std::vector<double> limits;
   if (ds.source.read_bw) limits.push_back(*ds.source.read_bw);
   if (ds.stage_to->write_bw) limits.push_back(*ds.stage_to->write_bw);

@@ -1,6 +1,6 @@
 // workflow.yaml: the job's lifecycle as an Argo DAG.
 //
-//   check-staged -> stage-in (N copiers) -> seal-staged -> start-training -> train -> export
+//   check-staged -> check-source -> stage-in (N copiers) -> seal-staged -> start-training -> train -> export
 //   make-token (the job token's Secret, unless it exists) ---^
 //   onExit: report, stop-training (unless it succeeded), cleanup-staged (when asked)
 //
@@ -10,6 +10,8 @@
 // so a retry after a lost step pod attaches to the same run. Restarts of the
 // run itself are the training object's: it restarts its pods and avf-run
 // resumes from the last checkpoint.
+#include <optional>
+
 #include <fmt/format.h>
 
 #include "emit/k8s_pod.h"
@@ -30,8 +32,18 @@ constexpr std::string_view kStagedResult = "{{tasks.check-staged.outputs.result}
 // When a step runs again after it failed or lost its pod.
 enum class Retry : uint8_t {
   None,
-  Always,       // 5 times, backoff from 30 s, within an hour
-  UnlessEnded,  // up to 20 times a minute apart, unless the training object ended the step
+  Always,           // 5 times, backoff from 30 s, within an hour
+  UnlessBadShards,  // the same, unless the step found shards that are not whole (kBadShardsStatus)
+  UnlessEnded,      // up to 20 times a minute apart, unless the training object ended the step
+};
+
+// A container of the step's pod that runs before its script, in another
+// image, with the step's tiers (read-only) and scratch volumes mounted.
+struct InitStep {
+  std::string name;
+  std::string image;
+  std::string source;  // the shell script
+  std::vector<deploy::EnvVar> env;
 };
 
 struct ToolStep {
@@ -42,6 +54,8 @@ struct ToolStep {
   std::vector<std::string> inputs;  // input parameters, passed as env
   Retry retry = Retry::None;
   const deploy::Remote* remote = nullptr;  // the object store it copies from or to
+  std::vector<Volume> scratch{};           // the pod's own volumes, mounted by every container
+  std::optional<InitStep> init{};
 };
 
 // A remote's CA, from its ConfigMap (docs/deploy.md, "Secrets").
@@ -65,9 +79,11 @@ auto CaVolumes(const Deployment& d) -> std::vector<Volume> {
 void WriteRetry(YamlWriter& y, Retry retry) {
   if (retry == Retry::None) return;
   y.MapField("retryStrategy", [&] {
-    if (retry == Retry::Always) {
+    if (retry == Retry::Always || retry == Retry::UnlessBadShards) {
       y.Field("limit", "5");
       y.Field("retryPolicy", "Always");
+      if (retry == Retry::UnlessBadShards)
+        y.Field("expression", fmt::format("asInt(lastRetry.exitCode) != {}", kBadShardsStatus));
       y.MapField("backoff", [&] {
         y.Field("duration", "30s");
         y.Field("factor", "2");
@@ -101,10 +117,45 @@ auto NeedsClusterNodes(const std::vector<Volume>& mounts) -> bool {
   return false;
 }
 
+// Requests and limits of a tool container: a shell script and its copies.
+void WriteToolResources(YamlWriter& y) {
+  y.MapField("resources", [&] {
+    y.MapField("requests", [&] {
+      y.Field("cpu", "1");
+      y.Field("memory", "1Gi");
+    });
+    y.MapField("limits", [&] { y.Field("memory", "2Gi"); });
+  });
+}
+
+// The step's init container, which reads the step's tiers (mounted
+// read-only) and writes to its scratch volumes.
+void WriteInitStep(YamlWriter& y, const Deployment& d, const ToolStep& s) {
+  std::vector<Volume> mounts = TierVolumes(d, s.tiers);
+  for (Volume& v : mounts) v.read_only = true;
+  mounts.insert(mounts.end(), s.scratch.begin(), s.scratch.end());
+  y.SeqField("initContainers", [&] {
+    y.Map([&] {
+      y.Field("name", s.init->name);
+      y.Field("image", s.init->image);
+      y.Field("imagePullPolicy", "IfNotPresent");
+      y.Key("command");
+      y.StringSeq({"sh", "-c"});
+      y.Key("args");
+      y.Seq([&] { y.Text(s.init->source); });
+      WriteEnv(y, s.init->env);
+      WriteToolResources(y);
+      WriteToolsSecurity(y, d);
+      if (!mounts.empty()) WriteMounts(y, mounts);
+    });
+  });
+}
+
 void WriteToolStep(YamlWriter& y, const Deployment& d, const ToolStep& s) {
   std::vector<Volume> mounts = TierVolumes(d, s.tiers);
   bool ca = s.remote && !s.remote->ca_configmap.empty();
   if (ca) mounts.push_back(CaVolume(*s.remote));
+  mounts.insert(mounts.end(), s.scratch.begin(), s.scratch.end());
   y.Map([&] {
     y.Field("name", s.name);
     if (!s.inputs.empty()) {
@@ -116,6 +167,8 @@ void WriteToolStep(YamlWriter& y, const Deployment& d, const ToolStep& s) {
     }
     WriteRetry(y, s.retry);
     if (NeedsClusterNodes(mounts)) WriteSelectorAndTolerations(y, d);
+    if (!s.scratch.empty()) WriteVolumes(y, s.scratch);
+    if (s.init) WriteInitStep(y, d, s);
     y.MapField("script", [&] {
       y.Field("image", d.tools_image);
       y.Key("command");
@@ -128,13 +181,7 @@ void WriteToolStep(YamlWriter& y, const Deployment& d, const ToolStep& s) {
       if (!tier_check.empty()) env.push_back(NodeNameEnv());
       if (ca) env.push_back(EnvVar::Literal("RCLONE_CA_CERT", CaCertDir(*s.remote) + "/ca.crt"));
       WriteEnv(y, env);
-      y.MapField("resources", [&] {
-        y.MapField("requests", [&] {
-          y.Field("cpu", "1");
-          y.Field("memory", "1Gi");
-        });
-        y.MapField("limits", [&] { y.Field("memory", "2Gi"); });
-      });
+      WriteToolResources(y);
       WriteToolsSecurity(y, d);
       if (!mounts.empty()) WriteMounts(y, mounts);
       y.Key("source");
@@ -148,19 +195,40 @@ auto StagingSteps(const Deployment& d) -> std::vector<ToolStep> {
   std::vector<std::string> tiers{s.hot_storage};
   std::vector<std::string> copy_tiers = tiers;
   if (s.source.is_local()) copy_tiers.push_back(s.source.storage);
+  std::vector<std::string> source_tiers;
+  if (s.source.is_local()) source_tiers.push_back(s.source.storage);
   std::string copy = "FIRST=\"$ARG_first\"\nLAST=\"$ARG_last\"\n" + CopyShardsScript(s, s.bwlimit_kib);
   return {
       {"check-staged", CheckStagedScript(s), {}, tiers, {}, Retry::None},
+      {"check-source", CheckSourceScript(s), RemoteEnv(s.source), source_tiers, {}, Retry::UnlessBadShards, &s.source},
       {"copy-shards", copy, RemoteEnv(s.source), copy_tiers, {"first", "last"}, Retry::Always, &s.source},
       {"seal-staged", SealStagedScript(s), {}, tiers, {}, Retry::None},
   };
 }
 
+// The export's list of verified checkpoints, from its init container to its script.
+const Volume kExportListVolume{
+    .kind = deploy::VolumeKind::Memory, .name = "export-list", .mount_path = "/aviflow-export", .size_limit = "1Mi"};
+
+// Copies the kept checkpoints that verify: the init container runs
+// `avf-run checkpoint verify` in the job's image, which the tools image
+// need not hold, and lists those that pass for the copy.
 auto ExportStep(const Deployment& d) -> ToolStep {
   const deploy::Export& e = *d.export_checkpoints;
   std::vector<std::string> tiers{e.checkpoint_storage};
   if (e.dest.is_local() && e.dest.storage != e.checkpoint_storage) tiers.push_back(e.dest.storage);
-  return {"export-checkpoints", ExportScript(e), RemoteEnv(e.dest), tiers, {}, Retry::Always, &e.dest};
+  EnvVar list = EnvVar::Literal(std::string(kExportListEnv), kExportListVolume.mount_path + "/checkpoints");
+  std::vector<EnvVar> env = RemoteEnv(e.dest);
+  env.push_back(list);
+  return {"export-checkpoints",
+          ExportScript(e),
+          env,
+          tiers,
+          {},
+          Retry::Always,
+          &e.dest,
+          {kExportListVolume},
+          InitStep{"verify-checkpoints", d.image, VerifyCheckpointsScript(e), {list}}};
 }
 
 void WriteTask(YamlWriter& y, std::string_view name, std::string_view depends, std::string_view when = "") {
@@ -173,10 +241,12 @@ void WriteTask(YamlWriter& y, std::string_view name, std::string_view depends, s
 void WriteStageTasks(YamlWriter& y, const Deployment& d) {
   std::string missing = fmt::format("{} == missing", kStagedResult);
   y.Map([&] { WriteTask(y, "check-staged", ""); });
+  // No copier starts before every source shard's header is checked.
+  y.Map([&] { WriteTask(y, "check-source", "check-staged.Succeeded", missing); });
   y.Map([&] {
     y.Field("name", "stage-in");
     y.Field("template", "copy-shards");
-    y.Field("depends", "check-staged.Succeeded");
+    y.Field("depends", "check-source.Succeeded || check-source.Skipped");
     y.Field("when", missing);
     y.MapField("arguments", [&] {
       y.SeqField("parameters", [&] {

@@ -1,8 +1,8 @@
 // The POSIX shell scripts of the staging, export and cleanup steps, shared
 // by the Argo workflow and the Slurm batch script (the workflow's kubectl
 // steps are in kube_scripts.h). Every value from the .avf file enters a
-// script single-quoted; the scripts need `sh`, `stat` and `rclone`
-// (docs/deploy.md, "Images").
+// script single-quoted; the scripts need `sh`, `stat`, `od`, `sed` and
+// `rclone` (docs/deploy.md, "Images").
 #pragma once
 
 #include <string>
@@ -25,14 +25,33 @@ auto RemoteEnv(const deploy::Remote& r) -> std::vector<deploy::EnvVar>;
 // the file `ca.crt` of this folder, where the steps mount the ConfigMap.
 auto CaCertDir(const deploy::Remote& r) -> std::string;
 
-// Prints `staged` when the marker matches and every shard has its size, else `missing`.
+// A shard is whole when its header (docs/data-format.md) is known, says the
+// dataset's bytes per token, and the file is exactly 1024 + count x those
+// bytes long: the declared `tokens` may be approximate, the headers are not.
+//
+// Prints `staged` when the marker matches and every staged shard is whole, else `missing`.
 auto CheckStagedScript(const deploy::Staging& s) -> std::string;
-// Copies shards $FIRST..$LAST at most `bwlimit_kib` KiB/s (0: unlimited);
-// rclone skips files already there with the source's size and time.
+// Before any copy: reads every source shard's header (1 KiB each: `rclone
+// cat --count` from an object store, the file itself on a file system) and
+// its size (one `rclone lsf` listing, or `stat`). Names the first ten shards
+// that are not whole and exits kBadShardsStatus; else prints the exact total
+// of tokens next to the declared one.
+auto CheckSourceScript(const deploy::Staging& s) -> std::string;
+// Copies shards $FIRST..$LAST at most `bwlimit_kib` KiB/s (0: unlimited),
+// then checks each copy against its header; rclone skips files already there
+// with the source's size and time.
 auto CopyShardsScript(const deploy::Staging& s, int64_t bwlimit_kib) -> std::string;
-// Verifies every shard's size, then writes the marker (last, atomically).
+// Checks every staged shard against its header, then writes the marker (last,
+// atomically) and prints the staged tokens.
 auto SealStagedScript(const deploy::Staging& s) -> std::string;
-// Copies the newest `keep` committed checkpoints to the export tier.
+// Lists in $AVF_EXPORT_LIST, oldest first, the newest `keep` committed
+// checkpoints that `avf-run checkpoint verify` accepts (all that do without
+// `keep`), newest first until there are that many; warns of each that does
+// not verify and skips it. Fails when none does, or when avf-run fails
+// otherwise than by refusing a checkpoint (status 1). Needs avf-run: on
+// Kubernetes it runs in the job's `image`.
+auto VerifyCheckpointsScript(const deploy::Export& e) -> std::string;
+// Copies the checkpoints in $AVF_EXPORT_LIST, then the run folder, to the export tier.
 auto ExportScript(const deploy::Export& e) -> std::string;
 // Deletes the staged copy.
 auto CleanupScript(const deploy::Staging& s) -> std::string;
@@ -52,5 +71,10 @@ auto StagedCopyCheckScript(const deploy::Staging& s) -> std::string;
 
 // The marker file of a staged dataset, beside its shards.
 inline constexpr std::string_view kStagedMarker = ".aviflow-staged";
+// Exit status of the source check when a shard is not whole: no retry mends it.
+inline constexpr int kBadShardsStatus = 3;
+// The variable that names the file of checkpoints to export, which
+// VerifyCheckpointsScript writes and ExportScript reads.
+inline constexpr std::string_view kExportListEnv = "AVF_EXPORT_LIST";
 
 }  // namespace avf::emit

@@ -1,7 +1,8 @@
 // slurm.sbatch: the job for a Slurm cluster. One batch script, three steps:
-// stage-in (skipped when staged; copier tasks spread over the nodes), the
-// training step (one avf-run per node, which starts one rank per GPU) and
-// the export of the kept checkpoints.
+// stage-in (skipped when staged; every source shard's header checked, then
+// copier tasks spread over the nodes), the training step (one avf-run per
+// node, which starts one rank per GPU) and the export of the kept
+// checkpoints that verify.
 #include <fmt/format.h>
 
 #include "emit/k8s_pod.h"
@@ -102,13 +103,16 @@ auto StageSection(const Deployment& d) -> std::string {
   // the tiers' bandwidth is shared by that many copies at a time.
   int64_t tasks = s.concurrent_copies, bwlimit = s.bwlimit_kib;
   std::string files =
-      StepFile("check-staged.sh", CheckStagedScript(s)) + StepFile("copy-shards.sh", CopyShardsScript(s, bwlimit)) +
-      StepFile("copy-ranges.sh", CopyRangesScript(tasks)) + StepFile("seal-staged.sh", SealStagedScript(s));
+      StepFile("check-staged.sh", CheckStagedScript(s)) + StepFile("check-source.sh", CheckSourceScript(s)) +
+      StepFile("copy-shards.sh", CopyShardsScript(s, bwlimit)) + StepFile("copy-ranges.sh", CopyRangesScript(tasks)) +
+      StepFile("seal-staged.sh", SealStagedScript(s));
+  // Every source shard's header is checked before any copier starts.
   return fmt::format(
       "# 1. stage-in: {} shards from `{}` to {} in {} ranges, skipped when staged\n"
       "{}"
       "if [ \"$(sh \"$steps/check-staged.sh\")\" != staged ]; then\n"
       "{}"
+      "  sh \"$steps/check-source.sh\"\n"
       "  export AVF_RANGES={}\n"
       "  srun --ntasks={} --ntasks-per-node=1 --kill-on-bad-exit=1 sh \"$steps/copy-ranges.sh\"\n"
       "  sh \"$steps/seal-staged.sh\"\n"
@@ -157,10 +161,17 @@ auto TrainSection(const Deployment& d) -> std::string {
       env, d.port, d.nodes, d.procs_per_node, TokenLines(d.token), command, d.token.env);
 }
 
+// avf-run (on the PATH, as for training) verifies the kept checkpoints, then
+// those that verify are copied.
 auto ExportSection(const Deployment& d) -> std::string {
   const deploy::Export& e = *d.export_checkpoints;
-  return fmt::format("# 3. export the kept checkpoints to `{}`\n{}{}sh \"$steps/export-checkpoints.sh\"\n",
-                     e.dest.storage, StepFile("export-checkpoints.sh", ExportScript(e)), RemoteExports(e.dest, ""));
+  return fmt::format(
+      "# 3. export the kept checkpoints that verify to `{}`\n{}{}"
+      "export {}=\"$steps/export-list\"\n"
+      "sh \"$steps/verify-checkpoints.sh\"\n"
+      "{}sh \"$steps/export-checkpoints.sh\"\n",
+      e.dest.storage, StepFile("verify-checkpoints.sh", VerifyCheckpointsScript(e)),
+      StepFile("export-checkpoints.sh", ExportScript(e)), kExportListEnv, RemoteExports(e.dest, ""));
 }
 
 }  // namespace

@@ -3,9 +3,14 @@
 
   workflow_steps.py syntax WORKFLOW.yaml         `sh -n` every script template
   workflow_steps.py run WORKFLOW.yaml TEMPLATE [NAME=VALUE ...]
-      runs one script template with `sh`: its literal env, plus NAME=VALUE
-      for its input parameters (`first=0` sets ARG_first); exit status and
-      output are the script's. The test stands in for Argo: a variable whose
+      runs one script template with `sh`, after its init containers (each
+      `command` + `args`, with its own literal env), as the kubelet would:
+      its literal env, plus NAME=VALUE for its input parameters (`first=0`
+      sets ARG_first); an upper-case NAME (`AVF_EXPORT_LIST=/tmp/x`) sets
+      that variable instead, in the init containers too, in place of the
+      template's value (a path in a volume of the pod, say). Exit status and
+      output are those of the first container that fails, else the script's.
+      The test stands in for Argo: a variable whose
       value is an Argo expression (`{{workflow.uid}}`) keeps the value it has
       in this environment, if any, and `{{workflow.name}}` and
       `{{workflow.uid}}` in the script are $WF_NAME and $WF_UID, if set.
@@ -46,11 +51,20 @@ def main(argv):
         return 1 if bad else 0
     if len(argv) >= 4 and argv[1] == "run":
         t = templates(argv[2])[argv[3]]
-        env = dict(os.environ)
-        env.update(literal_env(t["script"]))
+        overrides = {}
         for arg in argv[4:]:
             name, value = arg.split("=", 1)
-            env["ARG_" + name] = value
+            overrides[name if name.isupper() else "ARG_" + name] = value
+        for init in t.get("initContainers", []):
+            env = dict(os.environ)
+            env.update(literal_env(init))
+            env.update(overrides)
+            r = subprocess.run(init["command"] + init.get("args", []), env=env)
+            if r.returncode != 0:
+                return r.returncode
+        env = dict(os.environ)
+        env.update(literal_env(t["script"]))
+        env.update(overrides)
         source = t["script"]["source"]
         for var, name in (("{{workflow.name}}", "WF_NAME"), ("{{workflow.uid}}", "WF_UID")):
             if name in os.environ:
