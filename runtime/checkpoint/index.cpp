@@ -260,17 +260,20 @@ auto IndexToJson(const Index& index) -> std::string {
               {"zero", o.zero},          {"micro_batch", o.micro_batch}};
   Object data{{"dataset", d.dataset}, {"tokens", d.tokens}, {"global_batch", d.global_batch},  {"seq_len", d.seq_len},
               {"batches", d.batches}, {"epoch", d.epoch},   {"next_sequence", d.next_sequence}};
-  return Print(Object{{"format", kFormatName},
-                      {"version", kFormatVersion},
-                      {"step", index.step},
-                      {"origin", Object{{"job", o.job},
-                                        {"model", ModelJson(o.model)},
-                                        {"precision", o.precision},
-                                        {"plan", std::move(plan)},
-                                        {"init_seed", static_cast<int64_t>(o.init_seed)}}},
-                      {"data", std::move(data)},
-                      {"files", std::move(files)},
-                      {"tensors", TensorsJson(index.tensors)}});
+  return Print(
+      Object{{"format", kFormatName},
+             {"version", kFormatVersion},
+             {"step", index.step},
+             {"origin", Object{{"job", o.job},
+                               {"model", ModelJson(o.model)},
+                               {"precision", o.precision},
+                               {"plan", std::move(plan)},
+                               {"init_seed", static_cast<int64_t>(o.init_seed)}}},
+             {"data", std::move(data)},
+             {"encryption",
+              index.key_id.empty() ? Value(nullptr) : Value(Object{{"cipher", kCipher}, {"key_id", index.key_id}})},
+             {"files", std::move(files)},
+             {"tensors", TensorsJson(index.tensors)}});
 }
 
 auto ParseIndex(llvm::StringRef text, llvm::StringRef path) -> llvm::Expected<Index> {
@@ -288,6 +291,13 @@ auto ParseIndex(llvm::StringRef text, llvm::StringRef path) -> llvm::Expected<In
   index.step = root.Int("step");
   index.origin = ReadOrigin(root.Obj("origin"));
   index.data = ReadData(root.Obj("data"));
+  if (const Object* o = v->getAsObject(); o && o->get("encryption") && !o->get("encryption")->getAsNull()) {
+    Reader encryption = root.Obj("encryption");
+    if (encryption.Str("cipher") != kCipher) encryption.Fail("cipher", fmt::format("expected \"{}\"", kCipher.str()));
+    index.key_id = encryption.Str("key_id");
+  } else if (!o || !o->get("encryption")) {
+    root.Fail("encryption", "missing (null when the files are not encrypted)");
+  }
   if (const Array* files = root.Arr("files")) {
     for (size_t i = 0; i < files->size(); ++i) {
       index.files.push_back(ReadFile(root.At(fmt::format("files[{}]", i), (*files)[i])));

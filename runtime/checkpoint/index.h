@@ -23,6 +23,7 @@ inline constexpr llvm::StringLiteral kFormatName = "aviflow-checkpoint";
 inline constexpr int64_t kFormatVersion = 3;
 inline constexpr llvm::StringLiteral kIndexFile = "index.json";
 inline constexpr llvm::StringLiteral kCommittedFile = "COMMITTED";
+inline constexpr llvm::StringLiteral kCipher = "aes-256-gcm-sealed-1";
 
 // What a checkpoint's tensors are: "param/" + the model's name is the fp32
 // parameter (in bf16 training, the master copy), "adam_m/" and "adam_v/"
@@ -75,6 +76,10 @@ struct Index {
   int64_t step = 0;  // optimizer steps taken
   Origin origin;
   DataPosition data;
+  // "" when the data files are plain; else they are sealed (AES-256-GCM,
+  // docs/checkpoint-encryption.md) with the key of this id (KeyId), and the
+  // chunks' offsets are offsets of the plaintext.
+  std::string key_id;
   std::vector<DataFile> files;
   std::vector<Tensor> tensors;
 };

@@ -52,12 +52,55 @@ auto AsBytes(llvm::ArrayRef<float> v) -> llvm::ArrayRef<uint8_t> {
   return {reinterpret_cast<const uint8_t*>(v.data()), v.size() * sizeof(float)};
 }
 
+// The sealed files' context: a file opens only under its own name.
+auto SealContext(const std::string& name) -> std::string { return "aviflow-checkpoint/" + name; }
+
 }  // namespace
 
 auto StepDir(const std::string& root, int64_t step) -> std::string { return root + fmt::format("/step_{:08d}", step); }
 auto RankFileName(int64_t rank) -> std::string { return fmt::format("rank_{:05d}.bin", rank); }
 
-auto WriteRank(const std::string& dir, int64_t rank, const SavePlan& plan) -> llvm::Error {
+auto KeyId(const crypto::Key& key) -> std::string {
+  crypto::Sha256 sha;
+  sha.Update(llvm::StringRef("aviflow checkpoint key id\n"));
+  sha.Update(key.bytes());
+  return crypto::Hex(sha.Final()).substr(0, 16);
+}
+
+auto CheckKey(const std::string& dir, const Index& index, const crypto::Key* key) -> llvm::Error {
+  if (index.key_id.empty()) return llvm::Error::success();
+  if (!key) {
+    return Fail(fmt::format("{}: its files are encrypted (key id {}): give the key (--checkpoint-key-file)", dir,
+                            index.key_id));
+  }
+  if (KeyId(*key) != index.key_id) {
+    return Fail(fmt::format("{}: its files are encrypted with another key (key id {}; the key given has id {})", dir,
+                            index.key_id, KeyId(*key)));
+  }
+  return llvm::Error::success();
+}
+
+namespace {
+
+// Writes the chunks through a sealing writer on the file's descriptor; the
+// file's SHA-256 (of what is on disk) is taken after.
+auto WriteSealed(io::DurableFile& file, const SavePlan& plan, const crypto::Key& key, const std::string& name,
+                 RankPart& part, int64_t rank) -> llvm::Error {
+  llvm::Expected<crypto::SealedWriter> sealed =
+      crypto::SealedWriter::Open(key, file.fd(), file.path(), SealContext(name));
+  if (!sealed) return sealed.takeError();
+  for (const PendingChunk& c : plan.chunks) {
+    Chunk placed = c.chunk;
+    placed.file = rank, placed.offset = sealed->plaintext_bytes();
+    part.tensors[c.tensor].chunks.push_back(placed);
+    if (llvm::Error e = sealed->Write(AsBytes(c.values))) return e;
+  }
+  return sealed->Finish();
+}
+
+}  // namespace
+
+auto WriteRank(const std::string& dir, int64_t rank, const SavePlan& plan, const crypto::Key* key) -> llvm::Error {
   if (std::error_code ec = llvm::sys::fs::create_directories(dir))
     return Fail(fmt::format("{}: {}", dir, ec.message()));
   // A step saved again (a run resumed from before it) is uncommitted while it is rewritten.
@@ -67,17 +110,28 @@ auto WriteRank(const std::string& dir, int64_t rank, const SavePlan& plan) -> ll
   if (!file) return file.takeError();
   RankPart part;
   part.tensors = plan.tensors;
-  crypto::Sha256 sha;
-  for (const PendingChunk& c : plan.chunks) {
-    Chunk placed = c.chunk;
-    placed.file = rank, placed.offset = file->written();
-    part.tensors[c.tensor].chunks.push_back(placed);
-    llvm::ArrayRef<uint8_t> bytes = AsBytes(c.values);
-    sha.Update(bytes);
-    if (llvm::Error e = file->Write(bytes)) return e;
+  if (key) {
+    if (llvm::Error e = WriteSealed(*file, plan, *key, RankFileName(rank), part, rank)) return e;
+    if (llvm::Error e = file->Commit()) return e;
+    llvm::Expected<crypto::Digest> digest = crypto::Sha256File(path);
+    if (!digest) return digest.takeError();
+    uint64_t bytes = 0;
+    if (std::error_code ec = llvm::sys::fs::file_size(path, bytes))
+      return Fail(fmt::format("{}: {}", path, ec.message()));
+    part.file = {RankFileName(rank), bytes, crypto::Hex(*digest)};
+  } else {
+    crypto::Sha256 sha;
+    for (const PendingChunk& c : plan.chunks) {
+      Chunk placed = c.chunk;
+      placed.file = rank, placed.offset = file->written();
+      part.tensors[c.tensor].chunks.push_back(placed);
+      llvm::ArrayRef<uint8_t> bytes = AsBytes(c.values);
+      sha.Update(bytes);
+      if (llvm::Error e = file->Write(bytes)) return e;
+    }
+    part.file = {RankFileName(rank), file->written(), crypto::Hex(sha.Final())};
+    if (llvm::Error e = file->Commit()) return e;
   }
-  part.file = {RankFileName(rank), file->written(), crypto::Hex(sha.Final())};
-  if (llvm::Error e = file->Commit()) return e;
   return io::WriteDurably(dir + "/" + PartFileName(rank), llvm::StringRef(RankPartToJson(part)));
 }
 
@@ -200,7 +254,26 @@ DirectorySource::~DirectorySource() {
   }
 }
 
+auto DirectorySource::ReadSealed(size_t file, uint64_t offset, int64_t count, float* out) -> llvm::Error {
+  if (llvm::Error e = CheckKey(dir_, index_, key_)) return e;
+  if (sealed_.empty()) sealed_.resize(index_.files.size());
+  const std::string& name = index_.files[file].name;
+  if (!sealed_[file]) {
+    llvm::Expected<crypto::SealedReader> r = crypto::SealedReader::Open(*key_, dir_ + "/" + name, SealContext(name));
+    if (!r) return r.takeError();
+    sealed_[file] = std::make_unique<crypto::SealedReader>(std::move(*r));
+  }
+  crypto::SealedReader& r = *sealed_[file];
+  if (llvm::Error e = r.Seek(offset)) return e;
+  llvm::MutableArrayRef<uint8_t> into(reinterpret_cast<uint8_t*>(out), static_cast<size_t>(count) * sizeof(float));
+  llvm::Expected<size_t> got = r.Read(into);
+  if (!got) return got.takeError();
+  if (*got != into.size()) return Fail(fmt::format("{}/{}: the file ended early (was it changed?)", dir_, name));
+  return llvm::Error::success();
+}
+
 auto DirectorySource::Read(int64_t file, uint64_t offset, int64_t count, float* out) -> llvm::Error {
+  if (!index_.key_id.empty()) return ReadSealed(static_cast<size_t>(file), offset, count, out);
   if (fds_.empty()) fds_.assign(index_.files.size(), -1);
   size_t i = static_cast<size_t>(file);
   std::string path = dir_ + "/" + index_.files[i].name;

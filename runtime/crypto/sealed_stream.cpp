@@ -434,6 +434,25 @@ auto SealedReader::Read(llvm::MutableArrayRef<uint8_t> out) -> llvm::Expected<si
   return copied;
 }
 
+auto SealedReader::Seek(uint64_t offset) -> llvm::Error {
+  State& s = *state_;
+  if (s.failed) return Fail(s.path, "seek after a failed read");
+  if (offset > s.plaintext) {
+    return Fail(s.path, fmt::format("offset {} is past the end of its {} plaintext bytes", offset, s.plaintext));
+  }
+  uint64_t index = offset / s.chunk_bytes;
+  auto at = static_cast<off_t>(kSealedHeaderBytes + index * (uint64_t{s.chunk_bytes} + kSealedTagBytes));
+  if (lseek(s.file.fd(), at, SEEK_SET) != at) return Fail(s.path, std::string("cannot seek: ") + std::strerror(errno));
+  s.next_index = index, s.pos = 0, s.end = 0;
+  if (offset % s.chunk_bytes == 0 || index == s.chunks) return llvm::Error::success();
+  if (llvm::Error e = s.NextChunk()) {
+    s.failed = true;
+    return e;
+  }
+  s.pos = static_cast<size_t>(offset % s.chunk_bytes);
+  return llvm::Error::success();
+}
+
 auto SealedReader::ReadAll() -> llvm::Expected<std::vector<uint8_t>> {
   State& s = *state_;
   uint64_t consumed = std::min(s.next_index * s.chunk_bytes, s.plaintext) - (s.end - s.pos);

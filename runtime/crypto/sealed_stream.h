@@ -93,6 +93,9 @@ class SealedReader {
   // after the last chunk authenticated. Until then the bytes read are
   // genuine but may not be all: truncation shows only at the end.
   auto Read(llvm::MutableArrayRef<uint8_t> out) -> llvm::Expected<size_t>;
+  // Moves to plaintext byte `offset` (random access: the chunk that holds it
+  // is read and authenticated); Read goes on from there.
+  auto Seek(uint64_t offset) -> llvm::Error;
   // The rest of the plaintext, the end verified.
   auto ReadAll() -> llvm::Expected<std::vector<uint8_t>>;
   auto plaintext_bytes() const -> uint64_t;

@@ -28,6 +28,8 @@ class DurableFile {
   // fsync, close, rename to the final name, fsync the directory.
   auto Commit() -> llvm::Error;
   auto written() const -> uint64_t { return written_; }
+  // For a writer that writes to the descriptor itself (an encrypting one).
+  auto fd() const -> int { return fd_; }
   auto path() const -> const std::string& { return path_; }
 
  private:

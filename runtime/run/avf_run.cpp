@@ -43,7 +43,7 @@
 namespace {
 
 struct RunFlags {
-  std::string plan, data_dir, checkpoint_dir, resume = "latest", run_dir = ".", metrics;
+  std::string plan, data_dir, checkpoint_dir, checkpoint_key_file, resume = "latest", run_dir = ".", metrics;
   int64_t max_steps = 0;
   uint64_t seed = 1234;
   // Seconds the ranks wait for each other at start (ranks may start minutes
@@ -275,6 +275,13 @@ auto Run(const RunFlags& f, const std::vector<std::string>& args) -> int {
   avf::train::TrainOptions o;
   o.data_dir = f.data_dir;
   o.checkpoint_dir = f.checkpoint_dir;
+  std::optional<avf::crypto::Key> key;
+  if (!f.checkpoint_key_file.empty()) {
+    auto read = avf::crypto::ReadKeyFile(f.checkpoint_key_file);
+    if (!read) return Report(read.takeError());
+    key.emplace(std::move(*read));
+    o.checkpoint_key = &*key;
+  }
   o.plan_sha256 = file->sha256;
   o.resume = f.resume == "latest";
   o.metrics_path = f.metrics.empty() ? f.run_dir + "/metrics.jsonl" : f.metrics;
@@ -456,6 +463,10 @@ auto main(int argc, char** argv) -> int {
   app.add_option("--data-dir", run.data_dir, "Folder of the dataset's shard files")->type_name("DIR");
   app.add_option("--checkpoint-dir", run.checkpoint_dir, "Where checkpoints are written and resumed from")
       ->type_name("DIR");
+  app.add_option("--checkpoint-key-file", run.checkpoint_key_file,
+                 "Encrypt the checkpoints' data files with this key (AES-256-GCM): 32 raw bytes or 64 hex digits, as "
+                 "`openssl rand -hex 32` writes it; resuming needs the same key")
+      ->type_name("FILE");
   app.add_option("--resume", run.resume, "latest (default): resume from the newest committed checkpoint; never")
       ->check(CLI::IsMember({"latest", "never"}));
   app.add_option("--run-dir", run.run_dir, "Folder for metrics.jsonl (default: .)")->type_name("DIR");

@@ -1,5 +1,7 @@
 #include "run/checkpoint_command.h"
 
+#include <optional>
+
 #include <fmt/format.h>
 #include <llvm/Support/raw_ostream.h>
 
@@ -15,6 +17,15 @@ namespace {
 auto Report(llvm::Error e) -> int {
   llvm::errs() << "avf-run: error: " << llvm::toString(std::move(e)) << "\n";
   return 1;
+}
+
+// The key of --key-file, when given.
+auto KeyOf(const CheckpointFlags& f, std::optional<crypto::Key>& key) -> llvm::Error {
+  if (f.key_file.empty()) return llvm::Error::success();
+  llvm::Expected<crypto::Key> read = crypto::ReadKeyFile(f.key_file);
+  if (!read) return read.takeError();
+  key.emplace(std::move(*read));
+  return llvm::Error::success();
 }
 
 auto Verify(const std::string& dir) -> int {
@@ -47,7 +58,11 @@ auto Convert(const CheckpointFlags& f) -> int {
   if (!file) return Report(file.takeError());
   auto runnable = parallel::CheckRunnable(file->plan, static_cast<int>(file->plan->ranks.size()));
   if (!runnable) return Report(runnable.takeError());
-  if (llvm::Error e = train::Convert(*step, *index, **runnable, file->sha256, f.output)) return Report(std::move(e));
+  std::optional<crypto::Key> key;
+  if (llvm::Error e = KeyOf(f, key)) return Report(std::move(e));
+  if (llvm::Error e = train::Convert(*step, *index, **runnable, file->sha256, f.output, key ? &*key : nullptr)) {
+    return Report(std::move(e));
+  }
   llvm::outs() << fmt::format("wrote {} for the {} ranks of {}\n", checkpoint::StepDir(f.output, index->step),
                               (*runnable)->ranks.size(), f.plan);
   return 0;
@@ -58,7 +73,11 @@ auto Export(const CheckpointFlags& f) -> int {
   if (!step) return Report(step.takeError());
   llvm::Expected<checkpoint::Index> index = train::VerifiedIndex(*step);
   if (!index) return Report(index.takeError());
-  if (llvm::Error e = train::ExportSafetensors(*step, *index, f.output, f.dtype == "bf16")) return Report(std::move(e));
+  std::optional<crypto::Key> key;
+  if (llvm::Error e = KeyOf(f, key)) return Report(std::move(e));
+  if (llvm::Error e = train::ExportSafetensors(*step, *index, f.output, f.dtype == "bf16", key ? &*key : nullptr)) {
+    return Report(std::move(e));
+  }
   llvm::outs() << fmt::format("wrote {}/config.json and {}/model.safetensors ({}, step {})\n", f.output, f.output,
                               f.dtype, index->step);
   return 0;
@@ -69,8 +88,10 @@ auto Eval(const CheckpointFlags& f) -> int {
   if (!step) return Report(step.takeError());
   llvm::Expected<checkpoint::Index> index = train::VerifiedIndex(*step);
   if (!index) return Report(index.takeError());
+  std::optional<crypto::Key> key;
+  if (llvm::Error e = KeyOf(f, key)) return Report(std::move(e));
   int64_t windows = 0;
-  llvm::Expected<double> loss = train::Evaluate(*step, *index, f.data, windows);
+  llvm::Expected<double> loss = train::Evaluate(*step, *index, f.data, key ? &*key : nullptr, windows);
   if (!loss) return Report(loss.takeError());
   llvm::outs() << fmt::format("{}: loss {:.6f} over {} windows of {} tokens of {}\n", *step, *loss, windows,
                               index->origin.model.seq_len + 1, f.data);
@@ -97,16 +118,20 @@ auto AddCheckpointCommands(CLI::App& app, CheckpointFlags& f) -> CLI::App* {
   convert->add_option("dir", f.dir, dir_help)->required();
   convert->add_option("--plan", f.plan, "The plan.json of the layout to write")->required();
   convert->add_option("-o,--output", f.output, "Checkpoint directory to write step_NNNNNNNN into")->required();
+  const char* key_help = "The key of an encrypted checkpoint (and of the files written)";
+  convert->add_option("--key-file", f.key_file, key_help)->type_name("FILE");
   CLI::App* exporter = checkpoint->add_subcommand(
       "export", "Write the model as Hugging Face transformers files (config.json, model.safetensors)");
   exporter->add_option("dir", f.dir, dir_help)->required();
   exporter->add_option("--format", f.format, "safetensors (the only format)")->check(CLI::IsMember({"safetensors"}));
   exporter->add_option("--dtype", f.dtype, "fp32 (default) or bf16")->check(CLI::IsMember({"fp32", "bf16"}));
   exporter->add_option("-o,--output", f.output, "Folder to write")->required();
+  exporter->add_option("--key-file", f.key_file, key_help)->type_name("FILE");
   CLI::App* eval = checkpoint->add_subcommand(
       "eval", "Mean loss over the non-overlapping windows of seq_len + 1 tokens of held-out data");
   eval->add_option("dir", f.dir, dir_help)->required();
   eval->add_option("--data", f.data, "A shard file or a folder of shard files")->required();
+  eval->add_option("--key-file", f.key_file, key_help)->type_name("FILE");
   return checkpoint;
 }
 

@@ -9,7 +9,7 @@
 namespace avf::run {
 
 struct CheckpointFlags {
-  std::string dir, plan, output, data, format = "safetensors", dtype = "fp32";
+  std::string dir, plan, output, data, format = "safetensors", dtype = "fp32", key_file;
   bool tensors = false;
 };
 

@@ -28,9 +28,11 @@ auto Fail(std::string message) -> llvm::Error {
 }
 
 // The whole model's fp32 parameters, in the one-rank flat layout.
-auto WholeModel(const std::string& step_dir, const Index& index) -> llvm::Expected<std::vector<float>> {
+auto WholeModel(const std::string& step_dir, const Index& index, const crypto::Key* key)
+    -> llvm::Expected<std::vector<float>> {
+  if (llvm::Error e = checkpoint::CheckKey(step_dir, index, key)) return e;
   model::ParamLayout layout = model::LayoutOf(index.origin.model);
-  checkpoint::DirectorySource source(step_dir, index);
+  checkpoint::DirectorySource source(step_dir, index, key);
   return checkpoint::LoadArray(index, source, layout, StateKind::Param, {0, layout.total});
 }
 
@@ -104,6 +106,8 @@ void PrintInspection(const std::string& step_dir, const Index& index, bool tenso
   out << fmt::format("  holds      {} tensors in {} files, {}\n", index.tensors.size(), index.files.size(),
                      Bytes(bytes));
   out << fmt::format("  integrity  committed; index.json and every file match their SHA-256\n");
+  if (!index.key_id.empty())
+    out << fmt::format("  encrypted  {} (key id {})\n", checkpoint::kCipher.str(), index.key_id);
   if (!tensors) return;
   for (const checkpoint::Tensor& t : index.tensors) {
     out << fmt::format("  {} [{} x {}] in {} chunks\n", t.name, t.rows, t.cols, t.chunks.size());
@@ -111,12 +115,13 @@ void PrintInspection(const std::string& step_dir, const Index& index, bool tenso
 }
 
 auto Convert(const std::string& step_dir, const Index& index, const runtime::RunPlan& plan,
-             const std::string& plan_sha256, const std::string& out_root) -> llvm::Error {
+             const std::string& plan_sha256, const std::string& out_root, const crypto::Key* key) -> llvm::Error {
+  if (llvm::Error e = checkpoint::CheckKey(step_dir, index, key)) return e;
   model::ModelConfig model = parallel::ModelConfigOf(plan);
   if (!SameModel(model, index.origin.model))
     return Fail(fmt::format("{}: the plan's model is not the checkpoint's", step_dir));
   std::string out = checkpoint::StepDir(out_root, index.step);
-  checkpoint::DirectorySource source(step_dir, index);
+  checkpoint::DirectorySource source(step_dir, index, key);
   int64_t ranks = static_cast<int64_t>(plan.ranks.size());
   checkpoint::LoadScratch scratch;
   for (int64_t r = 0; r < ranks; ++r) {
@@ -134,7 +139,7 @@ auto Convert(const std::string& step_dir, const Index& index, const runtime::Run
     checkpoint::SavePlan save = checkpoint::PlanSave(shard, {{StateKind::Param, h.runs.params, values[0]},
                                                              {StateKind::AdamM, h.runs.moments, values[1]},
                                                              {StateKind::AdamV, h.runs.moments, values[2]}});
-    if (llvm::Error e = checkpoint::WriteRank(out, r, save)) return e;
+    if (llvm::Error e = checkpoint::WriteRank(out, r, save, key)) return e;
   }
   Index meta = index;
   meta.files.clear(), meta.tensors.clear();
@@ -143,12 +148,13 @@ auto Convert(const std::string& step_dir, const Index& index, const runtime::Run
   o.pipeline = plan.layout.pipeline, o.virtual_stages = plan.layout.virtual_stages, o.zero = plan.layout.zero;
   o.micro_batch = plan.layout.micro_batch;
   o.precision = runtime::Name(plan.training.precision).str();
+  meta.key_id = key ? checkpoint::KeyId(*key) : "";
   return checkpoint::Commit(out, ranks, meta);
 }
 
-auto ExportSafetensors(const std::string& step_dir, const Index& index, const std::string& out_dir, bool bf16)
-    -> llvm::Error {
-  llvm::Expected<std::vector<float>> flat = WholeModel(step_dir, index);
+auto ExportSafetensors(const std::string& step_dir, const Index& index, const std::string& out_dir, bool bf16,
+                       const crypto::Key* key) -> llvm::Error {
+  llvm::Expected<std::vector<float>> flat = WholeModel(step_dir, index, key);
   if (!flat) return flat.takeError();
   auto ours = interop::OurTensors(index.origin.model, *flat);
   if (!ours) return ours.takeError();
@@ -159,8 +165,8 @@ auto ExportSafetensors(const std::string& step_dir, const Index& index, const st
                                     bf16 ? interop::Dtype::BF16 : interop::Dtype::F32);
 }
 
-auto Evaluate(const std::string& step_dir, const Index& index, const std::string& data, int64_t& windows)
-    -> llvm::Expected<double> {
+auto Evaluate(const std::string& step_dir, const Index& index, const std::string& data, const crypto::Key* key,
+              int64_t& windows) -> llvm::Expected<double> {
   const model::ModelConfig& c = index.origin.model;
   llvm::Expected<std::vector<std::string>> files = ShardFiles(data);
   if (!files) return files.takeError();
@@ -173,7 +179,7 @@ auto Evaluate(const std::string& step_dir, const Index& index, const std::string
     return Fail(
         fmt::format("{}: {} tokens, fewer than one window of seq_len + 1 = {}", data, (*reader)->tokens(), window));
   }
-  llvm::Expected<std::vector<float>> flat = WholeModel(step_dir, index);
+  llvm::Expected<std::vector<float>> flat = WholeModel(step_dir, index, key);
   if (!flat) return flat.takeError();
   model::Transformer<float> m(c);
   std::copy(flat->begin(), flat->end(), m.parameters().begin());

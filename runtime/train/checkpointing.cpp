@@ -31,6 +31,7 @@ auto MetaOf(const CheckpointContext& c, int64_t step) -> Index {
   o.ranks = c.world, o.data = p.layout.data, o.tensor = p.layout.tensor, o.pipeline = p.layout.pipeline;
   o.virtual_stages = p.layout.virtual_stages, o.zero = p.layout.zero, o.micro_batch = p.layout.micro_batch;
   o.init_seed = c.seed;
+  if (c.key) index.key_id = checkpoint::KeyId(*c.key);
   checkpoint::DataPosition& d = index.data;
   d.dataset = p.data.name, d.tokens = c.dataset_tokens;
   d.global_batch = c.order->global_batch(), d.seq_len = c.order->seq_len();
@@ -93,7 +94,7 @@ auto VerifyShared(const CheckpointContext& c, parallel::Engine& engine, const st
 
 auto Restore(const CheckpointContext& c, parallel::Engine& engine, const std::string& dir, const Index& index)
     -> llvm::Error {
-  checkpoint::DirectorySource source(dir, index);
+  checkpoint::DirectorySource source(dir, index, c.key);
   parallel::Engine::StateRuns runs = engine.state_runs();
   parallel::Engine::OptimizerState state;
   state.step = index.step;
@@ -131,7 +132,7 @@ auto WriteSnapshot(const CheckpointContext& c, const SavedState& saved, int64_t 
   checkpoint::SavePlan plan = checkpoint::PlanSave(shard, {{StateKind::Param, runs.params, saved.state.params},
                                                            {StateKind::AdamM, runs.moments, saved.state.m},
                                                            {StateKind::AdamV, runs.moments, saved.state.v}});
-  return checkpoint::WriteRank(checkpoint::StepDir(c.root, step), c.rank, plan);
+  return checkpoint::WriteRank(checkpoint::StepDir(c.root, step), c.rank, plan, c.key);
 }
 
 auto SaveCheckpoint(const CheckpointContext& c, parallel::Engine& engine, int64_t step, SavedState& snapshot)
@@ -188,6 +189,9 @@ auto ResumeLatest(const CheckpointContext& c, parallel::Engine& engine, llvm::ra
     // The index's and the files' own errors name them; a mismatch names the directory.
     std::string why = index ? MismatchWithJob(c, *index) : llvm::toString(index.takeError());
     if (index && !why.empty()) why = fmt::format("{}: {}", dir, why);
+    if (index && why.empty()) {
+      if (llvm::Error e = checkpoint::CheckKey(dir, *index, c.key)) why = llvm::toString(std::move(e));
+    }
     if (why.empty()) {
       if (llvm::Error e = VerifyShared(c, engine, dir, *index, why)) return e;
     }

@@ -12,6 +12,7 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include "checkpoint/index.h"
+#include "crypto/key_file.h"
 #include "data/batches.h"
 #include "parallel/engine.h"
 #include "plan/plan.h"
@@ -26,6 +27,7 @@ struct CheckpointContext {
   uint64_t seed = 0;        // the parameters' initialisation
   const data::SequenceOrder* order = nullptr;
   int64_t dataset_tokens = 0;
+  const crypto::Key* key = nullptr;  // seals the data files (checkpoint { encrypt })
 };
 
 // Saves the state after `step` steps; every rank calls it, then (after a

@@ -217,7 +217,8 @@ auto Train(const parallel::RunnablePlan& runnable, const TrainOptions& options, 
                       options.plan_sha256,
                       options.seed,
                       &loop.loader->order(),
-                      dataset_tokens};
+                      dataset_tokens,
+                      options.checkpoint_key};
   if (plan.checkpoint && plan.checkpoint->async && !options.checkpoint_dir.empty()) {
     loop.async = std::make_unique<AsyncCheckpoints>(loop.checkpoints, *loop.engine,
                                                     [&loop](int64_t at) { return loop.Commit(at); });

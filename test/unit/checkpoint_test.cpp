@@ -95,7 +95,8 @@ class Checkpoints : public ::testing::Test {
   void SetUp() override { ASSERT_FALSE(root_.empty()); }
 
   // Every rank of `l` saves, then the step is committed.
-  void Save(const model::ModelConfig& c, const Layout& l, const std::string& dir, int64_t step = 7) {
+  void Save(const model::ModelConfig& c, const Layout& l, const std::string& dir, int64_t step = 7,
+            const crypto::Key* key = nullptr) {
     for (int64_t r = 0; r < l.ranks(); ++r) {
       RankState s = HeldBy(c, l, r);
       Coords at = CoordsOf(l, r);
@@ -103,22 +104,25 @@ class Checkpoints : public ::testing::Test {
       SavePlan plan = PlanSave(shard, {{StateKind::Param, s.params, s.values[0]},
                                        {StateKind::AdamM, s.moments, s.values[1]},
                                        {StateKind::AdamV, s.moments, s.values[2]}});
-      ASSERT_FALSE(WriteRank(dir, r, plan));
+      ASSERT_FALSE(WriteRank(dir, r, plan, key));
     }
     Index meta;
     meta.step = step;
     meta.origin.job = "tiny", meta.origin.model = c, meta.origin.precision = "fp32";
     meta.origin.plan_sha256 = std::string(64, 'a');
     meta.data = {"toy", 1000, 8, 8, step, 0, 8 * step};
+    if (key) meta.key_id = KeyId(*key);
     llvm::Error committed = Commit(dir, l.ranks(), meta);
     ASSERT_FALSE(committed) << Message(std::move(committed));
   }
 
   // Every rank of `l` loads what it holds and finds exactly the saved values.
-  void ExpectLoads(const model::ModelConfig& c, const Layout& l, const std::string& dir) {
+  void ExpectLoads(const model::ModelConfig& c, const Layout& l, const std::string& dir,
+                   const crypto::Key* key = nullptr) {
     llvm::Expected<Index> index = OpenIndex(dir);
     ASSERT_TRUE(bool(index)) << Message(index.takeError());
-    DirectorySource source(dir, *index);
+    ASSERT_FALSE(CheckKey(dir, *index, key));
+    DirectorySource source(dir, *index, key);
     for (int64_t r = 0; r < l.ranks(); ++r) {
       RankState want = HeldBy(c, l, r);
       for (StateKind kind : kStateKinds) {
@@ -167,6 +171,27 @@ TEST_F(Checkpoints, EveryElementIsSavedOnce) {
     EXPECT_EQ(bytes, static_cast<uint64_t>(12 * parameters)) << l.Name();
     EXPECT_EQ(index->files.size(), static_cast<size_t>(l.ranks()));
   }
+}
+
+// Sealed data files load alike under another layout with the key; without
+// it, or with another, they are refused before anything is read.
+TEST_F(Checkpoints, EncryptedFilesLoadWithTheirKey) {
+  model::ModelConfig c = Tiny(model::Arch::Llama);
+  auto key = crypto::Key::FromBytes(std::vector<uint8_t>(32, 7));
+  auto other = crypto::Key::FromBytes(std::vector<uint8_t>(32, 8));
+  ASSERT_TRUE(key && other);
+  std::string dir = root_ + "/sealed";
+  Save(c, {2, 2, 1, 2, 1}, dir, 7, &*key);
+  ExpectLoads(c, {1, 2, 2, 2, 3}, dir, &*key);
+  llvm::Expected<Index> index = OpenIndex(dir);
+  ASSERT_TRUE(bool(index)) << Message(index.takeError());
+  EXPECT_EQ(index->key_id, KeyId(*key));
+  EXPECT_THAT(Message(CheckKey(dir, *index, nullptr)), HasSubstr("its files are encrypted (key id "));
+  EXPECT_THAT(Message(CheckKey(dir, *index, &*other)), HasSubstr("its files are encrypted with another key"));
+  std::ifstream in(dir + "/rank_00000.bin", std::ios::binary);
+  char magic[4] = {};
+  in.read(magic, 4);
+  EXPECT_EQ(std::string(magic, 4), "AVFE");
 }
 
 TEST(PartRuns, RowsAndColumns) {

@@ -259,6 +259,23 @@ TEST_F(SealedTest, ReadsInPiecesAndKnowsTheSizeFirst) {
   EXPECT_TRUE(got && *got == 0);
 }
 
+// Random access: every offset, read on from there, gives the plaintext's bytes.
+TEST_F(SealedTest, SeeksAnywhere) {
+  std::vector<uint8_t> plain = Pattern(3 * kChunk + 5);
+  Seal(path_, plain, key_);
+  llvm::Expected<SealedReader> reader = SealedReader::Open(key_, path_, "rank_0000.bin");
+  ASSERT_TRUE(bool(reader)) << ErrorText(reader.takeError());
+  for (size_t offset : {size_t{0}, size_t{1}, size_t{kChunk - 1}, size_t{kChunk}, size_t{2 * kChunk + 3},
+                        size_t{3 * kChunk + 4}, plain.size()}) {
+    ASSERT_FALSE(bool(reader->Seek(offset))) << offset;
+    std::vector<uint8_t> piece(std::min<size_t>(kChunk + 2, plain.size() - offset));
+    llvm::Expected<size_t> got = reader->Read(piece);
+    ASSERT_TRUE(got && *got == piece.size()) << offset;
+    EXPECT_TRUE(std::equal(piece.begin(), piece.end(), plain.begin() + static_cast<ptrdiff_t>(offset))) << offset;
+  }
+  EXPECT_NE(ErrorText(reader->Seek(plain.size() + 1)).find("is past the end of its"), std::string::npos);
+}
+
 TEST_F(SealedTest, DefaultChunkSizeAndFd) {
   std::vector<uint8_t> plain = Pattern(kDefaultChunkBytes + 1);
   int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
