@@ -9,7 +9,8 @@
 // one-rank reference itself and compares its own shard with it. The bf16
 // rows hold the bf16 layouts to the one-rank bf16 run (bounds at
 // Bf16Tolerance), and one test holds the one-rank bf16 run to fp32 over 240
-// steps.
+// steps. The Evaluation rows hold Engine::Evaluate to the one-rank run's and
+// the next Step's loss, and to changing nothing.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -126,23 +127,40 @@ struct Trained {
   std::unique_ptr<Engine> engine;
 };
 
-// One rank with every data rank's micro-batches of each step, in data-rank
-// order, on `backends` (empty: the CPU backend).
-auto Reference(const PlanShape& s, const Backends& backends = {}) -> llvm::Expected<Trained> {
+// Data rank d's first `count` micro-batches of `step`.
+auto RankBatches(const PlanShape& s, int64_t step, int64_t d, int64_t count) -> std::vector<data::Batch> {
+  std::vector<data::Batch> batches;
+  for (int64_t m = 0; m < count; ++m) batches.push_back(MicroBatch(s, step, d, m));
+  return batches;
+}
+
+// Every data rank's first `count` micro-batches of `step`, in data-rank order.
+auto GlobalBatches(const PlanShape& s, int64_t step, int64_t count) -> std::vector<data::Batch> {
+  std::vector<data::Batch> batches;
+  for (int64_t d = 0; d < s.data; ++d) {
+    for (data::Batch& b : RankBatches(s, step, d, count)) batches.push_back(std::move(b));
+  }
+  return batches;
+}
+
+// The one-rank plan that takes `s`'s global batches.
+auto OneRank(const PlanShape& s) -> PlanShape {
   PlanShape one = s;
   one.tensor = one.data = one.pipeline = one.chunks = 1, one.zero = 0, one.sequence_parallel = false;
   one.schedule = runtime::PipelineSchedule::OneFOneB;
   one.micro_batches = s.micro_batches * s.data;
-  auto plan = Runnable(one, 1);
+  return one;
+}
+
+// One rank with every data rank's micro-batches of each step, in data-rank
+// order, on `backends` (empty: the CPU backend).
+auto Reference(const PlanShape& s, const Backends& backends = {}) -> llvm::Expected<Trained> {
+  auto plan = Runnable(OneRank(s), 1);
   if (!plan) return plan.takeError();
   Trained t{{}, std::move(*plan), nullptr};
   t.engine = Engine::Create({&*t.plan, 0, nullptr, nullptr, Optimizer(), 7, backends});
   for (int64_t step = 0; step < kSteps; ++step) {
-    std::vector<data::Batch> batches;
-    for (int64_t d = 0; d < s.data; ++d) {
-      for (int64_t m = 0; m < s.micro_batches; ++m) batches.push_back(MicroBatch(s, step, d, m));
-    }
-    auto r = t.engine->Step(batches, false);
+    auto r = t.engine->Step(GlobalBatches(s, step, s.micro_batches), false);
     if (!r) return r.takeError();
     t.losses.push_back(r->loss);
   }
@@ -291,13 +309,140 @@ INSTANTIATE_TEST_SUITE_P(
                       Bf16(Shape(2, 1, 2, 2, kInterleaved, 0, 4, false, model::Arch::Llama))),
     [](const ::testing::TestParamInfo<PlanShape>& info) { return testing::ShapeName(info.param); });
 
+// Evaluate. Every rank of a layout trains a step, evaluates the next step's
+// batches (the step's count of micro-batches, and one more, which no
+// schedule would take) and trains that step; a second engine trains the two
+// steps without evaluating. Evaluate gives the one-rank run's loss (within
+// the matrix's loss tolerance), the same on every rank and, bit for bit, the
+// loss that the next Step reports for the same batches, on one rank as on
+// every layout; and it changes nothing: the steps after it have the bits of
+// the steps without it (losses, norms, parameters, moments, step count).
+struct TwoSteps {
+  std::vector<double> evaluated;  // one per count evaluated
+  std::vector<Engine::StepResult> steps;
+  Engine::OptimizerState state;
+};
+
+// This rank's micro-batches of a step, `count` per data rank.
+using BatchesOf = std::function<std::vector<data::Batch>(int64_t step, int64_t count)>;
+
+// Step 0; Evaluate step 1's batches, for each of `counts`; step 1.
+auto RunTwoSteps(Engine& engine, const BatchesOf& batches, int64_t micro_batches, const std::vector<int64_t>& counts)
+    -> llvm::Expected<TwoSteps> {
+  TwoSteps run;
+  for (int64_t step : {0, 1}) {
+    for (int64_t count : step == 1 ? counts : std::vector<int64_t>{}) {
+      auto loss = engine.Evaluate(batches(step, count));
+      if (!loss) return loss.takeError();
+      run.evaluated.push_back(*loss);
+    }
+    auto r = engine.Step(batches(step, micro_batches), 0);
+    if (!r) return r.takeError();
+    run.steps.push_back(*r);
+  }
+  run.state = engine.SaveState();
+  return run;
+}
+
+// "" when every rank evaluated the same losses.
+auto SameOnEveryRank(comm::Communicator& world, const std::vector<double>& losses) -> std::string {
+  std::vector<float> mine(losses.begin(), losses.end()), all(mine.size() * static_cast<size_t>(world.size()));
+  if (llvm::Error e = world.AllGather(mine.data(), all.data(), mine.size())) return comm::testing::Text(std::move(e));
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (all[i] != mine[i % mine.size()]) {
+      return fmt::format("rank {} evaluated {}, rank {} {}", i / mine.size(), all[i], world.rank(),
+                         mine[i % mine.size()]);
+    }
+  }
+  return "";
+}
+
+// "" when Step, Evaluate, Step trained to the bits of Step, Step.
+auto Unchanged(const TwoSteps& evaluated, const TwoSteps& plain) -> std::string {
+  for (size_t i = 0; i < plain.steps.size(); ++i) {
+    const Engine::StepResult &got = evaluated.steps[i], &want = plain.steps[i];
+    if (got.loss != want.loss || got.grad_norm != want.grad_norm) {
+      return fmt::format("step {} with Evaluate: loss {} and norm {}, without {} and {}", i + 1, got.loss,
+                         got.grad_norm, want.loss, want.grad_norm);
+    }
+  }
+  const Engine::OptimizerState &got = evaluated.state, &want = plain.state;
+  if (got.params != want.params || got.m != want.m || got.v != want.v || got.step != want.step) {
+    return "Evaluate changed the parameters, moments or step count after the next step";
+  }
+  return "";
+}
+
+auto EvaluateRank(const PlanShape& s, comm::Communicator& world) -> std::string {
+  const std::vector<int64_t> counts{s.micro_batches, s.micro_batches + 1};
+  auto one_plan = Runnable(OneRank(s), 1);
+  if (!one_plan) return "one rank: " + llvm::toString(one_plan.takeError());
+  std::unique_ptr<Engine> one = Engine::Create({&*one_plan, 0, nullptr, nullptr, Optimizer(), 7, {}});
+  auto global = [&](int64_t step, int64_t count) { return GlobalBatches(s, step, count); };
+  auto want = RunTwoSteps(*one, global, s.micro_batches, counts);
+  if (!want) return "one rank: " + llvm::toString(want.takeError());
+  if (want->evaluated[0] != want->steps[1].loss) {
+    return fmt::format("one rank: Evaluate {}, the next Step {}", want->evaluated[0], want->steps[1].loss);
+  }
+  auto plan = Runnable(s, world.size());
+  if (!plan) return "plan: " + llvm::toString(plan.takeError());
+  auto groups = BuildGroups(world, plan->valid());
+  if (!groups) return "groups: " + comm::testing::Text(groups.takeError());
+  int64_t d = (*plan)->ranks[static_cast<size_t>(world.rank())].data;
+  auto run = [&](const std::vector<int64_t>& evaluate) {
+    std::unique_ptr<Engine> engine = Engine::Create({&*plan, world.rank(), &world, &*groups, Optimizer(), 7, {}});
+    auto mine = [&](int64_t step, int64_t count) { return RankBatches(s, step, d, count); };
+    return RunTwoSteps(*engine, mine, s.micro_batches, evaluate);
+  };
+  auto got = run(counts);
+  if (!got) return llvm::toString(got.takeError());
+  for (size_t i = 0; i < counts.size(); ++i) {
+    double g = got->evaluated[i], w = want->evaluated[i];
+    if (std::abs(g - w) > ToleranceOf(s).loss * std::abs(w)) {
+      return fmt::format("{} micro-batches: Evaluate {:.9f}, one rank {:.9f}", counts[i], g, w);
+    }
+  }
+  if (got->evaluated[0] != got->steps[1].loss) {
+    return fmt::format("Evaluate {}, the next Step {}", got->evaluated[0], got->steps[1].loss);
+  }
+  if (std::string e = SameOnEveryRank(world, got->evaluated); !e.empty()) return e;
+  auto plain = run({});
+  if (!plain) return "without Evaluate: " + llvm::toString(plain.takeError());
+  return Unchanged(*got, *plain);
+}
+
+class Evaluation : public ::testing::TestWithParam<PlanShape> {};
+
+TEST_P(Evaluation, MatchesOneRankAndChangesNothing) {
+  const PlanShape& s = GetParam();
+  ExpectEveryRankOk(s, [&](comm::Communicator& w) { return EvaluateRank(s, w); });
+}
+
+// One rank; data; tensor with and without sequence parallelism; the three
+// schedules (interleaved with 2 and 4 stages); ZeRO 1 to 3; mixed layouts;
+// Llama; and in bf16 one rank, tensor, interleaved, ZeRO 1 and 3.
+INSTANTIATE_TEST_SUITE_P(
+    Rows, Evaluation,
+    ::testing::Values(Shape(1, 1, 1, 1, k1F1B, 0, 2, false), Shape(1, 2, 1, 1, k1F1B, 0, 2, false),
+                      Shape(2, 1, 1, 1, k1F1B, 0, 2, false), Shape(2, 1, 1, 1, k1F1B, 0, 2, true),
+                      Shape(1, 1, 2, 1, k1F1B, 0, 4, false), Shape(1, 1, 2, 2, kInterleaved, 0, 4, false),
+                      Shape(1, 1, 4, 2, kInterleaved, 0, 4, false, model::Arch::Gpt2, 8),
+                      Shape(1, 1, 2, 1, kGpipe, 0, 4, false), Shape(2, 1, 4, 1, kGpipe, 0, 4, true),
+                      Shape(1, 2, 1, 1, k1F1B, 1, 4, false), Shape(1, 2, 1, 1, k1F1B, 2, 4, false),
+                      Shape(1, 2, 2, 1, k1F1B, 3, 4, false), Shape(2, 2, 2, 1, k1F1B, 3, 4, true),
+                      Shape(1, 2, 2, 2, kInterleaved, 2, 4, false, model::Arch::Llama),
+                      Bf16(Shape(1, 1, 1, 1, k1F1B, 0, 2, false)), Bf16(Shape(2, 1, 1, 1, k1F1B, 0, 1, true)),
+                      Bf16(Shape(1, 1, 2, 2, kInterleaved, 0, 4, false)), Bf16(Shape(1, 2, 1, 1, k1F1B, 1, 4, false)),
+                      Bf16(Shape(2, 2, 1, 1, k1F1B, 3, 4, false, model::Arch::Llama))),
+    [](const ::testing::TestParamInfo<PlanShape>& info) { return testing::ShapeName(info.param); });
+
 // The engine on a backend whose memory the host cannot touch (OpaqueBackend,
 // a GPU's stand-in): the communicators staged through host memory, the
 // optimizer, the norm and the scaling in the backend. Its kernels are the
-// CPU backend's, so every step's loss and norm and the final parameters
-// and moments are the CPU backend's bits, for every parallel mode; after the
-// first step nothing more is allocated in the backend's memory (but for the
-// pipeline senders' buffers over device links).
+// CPU backend's, so every step's loss and norm, an Evaluate after them and
+// the final parameters and moments are the CPU backend's bits, for every
+// parallel mode; after the first step nothing more is allocated in the
+// backend's memory (but for the pipeline senders' buffers over device links).
 // With `device_comm` its communicators take device memory as NCCL's do
 // (testing::OpaqueDeviceCommunicator): synced, not staged, and the pipeline
 // sends and the step's agreement keep their data in the backend.
@@ -338,6 +483,12 @@ auto RunRankOpaque(const PlanShape& s, comm::Communicator& world, bool device_co
                          got->grad_norm, want->loss, want->grad_norm);
     }
   }
+  std::vector<data::Batch> held_out = RankBatches(s, kSteps, d, s.micro_batches);
+  auto cpu_loss = host->Evaluate(held_out);
+  if (!cpu_loss) return "Evaluate on the CPU backend: " + llvm::toString(cpu_loss.takeError());
+  auto opaque_loss = device->Evaluate(held_out);
+  if (!opaque_loss) return "Evaluate on the opaque backend: " + llvm::toString(opaque_loss.takeError());
+  if (*opaque_loss != *cpu_loss) return fmt::format("Evaluate: {}, the CPU backend's {}", *opaque_loss, *cpu_loss);
   // Over device links a pipeline's sender keeps a buffer per message in
   // flight, as many as the schedule's timing makes (at most a step's sends).
   bool device_pipeline = device_comm && s.pipeline > 1;
