@@ -43,7 +43,7 @@
 namespace {
 
 struct RunFlags {
-  std::string plan, data_dir, checkpoint_dir, checkpoint_key_file, resume = "latest", run_dir = ".", metrics;
+  std::string plan, data_dir, checkpoint_dir, checkpoint_key_file, init, resume = "latest", run_dir = ".", metrics;
   int64_t max_steps = 0;
   uint64_t seed = 1234;
   // Seconds the ranks wait for each other at start (ranks may start minutes
@@ -284,6 +284,7 @@ auto Run(const RunFlags& f, const std::vector<std::string>& args) -> int {
   }
   o.plan_sha256 = file->sha256;
   o.resume = f.resume == "latest";
+  o.init_dir = f.init;
   o.metrics_path = f.metrics.empty() ? f.run_dir + "/metrics.jsonl" : f.metrics;
   o.seed = f.seed;
   o.max_steps = f.max_steps;
@@ -467,6 +468,10 @@ auto main(int argc, char** argv) -> int {
                  "Encrypt the checkpoints' data files with this key (AES-256-GCM): 32 raw bytes or 64 hex digits, as "
                  "`openssl rand -hex 32` writes it; resuming needs the same key")
       ->type_name("FILE");
+  app.add_option("--init", run.init,
+                 "Start from these pretrained weights unless a checkpoint is resumed: a folder of config.json and "
+                 "model.safetensors in the transformers layout (`avf-run checkpoint export` writes one)")
+      ->type_name("DIR");
   app.add_option("--resume", run.resume, "latest (default): resume from the newest committed checkpoint; never")
       ->check(CLI::IsMember({"latest", "never"}));
   app.add_option("--run-dir", run.run_dir, "Folder for metrics.jsonl (default: .)")->type_name("DIR");

@@ -4,6 +4,7 @@
 
 #include "checkpoint/chunks.h"
 #include "checkpoint/store.h"
+#include "interop/huggingface.h"
 #include "parallel/runnable.h"
 
 namespace avf::train {
@@ -52,8 +53,6 @@ auto HoldingsOf(const runtime::RunPlan& p, int64_t rank) -> RankHoldings {
   h.runs = {sliced ? mine : optim::ElementRun{0, h.layout.total}, mine};
   return h;
 }
-
-namespace {}  // namespace
 
 auto SameModel(const model::ModelConfig& a, const model::ModelConfig& b) -> bool {
   return a.arch == b.arch && a.layers == b.layers && a.hidden == b.hidden && a.heads == b.heads &&
@@ -175,6 +174,59 @@ auto MismatchWithJob(const CheckpointContext& c, const Index& index) -> std::str
     return fmt::format("it is at step {}, past the job's {} steps", index.step, p.training.steps);
   }
   return "";
+}
+
+namespace {
+
+// A whole model's fp32 parameters in memory, as the chunks of an index.
+class FlatSource : public checkpoint::ChunkSource {
+ public:
+  explicit FlatSource(const std::vector<float>& flat) : flat_(flat) {}
+  auto Read(int64_t, uint64_t offset, int64_t count, float* out) -> llvm::Error override {
+    std::copy_n(flat_.begin() + static_cast<int64_t>(offset / sizeof(float)), count, out);
+    return llvm::Error::success();
+  }
+
+ private:
+  const std::vector<float>& flat_;
+};
+
+auto FlatIndex(const model::ParamLayout& whole) -> Index {
+  Index index;
+  index.files.push_back({"memory", static_cast<uint64_t>(whole.total) * sizeof(float), ""});
+  for (const model::ParamTensor& t : whole.tensors) {
+    if (t.size == 0) continue;
+    checkpoint::Chunk chunk{0, static_cast<uint64_t>(t.offset) * sizeof(float), t.part, 0, t.size};
+    index.tensors.push_back({(checkpoint::Prefix(StateKind::Param) + t.name).str(), t.part.rows, t.part.cols, {chunk}});
+  }
+  return index;
+}
+
+}  // namespace
+
+auto InitFromPretrained(const CheckpointContext& c, parallel::Engine& engine, const std::string& dir,
+                        llvm::raw_ostream& progress) -> llvm::Error {
+  llvm::Expected<interop::ImportedModel> imported = interop::ImportHuggingFace(dir);
+  if (!imported) return imported.takeError();
+  model::ModelConfig model = parallel::ModelConfigOf(*c.plan);
+  if (!SameModel(imported->config, model)) {
+    return Fail(fmt::format("{}: the pretrained model is a {}, but this job trains a {}", dir,
+                            Describe(imported->config), Describe(model)));
+  }
+  llvm::Expected<std::vector<float>> flat = interop::OurFlat(model, imported->tensors);
+  if (!flat) return Fail(fmt::format("{}: {}", dir, llvm::toString(flat.takeError())));
+  FlatSource source(*flat);
+  Index index = FlatIndex(model::LayoutOf(model));
+  parallel::Engine::StateRuns runs = engine.state_runs();
+  parallel::Engine::OptimizerState state;
+  auto params = checkpoint::LoadArray(index, source, engine.layout(), StateKind::Param, runs.params);
+  if (!params) return Fail(fmt::format("{}: {}", dir, llvm::toString(params.takeError())));
+  state.params = std::move(*params);
+  state.m.assign(static_cast<size_t>(runs.moments.count), 0.0f);
+  state.v.assign(static_cast<size_t>(runs.moments.count), 0.0f);
+  if (llvm::Error e = engine.RestoreState(state)) return e;
+  if (c.rank == 0) progress << fmt::format("starting from the pretrained weights in {}\n", dir);
+  return llvm::Error::success();
 }
 
 auto ResumeLatest(const CheckpointContext& c, parallel::Engine& engine, llvm::raw_ostream& progress)

@@ -70,6 +70,13 @@ auto MetaOf(const CheckpointContext& c, int64_t step) -> checkpoint::Index;
 
 auto SameModel(const model::ModelConfig& a, const model::ModelConfig& b) -> bool;
 
+// Every rank: starts from pretrained weights instead of the initialisation,
+// a folder in the transformers layout (config.json, model.safetensors;
+// docs/huggingface.md) whose model must be the plan's. The optimizer starts
+// fresh (moments zero, step 0).
+auto InitFromPretrained(const CheckpointContext& c, parallel::Engine& engine, const std::string& dir,
+                        llvm::raw_ostream& progress) -> llvm::Error;
+
 // Why `index` cannot resume this job ("" when it can).
 auto MismatchWithJob(const CheckpointContext& c, const checkpoint::Index& index) -> std::string;
 

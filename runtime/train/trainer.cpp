@@ -226,6 +226,9 @@ auto Train(const parallel::RunnablePlan& runnable, const TrainOptions& options, 
   if (options.resume && !options.checkpoint_dir.empty()) {
     if (llvm::Error e = loop.Resume()) return e;
   }
+  if (loop.step == 0 && !options.init_dir.empty()) {
+    if (llvm::Error e = InitFromPretrained(loop.checkpoints, *loop.engine, options.init_dir, progress)) return e;
+  }
   if (!options.metrics_path.empty() && options.rank == 0) {
     int64_t dropped = 0;
     auto metrics = MetricsFile::Open(options.metrics_path, loop.step, &dropped);

@@ -24,12 +24,13 @@ struct TrainOptions {
   std::string plan_sha256;                      // of plan.json, recorded in the checkpoints
   const crypto::Key* checkpoint_key = nullptr;  // seals the checkpoints' data files
   bool resume = false;                          // from the newest committed checkpoint, if any
-  std::string metrics_path;                     // JSON lines, one per step
-  uint64_t seed = 1234;                         // parameter initialisation
-  int64_t max_steps = 0;                        // stop after this many steps (0: the plan's)
-  bool terminal = false;                        // redraw one progress line instead of printing lines
-  int rank = 0;                                 // this process's rank in the plan
-  parallel::Backends backends;                  // what the engine computes on (empty: the CPU backend)
+  std::string init_dir;         // pretrained weights (transformers layout), when no checkpoint is resumed
+  std::string metrics_path;     // JSON lines, one per step
+  uint64_t seed = 1234;         // parameter initialisation
+  int64_t max_steps = 0;        // stop after this many steps (0: the plan's)
+  bool terminal = false;        // redraw one progress line instead of printing lines
+  int rank = 0;                 // this process's rank in the plan
+  parallel::Backends backends;  // what the engine computes on (empty: the CPU backend)
   // The ranks of the plan, all data-parallel; null for a single-rank plan.
   comm::Communicator* world = nullptr;
   // Set (by a signal handler) to the signal number to ask for a clean stop:
