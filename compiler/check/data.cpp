@@ -72,24 +72,79 @@ void CheckReachable(const JobSpec& s, const Location& loc, llvm::SMRange at, Dat
       .Help("use a shared tier (`beegfs`, `lustre`, `nfs`, `pvc` or an object store) for multi-node jobs");
 }
 
+// The dataset's token width holds every id of the model's vocabulary.
+void CheckFormatFits(const JobSpec& s, const DatasetSpec& ds, llvm::SMRange format, DataChecked& checked,
+                     diag::DiagnosticEngine& diags) {
+  int64_t vocab = s.workload.model.vocab;
+  if (ds.token_bytes != 2 || vocab <= 65536 || !checked.formats.insert({ds.name, s.model_name}).second) return;
+  diags.Report(DiagId::VocabTooLargeForFormat, format, vocab, Name(ds.format))
+      .Note(s.at.vocab, fmt::format("model `{}` has `vocab = {}`", s.model_name, vocab))
+      .Help("`tokens_u16` holds token ids below 65,536; use `format = tokens_u32`");
+}
+
+// Held-out data is read in place from a file-system tier (the trainer reads
+// shard files; only the training data is staged), in the model's token width.
+void CheckValidation(const JobSpec& s, DataChecked& checked, diag::DiagnosticEngine& diags) {
+  const ValidationSpec& v = *s.validation;
+  const DatasetSpec& ds = v.dataset;
+  if (ds.name == s.dataset.name) {
+    diags.Report(DiagId::ValidationIsTrainingData, s.at.validation_data, s.name, ds.name)
+        .Help("declare a held-out dataset, shards the job does not train on, for `validation.data`");
+    return;
+  }
+  CheckFormatFits(s, ds, s.at.validation_format, checked, diags);
+  // Jobs that share a held-out dataset hear about its tiers once.
+  if (!checked.datasets.insert("validation " + ds.name).second) return;
+  if (ds.stage_to) {
+    diags.Report(DiagId::ValidationStaged, s.at.validation_stage_to, ds.name)
+        .Note(s.at.validation_data, "used for validation here")
+        .Help("remove `stage_to`: put the held-out shards on a file-system tier the trainer reads");
+  } else if (ds.source.valid() && !IsFileSystem(ds.source.storage_kind)) {
+    diags
+        .Report(DiagId::ValidationNotFiles, s.at.validation_source, ds.name, Name(ds.source.storage_kind),
+                ds.source.storage)
+        .Note(s.at.validation_data, "used for validation here")
+        .Help(
+            "held-out data is read in place: put its shards on a file-system tier (`beegfs`, `lustre`, `nfs`, "
+            "`pvc` or `local`)");
+  }
+}
+
+// The pretrained weights are read in place, as files; encrypted checkpoints
+// need a folder to be written to.
+void CheckInitAndEncrypt(const JobSpec& s, diag::DiagnosticEngine& diags) {
+  if (s.init && !IsFileSystem(s.init->storage_kind)) {
+    diags.Report(DiagId::InitNotFileSystem, s.at.init, s.name, Name(s.init->storage_kind), s.init->storage)
+        .Help(
+            "init must be on a file-system tier (`beegfs`, `lustre`, `nfs`, `pvc` or `local`); copy the folder "
+            "(config.json, model.safetensors) there");
+  }
+  const CheckpointSpec& c = s.checkpoint;
+  if (c.enabled && !c.encrypt_secret.empty() && !c.dir) {
+    diags.Report(DiagId::EncryptWithoutCheckpointDir, s.at.encrypt, s.name)
+        .Help("add `dir = HOT_TIER / \"ckpt/" + s.name + "\"` to the checkpoint record, or remove `encrypt`");
+  }
+}
+
 }  // namespace
 
 void CheckData(const JobSpec& s, DataChecked& checked, diag::DiagnosticEngine& diags) {
   const DatasetSpec& ds = s.dataset;
-  int64_t vocab = s.workload.model.vocab;
-  if (ds.token_bytes == 2 && vocab > 65536 && checked.formats.insert({ds.name, s.model_name}).second) {
-    diags.Report(DiagId::VocabTooLargeForFormat, s.at.format, vocab, Name(ds.format))
-        .Note(s.at.vocab, fmt::format("model `{}` has `vocab = {}`", s.model_name, vocab))
-        .Help("`tokens_u16` holds token ids below 65,536; use `format = tokens_u32`");
-  }
+  CheckFormatFits(s, ds, s.at.format, checked, diags);
   if (checked.datasets.insert(ds.name).second) CheckHotTier(s, diags);
   CheckTrainingTokens(s, diags);
+  if (s.validation) CheckValidation(s, checked, diags);
+  CheckInitAndEncrypt(s, diags);
 }
 
 void CheckStorage(const JobSpec& s, DataChecked& checked, diag::DiagnosticEngine& diags) {
   // The trainer reads the staged copy when there is one, else the source.
   if (s.dataset.stage_to) CheckReachable(s, *s.dataset.stage_to, s.at.stage_to, checked, diags);
   else if (s.dataset.source.valid()) CheckReachable(s, s.dataset.source, s.at.dataset_source, checked, diags);
+  if (s.init) CheckReachable(s, *s.init, s.at.init, checked, diags);
+  if (s.validation && s.validation->dataset.source.valid() && s.validation->dataset.name != s.dataset.name) {
+    CheckReachable(s, s.validation->dataset.source, s.at.validation_source, checked, diags);
+  }
   const CheckpointSpec& c = s.checkpoint;
   if (!c.dir) return;
   if (!IsFileSystem(c.dir->storage_kind)) {

@@ -157,25 +157,51 @@ void ReadCluster(const Program& p, const Decl& cluster, JobSpec& spec) {
   }
 }
 
-void ReadDataset(const Program& p, const Decl& d, JobSpec& spec) {
-  DatasetSpec& ds = spec.dataset;
+// A dataset declaration's fields; the staged copy's path is the dataset's
+// name under the hot tier's root.
+auto DatasetOf(const Program& p, const Decl& d) -> DatasetSpec {
+  DatasetSpec ds;
   const RecordValue& f = d.fields;
   ds.name = d.name;
-  spec.at.dataset_decl = d.name_range;
-  spec.at.dataset_tokens = RangeOf(f, "tokens", d.name_range);
-  spec.at.format = RangeOf(f, "format", d.name_range);
   ds.tokens = Integer(f, "tokens").value_or(0);
   ds.shards = Integer(f, "shards").value_or(1);
   ds.format = FromName(Text(f, "format"), kTokenFormats).value_or(TokenFormat::U16);
   ds.token_bytes = TokenBytes(ds.format);
   if (auto source = LocationOf(p, f, "source")) ds.source = *source;
+  if (const Decl* hot = Ref(p, f, "stage_to")) ds.stage_to = StorageLocation(*hot, d.name);
+  return ds;
+}
+
+void ReadDataset(const Program& p, const Decl& d, JobSpec& spec) {
+  const RecordValue& f = d.fields;
+  spec.dataset = DatasetOf(p, d);
+  spec.at.dataset_decl = d.name_range;
+  spec.at.dataset_tokens = RangeOf(f, "tokens", d.name_range);
+  spec.at.format = RangeOf(f, "format", d.name_range);
   spec.at.dataset_source = RangeOf(f, "source", d.name_range);
   if (const Decl* hot = Ref(p, f, "stage_to")) {
-    ds.stage_to = StorageLocation(*hot, d.name);
     spec.at.stage_to = RangeOf(f, "stage_to", d.name_range);
     spec.at.hot_decl = hot->name_range;
     spec.at.hot_capacity = RangeOf(hot->fields, "capacity", hot->name_range);
   }
+}
+
+// `validation { data = DATASET; every = N; batches = M }`; absent when not
+// written (its fields are required) or when its dataset is in error.
+void ReadValidation(const Program& p, const Decl& job, JobSpec& spec) {
+  const RecordValue* r = Sub(job.fields, "validation");
+  const Decl* data = r ? Ref(p, *r, "data") : nullptr;
+  if (!data) return;
+  ValidationSpec v;
+  v.dataset = DatasetOf(p, *data);
+  v.every = Integer(*r, "every").value_or(1);
+  v.batches = Integer(*r, "batches").value_or(8);
+  spec.validation = std::move(v);
+  SpecRanges& at = spec.at;
+  at.validation_data = RangeOf(*r, "data", RangeOf(job.fields, "validation", job.name_range));
+  at.validation_source = RangeOf(data->fields, "source", data->name_range);
+  at.validation_format = RangeOf(data->fields, "format", data->name_range);
+  at.validation_stage_to = RangeOf(data->fields, "stage_to", data->name_range);
 }
 
 auto ChoiceOf(const RecordValue* par, std::string_view name, llvm::SMRange fallback) -> IntChoice {
@@ -251,7 +277,9 @@ void ReadCheckpoint(const Program& p, const RecordValue& job, CheckpointSpec& c,
   c.export_to = LocationOf(p, *r, "export");
   c.keep = Integer(*r, "keep");
   c.async = Flag(*r, "async");
+  c.encrypt_secret = Text(*r, "encrypt");
   at.checkpoint_dir = RangeOf(*r, "dir", RangeOf(job, "checkpoint", at.gpus));
+  at.encrypt = RangeOf(*r, "encrypt", at.checkpoint_dir);
 }
 
 // Optimizer steps from whichever of steps / tokens / epochs the job sets.
@@ -370,6 +398,9 @@ auto ExtractJob(const Program& p, const Decl& job) -> JobSpec {
   ReadOptimizer(f, spec.optimizer);
   spec.workload.optimizer = spec.optimizer.kind;
   ReadCheckpoint(p, f, spec.checkpoint, spec.at);
+  spec.init = LocationOf(p, f, "init");
+  spec.at.init = RangeOf(f, "init", job.name_range);
+  ReadValidation(p, job, spec);
   ReadLength(f, spec, job.name_range);
   spec.target = FromName(Text(f, "target"), kTargets);
   ReadDeployJob(job, spec.deploy);

@@ -123,6 +123,17 @@ struct CheckpointSpec {
   std::optional<Location> dir, export_to;
   std::optional<int64_t> keep;
   bool async = false;
+  // `encrypt = secret("NAME")`: the Secret whose key `key` seals the data
+  // files; empty when the checkpoints are not encrypted.
+  std::string encrypt_secret;
+};
+
+// `validation { data = DATASET; every = N; batches = M }`: held-out data
+// whose loss avf-run logs every N steps over M global batches.
+struct ValidationSpec {
+  DatasetSpec dataset;
+  int64_t every = 1;
+  int64_t batches = 8;
 };
 
 // Where the checks point: a field's written value, else the declaration.
@@ -133,6 +144,9 @@ struct SpecRanges {
   llvm::SMRange dataset_decl, dataset_source, dataset_tokens, format, stage_to;
   llvm::SMRange gpu_decl;
   llvm::SMRange hot_decl, hot_capacity, checkpoint_dir, topology;
+  llvm::SMRange encrypt, init;
+  // validation.data as written, and the held-out dataset's fields
+  llvm::SMRange validation_data, validation_source, validation_format, validation_stage_to;
 };
 
 // A string as written, with where it was written (the declaration's name
@@ -183,6 +197,8 @@ struct JobSpec {
   DatasetSpec dataset;
   OptimizerSpec optimizer;
   CheckpointSpec checkpoint;
+  std::optional<Location> init;  // pretrained weights (a Hugging Face transformers folder)
+  std::optional<ValidationSpec> validation;
   int64_t steps = 0;                        // training length in optimizer steps, from steps/tokens/epochs
   std::optional<LengthField> length_field;  // what the user wrote
   double requested_tokens = 0;  // as written (steps x batch x seq_len for `steps`), before rounding to steps

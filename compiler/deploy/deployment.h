@@ -56,6 +56,7 @@ struct Volume {
   std::vector<std::string> fs_types{};
   int file_mode = 0;   // Secret volumes: the mode of its files (defaultMode)
   std::string note{};  // why the file mode is what it is, as a comment
+  std::string item{};  // Secret volumes: mount only this key (as a file of its name); "" mounts every key
 };
 
 // The job token every rank presents when it joins the rendezvous store on
@@ -71,6 +72,18 @@ struct JobToken {
   std::string env;            // what avf-run reads: AVF_JOB_TOKEN_FILE or AVF_JOB_TOKEN
   int64_t random_bytes = 32;  // of /dev/urandom in a fresh token, written as hex
   auto file() const -> std::string { return mount_dir + "/" + key; }
+};
+
+// The key that encrypts the checkpoints' data files (`checkpoint.encrypt`).
+// On Kubernetes the key `key` of the Secret `secret`, and only that key,
+// mounted read-only into the training pods at `mount_dir`; on Slurm the file
+// $AVF_SECRETS/SECRET/key. avf-run is given the file's path
+// (--checkpoint-key-file), never the key.
+struct CheckpointKey {
+  std::string secret;
+  std::string key = "key";
+  std::string mount_dir;  // Kubernetes
+  std::string file;       // the path avf-run reads; on Slurm "${AVF_SECRETS}/SECRET/key"
 };
 
 // A PersistentVolumeClaim the artifacts create (a `kind = pvc` tier that
@@ -208,6 +221,7 @@ struct Deployment {
   Placement placement;
   std::optional<Staging> staging;
   std::optional<Export> export_checkpoints;
+  std::optional<CheckpointKey> checkpoint_key;
   JobToken token;
   // The site's needs (job.pod, cluster.pod_networks).
   std::vector<std::string> image_pull_secrets;

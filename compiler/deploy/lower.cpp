@@ -321,25 +321,47 @@ void LowerPreflight(LowerContext& c) {
   if (floor_gbps > 0) o.command.insert(o.command.end(), {"--min-bus-gbps", fmt::format("{:.1f}", floor_gbps)});
 }
 
+// MOUNT/PATH of a location on a tier the pods mount; "" when none does.
+auto PathInPods(const Deployment& o, const check::Location& loc) -> std::string {
+  for (const Volume& v : o.volumes) {
+    if (v.storage == loc.storage) return v.mount_path + (loc.path.empty() ? "" : "/" + loc.path);
+  }
+  return "";
+}
+
+// What avf-run reads besides the plan: the shards (the staged copy, else the
+// source), held-out shards, pretrained weights.
+void AddInputs(LowerContext& c) {
+  Deployment& o = c.out;
+  const check::JobSpec& j = c.job;
+  std::string data = o.staging ? o.staging->dest_dir : PathInPods(o, j.dataset.source);
+  if (!data.empty()) o.command.insert(o.command.end(), {"--data-dir", data});
+  if (j.validation) {
+    // The training dataset as held-out data (W0729) is read where training reads it.
+    bool same = j.validation->dataset.name == j.dataset.name;
+    std::string dir = same ? data : PathInPods(o, j.validation->dataset.source);
+    if (!dir.empty()) o.command.insert(o.command.end(), {"--validation-dir", dir});
+  }
+  if (j.init) {
+    std::string dir = PathInPods(o, *j.init);
+    if (!dir.empty()) o.command.insert(o.command.end(), {"--init", dir});
+  }
+}
+
 void LowerCommand(LowerContext& c) {
   Deployment& o = c.out;
   std::string plan = o.target == Target::Slurm ? "${AVF_PLAN}" : "/etc/aviflow/plan.json";
   // A trainer pod without its GPUs fails at once rather than train on the CPU.
   o.command = {"avf-run", "--plan", plan, "--device", "gpu"};
-  if (o.staging) o.command.insert(o.command.end(), {"--data-dir", o.staging->dest_dir});
-  for (const Volume& v : o.volumes) {
-    if (!o.staging && v.storage == c.job.dataset.source.storage) {
-      std::string path = c.job.dataset.source.path;
-      o.command.insert(o.command.end(), {"--data-dir", v.mount_path + (path.empty() ? "" : "/" + path)});
-    }
-  }
+  AddInputs(c);
   const check::CheckpointSpec& ck = c.job.checkpoint;
-  for (const Volume& v : o.volumes) {
-    if (!ck.enabled || !ck.dir || v.storage != ck.dir->storage) continue;
-    std::string dir = v.mount_path + (ck.dir->path.empty() ? "" : "/" + ck.dir->path);
-    o.command.insert(o.command.end(), {"--checkpoint-dir", dir, "--resume", "latest"});
+  std::string dir = ck.enabled && ck.dir ? PathInPods(o, *ck.dir) : "";
+  if (!dir.empty()) {
+    o.command.insert(o.command.end(), {"--checkpoint-dir", dir});
+    // Only the key file's path: the key itself is never on a command line.
+    if (o.checkpoint_key) o.command.insert(o.command.end(), {"--checkpoint-key-file", o.checkpoint_key->file});
+    o.command.insert(o.command.end(), {"--resume", "latest"});
     o.run_dir = dir + "/" + std::string(kRunFolder);
-    break;
   }
   // metrics.jsonl and the memory reports outlive the pods: beside the
   // checkpoints (and exported with them), else on the hot tier.
@@ -387,6 +409,8 @@ auto CheckScriptSafe(LowerContext& c, const std::string& text, const std::string
 auto LocalTierOf(const check::JobSpec& job) -> std::optional<check::Location> {
   std::vector<const check::Location*> tiers{&job.dataset.source};
   if (job.dataset.stage_to) tiers.push_back(&*job.dataset.stage_to);
+  if (job.validation) tiers.push_back(&job.validation->dataset.source);
+  if (job.init) tiers.push_back(&*job.init);
   if (job.checkpoint.enabled && job.checkpoint.dir) tiers.push_back(&*job.checkpoint.dir);
   if (job.checkpoint.enabled && job.checkpoint.export_to) tiers.push_back(&*job.checkpoint.export_to);
   for (const check::Location* t : tiers) {

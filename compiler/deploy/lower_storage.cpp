@@ -223,6 +223,37 @@ void LowerExport(LowerContext& c, const Volume& ckpt_tier) {
   c.out.export_checkpoints = std::move(e);
 }
 
+// Kubernetes: the Secret's key `key` alone, read-only, 0400 (read through
+// the pod's fsGroup, as the job token is); Slurm: a file under $AVF_SECRETS.
+void LowerCheckpointKey(LowerContext& c) {
+  const std::string& secret = c.job.checkpoint.encrypt_secret;
+  if (!IsDns1123Subdomain(secret)) {
+    c.Report(DiagId::InvalidKubernetesValue, c.job.at.encrypt, Printable(secret), "Secret name",
+             "lower-case letters, digits, `-` and `.`");
+    return;
+  }
+  CheckpointKey k;
+  k.secret = secret;
+  if (c.out.target == Target::Slurm) {
+    k.file = "${AVF_SECRETS}/" + secret + "/" + k.key;
+    c.out.checkpoint_key = std::move(k);
+    return;
+  }
+  k.mount_dir = "/var/run/aviflow/checkpoint-key";
+  k.file = k.mount_dir + "/" + k.key;
+  constexpr int kMode = 0400;
+  c.out.volumes.push_back(
+      {.kind = VolumeKind::Secret,
+       .name = "checkpoint-key",
+       .source = secret,
+       .mount_path = k.mount_dir,
+       .read_only = true,
+       .file_mode = kMode,
+       .note = fmt::format("{:04o} in octal: only the owner (root) reads the key, and the pod's fsGroup", kMode),
+       .item = k.key});
+  c.out.checkpoint_key = std::move(k);
+}
+
 void LowerCheckpoints(LowerContext& c) {
   const check::CheckpointSpec& ck = c.job.checkpoint;
   if (!ck.enabled) return;
@@ -234,6 +265,22 @@ void LowerCheckpoints(LowerContext& c) {
   CheckScriptSafe(c, ck.dir->path, "checkpoint path", c.job.at.checkpoint_dir);
   std::optional<Volume> tier = TierVolume(c, *ck.dir);
   if (tier && ck.export_to) LowerExport(c, *tier);
+}
+
+// The pretrained weights and a held-out dataset other than the training one
+// are read in place: their tiers are mounted (sema's checks keep them off
+// object stores).
+void LowerReadInPlace(LowerContext& c) {
+  const check::JobSpec& j = c.job;
+  if (j.init && IsFileSystem(j.init->storage_kind)) {
+    CheckScriptSafe(c, j.init->path, "init path", j.at.init);
+    TierVolume(c, *j.init);
+  }
+  if (!j.validation || j.validation->dataset.name == j.dataset.name) return;
+  const Location& held_out = j.validation->dataset.source;
+  if (!IsFileSystem(held_out.storage_kind)) return;
+  CheckScriptSafe(c, held_out.path, "dataset path", j.at.validation_source);
+  TierVolume(c, held_out);
 }
 
 }  // namespace
@@ -259,6 +306,9 @@ void LowerStorage(LowerContext& c) {
     TierVolume(c, ds.source);
   }
   LowerCheckpoints(c);
+  LowerReadInPlace(c);
+  const check::CheckpointSpec& ck = c.job.checkpoint;
+  if (ck.enabled && ck.dir && !ck.encrypt_secret.empty()) LowerCheckpointKey(c);
 }
 
 }  // namespace avf::deploy

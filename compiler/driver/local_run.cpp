@@ -177,20 +177,59 @@ auto LaunchNodes(const std::vector<std::string>& args, NodeShape shape, diag::Di
   return WaitForNodes(static_cast<int>(shape.nodes));
 }
 
+// What a local run reads must be here: the shards of the training and the
+// held-out data, and the `init` weights, on `local` tiers; an encrypting
+// job's key comes from --checkpoint-key-file (there are no Secrets here).
+auto CheckLocalInputs(const Options& o, const check::JobSpec& job, diag::DiagnosticEngine& diags) -> bool {
+  std::vector<std::pair<const check::DatasetSpec*, llvm::SMRange>> datasets{{&job.dataset, job.at.dataset_source}};
+  if (job.validation) datasets.emplace_back(&job.validation->dataset, job.at.validation_source);
+  size_t errors = diags.error_count();
+  for (const auto& [ds, at] : datasets) {
+    if (ds->source.storage_kind == check::StorageKind::Local) continue;
+    diags.Report(diag::DiagId::RunNeedsLocalData, at, ds->name, Name(ds->source.storage_kind), ds->source.storage)
+        .Help(
+            "point the dataset at a `local` tier (`storage here { kind = local; mount = \"data\" }`) holding "
+            "shards made by `avf-run tokenize`");
+  }
+  if (job.init && job.init->storage_kind != check::StorageKind::Local) {
+    diags
+        .Report(diag::DiagId::RunNeedsLocalInit, job.at.init, job.name, Name(job.init->storage_kind), job.init->storage)
+        .Help("copy the folder (config.json, model.safetensors) to a `local` tier and point `init` there");
+  }
+  std::string secret = job.checkpoint.enabled ? job.checkpoint.encrypt_secret : "";
+  if (!secret.empty() && o.checkpoint_key_file.empty()) {
+    diags.Report(diag::DiagId::RunNeedsKeyFile, job.at.encrypt, job.name, secret)
+        .Help("`openssl rand -hex 32 > checkpoint.key` writes a key; keep it: resuming needs the same key");
+  } else if (secret.empty() && !o.checkpoint_key_file.empty()) {
+    diags.Report(diag::DiagId::RunKeyFileUnused, job.name_range, job.name)
+        .Help("add `encrypt = secret(\"NAME\")` to the job's checkpoint record, or leave out --checkpoint-key-file");
+  }
+  return diags.error_count() == errors;
+}
+
+// avf-run's command line: the plan, the run folder, and each input on a
+// `local` tier by its path here.
+auto AvfRunArgs(const Options& o, const check::JobSpec& job, const std::string& dir) -> std::vector<std::string> {
+  std::vector<std::string> args{
+      AvfRunPath(), "--plan", dir + "/plan.json", "--data-dir", TierPath(o, job.dataset.source), "--run-dir", dir};
+  if (job.validation) {
+    args.insert(args.end(), {"--validation-dir", TierPath(o, job.validation->dataset.source)});
+  }
+  if (job.init) args.insert(args.end(), {"--init", TierPath(o, *job.init)});
+  if (job.checkpoint.enabled && job.checkpoint.dir && job.checkpoint.dir->storage_kind == check::StorageKind::Local) {
+    args.insert(args.end(), {"--checkpoint-dir", TierPath(o, *job.checkpoint.dir)});
+  }
+  if (!o.checkpoint_key_file.empty()) args.insert(args.end(), {"--checkpoint-key-file", o.checkpoint_key_file});
+  if (o.max_steps > 0) args.insert(args.end(), {"--max-steps", std::to_string(o.max_steps)});
+  for (const auto& [flag, value] : o.forwarded) args.insert(args.end(), {flag, value});
+  return args;
+}
+
 }  // namespace
 
 auto RunLocal(const Options& o, const plan::Plan& plan, diag::DiagnosticEngine& diags) -> int {
   const check::JobSpec& job = plan.job;
-  const check::Location& data = job.dataset.source;
-  if (data.storage_kind != check::StorageKind::Local) {
-    diags
-        .Report(diag::DiagId::RunNeedsLocalData, job.at.dataset_source, job.dataset.name, Name(data.storage_kind),
-                data.storage)
-        .Help(
-            "point the dataset at a `local` tier (`storage here { kind = local; mount = \"data\" }`) holding "
-            "shards made by `avf-run tokenize`");
-    return -1;
-  }
+  if (!CheckLocalInputs(o, job, diags)) return -1;
   int64_t ranks = static_cast<int64_t>(plan.ranks.size());
   if (o.ranks != 0 && o.ranks != ranks) {
     diags.Report(diag::DiagId::RunRankCount, job.at.gpus, o.ranks, o.ranks, job.name, ranks)
@@ -201,19 +240,13 @@ auto RunLocal(const Options& o, const plan::Plan& plan, diag::DiagnosticEngine& 
   // Locked before plan.json is written, so a job that uses the folder keeps
   // its plan; avf-run's launchers inherit the lock and keep it (folder_lock.h).
   if (!LockRunFolder(dir, diags)) return -1;
-  std::string plan_path = dir + "/plan.json", json;
+  std::string json;
   llvm::raw_string_ostream stream(json);
   emit::WritePlanJson(plan, stream);
   stream.flush();
-  if (!WriteOutputFiles({{plan_path, json}}, diags)) return -1;
-  std::vector<std::string> args{AvfRunPath(), "--plan", plan_path, "--data-dir", TierPath(o, data), "--run-dir", dir};
-  if (job.checkpoint.enabled && job.checkpoint.dir && job.checkpoint.dir->storage_kind == check::StorageKind::Local) {
-    args.insert(args.end(), {"--checkpoint-dir", TierPath(o, *job.checkpoint.dir)});
-  }
-  if (o.max_steps > 0) args.insert(args.end(), {"--max-steps", std::to_string(o.max_steps)});
-  for (const auto& [flag, value] : o.forwarded) args.insert(args.end(), {flag, value});
+  if (!WriteOutputFiles({{dir + "/plan.json", json}}, diags)) return -1;
   llvm::outs().flush();
-  return LaunchNodes(args, ShapeOf(plan), diags);
+  return LaunchNodes(AvfRunArgs(o, job, dir), ShapeOf(plan), diags);
 }
 
 }  // namespace avf::driver

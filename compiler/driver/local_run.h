@@ -1,6 +1,8 @@
 // `aviflowc run FILE.avf --local`: writes the job's plan.json to the run
 // folder and executes it here with avf-run (the CPU backend), reading the
-// shards of a `local` tier and checkpointing to one. It starts one avf-run per
+// shards, the held-out shards and the `init` weights of `local` tiers and
+// checkpointing to one; an encrypting job's key comes from
+// --checkpoint-key-file (there are no Secrets here). It starts one avf-run per
 // node of the plan, each the node's launcher (which starts, supervises and
 // stops that node's ranks and sets their thread variables), passes SIGTERM
 // and SIGINT on to them, and returns their status.

@@ -145,6 +145,10 @@ auto ParseCommandLine(int argc, const char* const* argv) -> ParsedCommandLine {
   run->add_option("--max-steps", o.max_steps, "Stop after N steps (default: the job's length)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
       ->type_name("N");
+  run->add_option("--checkpoint-key-file", o.checkpoint_key_file,
+                  "The key of a job with `checkpoint { encrypt = secret(...) }`: 32 raw bytes or 64 hex digits, as "
+                  "`openssl rand -hex 32` writes it")
+      ->type_name("FILE");
   std::map<std::string, std::string> forwarded;
   AddForwardedRunOptions(*run, forwarded);
   app.require_subcommand(0, 1);

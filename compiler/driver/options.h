@@ -37,6 +37,9 @@ struct Options {
   std::string run_dir;
   int64_t ranks = 0;      // 0: the plan's
   int64_t max_steps = 0;  // 0: the plan's
+  // `run --local --checkpoint-key-file`: the key of a job whose checkpoints
+  // are encrypted (a local run reads no Kubernetes Secret); passed to avf-run.
+  std::string checkpoint_key_file;
   // `run --local` options passed on to avf-run as given, once checked:
   // {"--seed", "7"}, {"--peer-timeout", "30"}, {"--join-timeout", "60"}.
   std::vector<std::pair<std::string, std::string>> forwarded;

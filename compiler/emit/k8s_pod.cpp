@@ -320,6 +320,14 @@ void WriteVolumes(YamlWriter& y, const std::vector<Volume>& volumes) {
               y.Field("secretName", v.source);
               y.Field("defaultMode", v.file_mode);
               if (!v.note.empty()) y.Comment(v.note);
+              if (v.item.empty()) return;
+              // Only this key of the Secret becomes a file (of its own name).
+              y.SeqField("items", [&] {
+                y.Map([&] {
+                  y.Field("key", v.item);
+                  y.Field("path", v.item);
+                });
+              });
             });
             break;
           case VolumeKind::Memory:

@@ -211,6 +211,24 @@ void DataSection(JsonWriter& j, const plan::Plan& plan) {
   });
 }
 
+void ValidationSection(JsonWriter& j, const plan::Plan& plan) {
+  const std::optional<check::ValidationSpec>& v = plan.job.validation;
+  j.Key(Spell(K::Validation));
+  if (!v) {
+    j.Null();
+    return;
+  }
+  j.Object([&] {
+    j.Field(Spell(K::ValidationName), v->dataset.name);
+    LocationValue(j, Spell(K::ValidationSource), v->dataset.source);
+    j.Field(Spell(K::ValidationShards), v->dataset.shards);
+    j.Field(Spell(K::ValidationFormat), FormatName(v->dataset.format));
+    j.Field(Spell(K::ValidationTokenBytes), v->dataset.token_bytes);
+    j.Field(Spell(K::ValidationEvery), v->every);
+    j.Field(Spell(K::ValidationBatches), v->batches);
+  });
+}
+
 void ZeroSection(JsonWriter& j, const plan::Plan& plan) {
   j.ObjectField(Spell(K::Zero), [&] {
     j.Field(Spell(K::ZeroStage), plan.chosen.layout.zero);
@@ -261,6 +279,10 @@ void CheckpointSection(JsonWriter& j, const plan::Plan& plan) {
     LocationValue(j, Spell(K::CheckpointExport), c.export_to);
     IntOrNull(j, Spell(K::CheckpointKeep), c.keep);
     j.Field(Spell(K::CheckpointAsync), c.async);
+    // The Secret's name only: the key reaches avf-run as a file.
+    j.Key(Spell(K::CheckpointEncrypt));
+    if (c.encrypt_secret.empty()) j.Null();
+    else j.Object([&] { j.Field(Spell(K::EncryptSecret), c.encrypt_secret); });
   });
 }
 
@@ -314,9 +336,11 @@ void WritePlanJson(const plan::Plan& plan, llvm::raw_ostream& out) {
       GroupsSection(j, plan);
       StagesSection(j, plan);
       DataSection(j, plan);
+      ValidationSection(j, plan);
       ZeroSection(j, plan);
       OptimizerSection(j, plan);
       CheckpointSection(j, plan);
+      LocationValue(j, Spell(K::Init), plan.job.init);
       PredictedSection(j, plan);
     });
   }

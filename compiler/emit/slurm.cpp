@@ -142,10 +142,36 @@ auto TokenLines(const deploy::JobToken& t) -> std::string {
       t.env, t.random_bytes, hex);
 }
 
+// A word of avf-run's command line: `${AVF_PLAN}` and `${AVF_SECRETS}/…`
+// expand to the script's variables, anything else is quoted.
+auto CommandWord(const std::string& word) -> std::string {
+  for (std::string_view var : {"AVF_PLAN", "AVF_SECRETS"}) {
+    std::string ref = "${" + std::string(var) + "}";
+    if (word.rfind(ref, 0) != 0) continue;
+    std::string rest = word.substr(ref.size());
+    return "\"$" + std::string(var) + "\"" + (rest.empty() ? "" : ShellQuote(rest));
+  }
+  return ShellQuote(word);
+}
+
+// The checkpoint key is a file of the submitting user's: checked before any
+// node starts, so that a missing key ends the job at once with its path.
+auto KeyCheck(const Deployment& d) -> std::string {
+  if (!d.checkpoint_key) return "";
+  return fmt::format(
+      "# The checkpoints are encrypted with the key in this file (64 hex digits, as\n"
+      "# `openssl rand -hex 32` writes them); only its path is on avf-run's command line.\n"
+      "key_file={}\n"
+      "if [ ! -r \"$key_file\" ]; then\n"
+      "  echo \"error: cannot read the checkpoint key $key_file (openssl rand -hex 32 writes one; mode 0600)\" >&2\n"
+      "  exit 1\n"
+      "fi\n",
+      CommandWord(d.checkpoint_key->file));
+}
+
 auto TrainSection(const Deployment& d) -> std::string {
   std::string command;
-  for (const std::string& word : d.command)
-    command += (command.empty() ? "" : " ") + (word == "${AVF_PLAN}" ? "\"$AVF_PLAN\"" : ShellQuote(word));
+  for (const std::string& word : d.command) command += (command.empty() ? "" : " ") + CommandWord(word);
   std::string env;
   for (const deploy::EnvVar& e : d.env) env += fmt::format("export {}={}\n", e.name, ShellQuote(e.value));
   return fmt::format(
@@ -156,9 +182,10 @@ auto TrainSection(const Deployment& d) -> std::string {
       "export PET_NNODES={}\n"
       "export PET_NPROC_PER_NODE={}\n"
       "{}"
+      "{}"
       "srun --kill-on-bad-exit=1 sh -c 'PET_NODE_RANK=\"$SLURM_NODEID\" exec \"$0\" \"$@\"' {}\n"
       "unset {}\n\n",
-      env, d.port, d.nodes, d.procs_per_node, TokenLines(d.token), command, d.token.env);
+      env, d.port, d.nodes, d.procs_per_node, KeyCheck(d), TokenLines(d.token), command, d.token.env);
 }
 
 // avf-run (on the PATH, as for training) verifies the kept checkpoints, then

@@ -362,8 +362,9 @@ auto Evaluator::Check(Value v, const FieldSchema& schema, llvm::SMRange range) -
     case FieldType::Secret:
       if (v.kind == Value::Kind::Secret) return v;
       if (v.kind == Value::Kind::String) {
+        std::string_view field = std::string_view(field_name_).substr(field_name_.rfind('.') + 1);
         diags_.Report(DiagId::LiteralCredentials, range)
-            .Help("store the credentials in a Kubernetes Secret and write `credentials = secret(\"NAME\")`");
+            .Help(fmt::format("store the credentials in a Kubernetes Secret and write `{} = secret(\"NAME\")`", field));
         return Value::Error();
       }
       return Mismatch(v, schema, range);

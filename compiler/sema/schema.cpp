@@ -269,14 +269,24 @@ const RecordSchema kOptimizer{"optimizer",
                                   F("schedule").Enum({"cosine", "linear", "constant"}).DefaultEnum("cosine"),
                               }};
 
-const RecordSchema kCheckpoint{"checkpoint",
-                               {
-                                   F("every").CountOrDuration().Doc("a step count or a duration"),
-                                   F("dir").Location(),
-                                   F("keep").Count(),
-                                   F("async").Bool().DefaultBool(false),
-                                   F("export").Location().Doc("cold-tier copy of each kept checkpoint"),
-                               }};
+const RecordSchema kCheckpoint{
+    "checkpoint",
+    {
+        F("every").CountOrDuration().Doc("a step count or a duration"),
+        F("dir").Location(),
+        F("keep").Count(),
+        F("async").Bool().DefaultBool(false),
+        F("export").Location().Doc("cold-tier copy of each kept checkpoint"),
+        F("encrypt").Secret().Doc("the Secret whose key `key` encrypts the checkpoints' data files"),
+    }};
+
+const RecordSchema kValidation{
+    "validation",
+    {
+        F("data").Ref(DeclKind::Dataset).Required().Doc("held-out data, declared like the training dataset"),
+        F("every").Count().Required().Doc("steps between two validations"),
+        F("batches").Count().Max(1000000).Default(8).Doc("global batches of held-out data per validation"),
+    }};
 
 const RecordSchema kResources{"resources",
                               {
@@ -322,6 +332,8 @@ const RecordSchema kJob{
         F("epochs").Number().Min(0, true).Max(1000000),
         F("optimizer").Record(kOptimizer),
         F("checkpoint").Record(kCheckpoint),
+        F("init").Location().Doc("pretrained weights: a Hugging Face transformers folder"),
+        F("validation").Record(kValidation),
         F("image").String(),
         F("namespace").String(),
         F("queue").String(),

@@ -141,6 +141,17 @@ struct PlanData {
   std::vector<DataSlice> slices;  // slices[d] belongs to data rank d
 };
 
+// Held-out data: its mean loss over `batches` global batches of its
+// sequences is logged every `every` steps.
+struct PlanValidation {
+  std::string name;
+  Location source;
+  int64_t shards = 1;
+  TokenFormat format = TokenFormat::U16;
+  int64_t token_bytes = 2;
+  int64_t every = 1, batches = 8;
+};
+
 struct ZeroSlice {
   int64_t stage = 0, data_rank = 0, first = 0, count = 0;
 };
@@ -166,6 +177,9 @@ struct PlanCheckpoint {
   std::optional<Location> export_to;  // `export`
   std::optional<int64_t> keep;
   bool async = false;
+  // `encrypt.secret`: the Secret whose key `key` seals the data files (the
+  // key itself reaches avf-run as --checkpoint-key-file, never in the plan).
+  std::optional<std::string> encrypt_secret;
 };
 
 struct PlanPredicted {
@@ -197,9 +211,11 @@ struct RunPlan {
   std::vector<PlanStage> stages;  // stage-major: stages[s * C + c]
   std::vector<int64_t> stage_parameters;
   PlanData data;
+  std::optional<PlanValidation> validation;
   PlanZero zero;
   PlanOptimizer optimizer;
   std::optional<PlanCheckpoint> checkpoint;
+  std::optional<Location> init;  // pretrained weights: a Hugging Face transformers folder
   PlanPredicted predicted;
 };
 

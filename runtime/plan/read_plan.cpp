@@ -112,9 +112,11 @@ void ReadSections(const Node& root, RunPlan& plan) {
   ReadStages(root[K::Stages], plan.stages);
   ReadStageParameters(root[K::StageParameters], plan.stage_parameters);
   ReadData(root[K::Data], plan.data);
+  ReadValidation(root[K::Validation], plan.validation);
   ReadZero(root[K::Zero], plan.zero);
   ReadOptimizer(root[K::Optimizer], plan.optimizer);
   ReadCheckpoint(root[K::Checkpoint], plan.checkpoint);
+  ReadInit(root[K::Init], plan.init);
   ReadPredicted(root[K::Predicted], plan.predicted);
 }
 

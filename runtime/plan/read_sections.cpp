@@ -1,6 +1,6 @@
 // The array-shaped and nested sections of plan.json: ranks, groups, stages,
-// data, ZeRO, optimizer, checkpoint, predicted. Types and ranges only; how
-// the entries fit together is validate_*.cpp's job. Compiled as C++17 under
+// data, validation, ZeRO, optimizer, checkpoint, init, predicted. Types and
+// ranges only; how the entries fit together is validate_*.cpp's job. Compiled as C++17 under
 // clang (llvm::json).
 #include <fmt/format.h>
 
@@ -113,6 +113,22 @@ void ReadData(const Node& n, PlanData& out) {
   }
 }
 
+void ReadValidation(const Node& n, std::optional<PlanValidation>& out) {
+  out.reset();
+  if (n.is_null() || !n.IsObject()) return;
+  PlanValidation v;
+  v.name = n.String(K::ValidationName);
+  v.source = ReadLocation(n[K::ValidationSource]);
+  v.shards = n.Int(K::ValidationShards);
+  v.format = n.Enum<TokenFormat>(K::ValidationFormat);
+  Node token_bytes = n[K::ValidationTokenBytes];
+  v.token_bytes = token_bytes.Int(2, 4);
+  if (v.token_bytes == 3) token_bytes.Report("3 is not a token size (2 or 4 bytes)");
+  v.every = n.Int(K::ValidationEvery);
+  v.batches = n.Int(K::ValidationBatches);
+  out = std::move(v);
+}
+
 void ReadZero(const Node& n, PlanZero& out) {
   if (!n.IsObject()) return;
   out.stage = n.Int(K::ZeroStage);
@@ -152,8 +168,13 @@ void ReadCheckpoint(const Node& n, std::optional<PlanCheckpoint>& out) {
   c.export_to = ReadNullableLocation(n[K::CheckpointExport]);
   c.keep = n.NullableInt(K::CheckpointKeep);
   c.async = n.Bool(K::CheckpointAsync);
+  if (Node encrypt = n[K::CheckpointEncrypt]; !encrypt.is_null() && encrypt.IsObject()) {
+    c.encrypt_secret = encrypt.String(K::EncryptSecret);
+  }
   out = std::move(c);
 }
+
+void ReadInit(const Node& n, std::optional<Location>& out) { out = ReadNullableLocation(n); }
 
 void ReadPredicted(const Node& n, PlanPredicted& out) {
   if (!n.IsObject()) return;

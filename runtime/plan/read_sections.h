@@ -31,9 +31,11 @@ void ReadGroups(const Node& n, PlanGroups& out);
 void ReadStages(const Node& n, std::vector<PlanStage>& out);
 void ReadStageParameters(const Node& n, std::vector<int64_t>& out);
 void ReadData(const Node& n, PlanData& out);
+void ReadValidation(const Node& n, std::optional<PlanValidation>& out);
 void ReadZero(const Node& n, PlanZero& out);
 void ReadOptimizer(const Node& n, PlanOptimizer& out);
 void ReadCheckpoint(const Node& n, std::optional<PlanCheckpoint>& out);
+void ReadInit(const Node& n, std::optional<Location>& out);
 void ReadPredicted(const Node& n, PlanPredicted& out);
 
 }  // namespace avf::runtime

@@ -117,6 +117,12 @@ void CheckSizes(const RunPlan& plan, Problems& p) {
   counts.push_back({"data.tokens", "the dataset's bytes",
                     fmt::format("data.tokens x data.token_bytes = {} x {}", plan.data.tokens, plan.data.token_bytes),
                     Product({plan.data.tokens, plan.data.token_bytes})});
+  if (plan.validation) {
+    counts.push_back({"validation.batches", "the tokens of one validation",
+                      fmt::format("validation.batches x training.tokens_per_step = {} x {}", plan.validation->batches,
+                                  plan.training.tokens_per_step),
+                      Product({plan.validation->batches, plan.training.tokens_per_step})});
+  }
   for (size_t s = 0; s < plan.stage_parameters.size(); ++s) {
     int64_t n = plan.stage_parameters[s];
     counts.push_back(

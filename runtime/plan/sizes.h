@@ -23,7 +23,8 @@ inline constexpr int64_t kMaxPlanCount = int64_t{1} << 50;
 // The model's shape (heads divide hidden, kv_heads divide heads), then every
 // count derived from the plan: embeddings, layer weights, the parameters,
 // one micro-batch's logits, attention scores and MLP activations, a step's
-// tokens on one data rank, the dataset's bytes, each stage's parameters.
+// tokens on one data rank, the dataset's bytes, the tokens of one validation,
+// each stage's parameters.
 void CheckSizes(const RunPlan& plan, Problems& p);
 
 // What one rank holds at the least, in bytes: its parameters, gradients and

@@ -26,6 +26,7 @@ void CheckTraining(const RunPlan& plan, Problems& p);
 
 void CheckStages(const RunPlan& plan, Problems& p);
 void CheckDataSlices(const RunPlan& plan, Problems& p);
+void CheckValidation(const RunPlan& plan, Problems& p);
 void CheckZeroSlices(const RunPlan& plan, Problems& p);
 void CheckCheckpoint(const RunPlan& plan, Problems& p);
 

@@ -261,6 +261,7 @@ auto ValidatePlan(const RunPlan& plan, llvm::StringRef name) -> llvm::Error {
   CheckCuts(plan, p);
   CheckStages(plan, p);
   CheckDataSlices(plan, p);
+  CheckValidation(plan, p);
   CheckZeroSlices(plan, p);
   CheckCheckpoint(plan, p);
   CheckSizes(plan, p);

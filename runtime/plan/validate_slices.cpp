@@ -165,6 +165,15 @@ void CheckZeroSlices(const RunPlan& plan, Problems& p) {
   }
 }
 
+void CheckValidation(const RunPlan& plan, Problems& p) {
+  if (!plan.validation) return;
+  const PlanValidation& v = *plan.validation;
+  if ((v.format == TokenFormat::U16 ? 2 : 4) != v.token_bytes) {
+    p.Addf("validation.token_bytes", "{} bytes per token, but {} tokens are {} bytes", v.token_bytes, Name(v.format),
+           v.format == TokenFormat::U16 ? 2 : 4);
+  }
+}
+
 void CheckCheckpoint(const RunPlan& plan, Problems& p) {
   if (plan.checkpoint && plan.checkpoint->every_steps && plan.checkpoint->every_seconds) {
     p.Add("checkpoint", "every_steps and every_seconds are both set; at most one of the two is");

@@ -43,7 +43,8 @@
 namespace {
 
 struct RunFlags {
-  std::string plan, data_dir, checkpoint_dir, checkpoint_key_file, init, resume = "latest", run_dir = ".", metrics;
+  std::string plan, data_dir, checkpoint_dir, checkpoint_key_file, init, validation_dir, resume = "latest",
+                                                                                         run_dir = ".", metrics;
   int64_t max_steps = 0;
   uint64_t seed = 1234;
   // Seconds the ranks wait for each other at start (ranks may start minutes
@@ -276,6 +277,14 @@ auto Run(const RunFlags& f, const std::vector<std::string>& args) -> int {
   o.data_dir = f.data_dir;
   o.checkpoint_dir = f.checkpoint_dir;
   std::optional<avf::crypto::Key> key;
+  if (plan.checkpoint && plan.checkpoint->encrypt_secret && f.checkpoint_key_file.empty() &&
+      !f.checkpoint_dir.empty()) {
+    return Report(llvm::createStringError(
+        llvm::inconvertibleErrorCode(), "%s",
+        fmt::format("job `{}` encrypts its checkpoints (secret `{}`): give the key's file (--checkpoint-key-file)",
+                    plan.job.name, *plan.checkpoint->encrypt_secret)
+            .c_str()));
+  }
   if (!f.checkpoint_key_file.empty()) {
     auto read = avf::crypto::ReadKeyFile(f.checkpoint_key_file);
     if (!read) return Report(read.takeError());
@@ -285,6 +294,7 @@ auto Run(const RunFlags& f, const std::vector<std::string>& args) -> int {
   o.plan_sha256 = file->sha256;
   o.resume = f.resume == "latest";
   o.init_dir = f.init;
+  o.validation_dir = f.validation_dir;
   o.metrics_path = f.metrics.empty() ? f.run_dir + "/metrics.jsonl" : f.metrics;
   o.seed = f.seed;
   o.max_steps = f.max_steps;
@@ -471,6 +481,8 @@ auto main(int argc, char** argv) -> int {
   app.add_option("--init", run.init,
                  "Start from these pretrained weights unless a checkpoint is resumed: a folder of config.json and "
                  "model.safetensors in the transformers layout (`avf-run checkpoint export` writes one)")
+      ->type_name("DIR");
+  app.add_option("--validation-dir", run.validation_dir, "Folder of the shard files of the plan's validation dataset")
       ->type_name("DIR");
   app.add_option("--resume", run.resume, "latest (default): resume from the newest committed checkpoint; never")
       ->check(CLI::IsMember({"latest", "never"}));

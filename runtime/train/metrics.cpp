@@ -41,10 +41,10 @@ auto Rate(double flops) -> std::string {
 auto MetricsJson(const StepMetrics& m) -> std::string {
   return fmt::format(
       "{{\"step\":{},\"loss\":{},\"lr\":{},\"grad_norm\":{},\"step_time_s\":{},\"tokens_per_s\":{},\"flops_per_s\":{},"
-      "\"tensor_comm_s\":{},\"pipeline_comm_s\":{},\"data_comm_s\":{},\"checkpoint_s\":{}}}",
+      "\"tensor_comm_s\":{},\"pipeline_comm_s\":{},\"data_comm_s\":{},\"checkpoint_s\":{},\"val_loss\":{}}}",
       m.step, Number(m.loss), Number(m.lr), Number(m.grad_norm), Number(m.step_time_s), Number(m.tokens_per_s),
       Number(m.flops_per_s), Number(m.tensor_comm_s), Number(m.pipeline_comm_s), Number(m.data_comm_s),
-      Number(m.checkpoint_s));
+      Number(m.checkpoint_s), Number(m.val_loss));
 }
 
 auto DurationText(double seconds) -> std::string {
@@ -58,8 +58,9 @@ auto DurationText(double seconds) -> std::string {
 
 auto ProgressText(const StepMetrics& m) -> std::string {
   double eta = m.step_time_s * static_cast<double>(std::max<int64_t>(0, m.total_steps - m.step));
-  return fmt::format("step {}/{}  loss {:.4f}  lr {:.2e}  {} tok/s  {}  ETA {}", m.step, m.total_steps, m.loss, m.lr,
-                     Grouped(m.tokens_per_s), Rate(m.flops_per_s), DurationText(eta));
+  std::string val = std::isfinite(m.val_loss) ? fmt::format("  val {:.4f}", m.val_loss) : "";
+  return fmt::format("step {}/{}  loss {:.4f}{}  lr {:.2e}  {} tok/s  {}  ETA {}", m.step, m.total_steps, m.loss, val,
+                     m.lr, Grouped(m.tokens_per_s), Rate(m.flops_per_s), DurationText(eta));
 }
 
 namespace {

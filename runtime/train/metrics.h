@@ -4,6 +4,7 @@
 // on a terminal, one plain line per report otherwise (logs, CI).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -27,6 +28,8 @@ struct StepMetrics {
   // Seconds the step's checkpoint held training: the whole write, or with
   // `async` the snapshot to host memory and any wait for the previous write.
   double checkpoint_s = 0;
+  // The validation loss, on the steps that evaluate it (NaN: not this step).
+  double val_loss = std::nan("");
 };
 
 // `{"step":1,"loss":...}`: keys in a fixed order, shortest round-trip doubles.

@@ -14,6 +14,7 @@
 #include "train/async_checkpoints.h"
 #include "train/checkpointing.h"
 #include "train/metrics.h"
+#include "train/validation.h"
 
 namespace avf::train {
 
@@ -55,6 +56,7 @@ struct Loop {
   Clock::time_point last_checkpoint = Clock::now();
   CheckpointContext checkpoints;
   std::unique_ptr<AsyncCheckpoints> async;
+  std::unique_ptr<Validation> validation;
   SavedState snapshot;  // reused by every synchronous checkpoint
 
   parallel::Engine::CommSeconds comm{};
@@ -159,6 +161,12 @@ auto Run(Loop& loop, TrainResult& result) -> llvm::Error {
       held = *checkpoint;
       result.checkpointed = true;
     }
+    double val_loss = std::nan("");
+    if (loop.validation && (loop.step % p.validation->every == 0 || last)) {
+      llvm::Expected<double> validated = loop.validation->Run(*loop.engine);
+      if (!validated) return validated.takeError();
+      val_loss = *validated;
+    }
     StepMetrics m{loop.step,
                   total,
                   loss,
@@ -170,7 +178,8 @@ auto Run(Loop& loop, TrainResult& result) -> llvm::Error {
                   loop.comm.tensor,
                   loop.comm.pipeline,
                   loop.comm.data,
-                  held};
+                  held,
+                  val_loss};
     if (loop.metrics) {
       if (llvm::Error e = loop.metrics->Append(m)) return e;
     }
@@ -208,6 +217,17 @@ auto Train(const parallel::RunnablePlan& runnable, const TrainOptions& options, 
   loop.engine = parallel::Engine::Create({&runnable, options.rank, options.world, loop.groups ? &*loop.groups : nullptr,
                                           OptimizerOf(plan), options.seed, options.backends});
   int64_t dataset_tokens = (*reader)->tokens();
+  if (plan.validation) {
+    if (options.validation_dir.empty()) {
+      return Fail(
+          fmt::format("the job validates on dataset `{}` every {} steps: give the folder of its shards "
+                      "(--validation-dir)",
+                      plan.validation->name, plan.validation->every));
+    }
+    auto validation = Validation::Open(plan, options.validation_dir, {slice.first_sequence, slice.sequences_per_step});
+    if (!validation) return validation.takeError();
+    loop.validation = std::move(*validation);
+  }
   loop.loader = std::make_unique<data::BatchLoader>(std::move(*reader), *order,
                                                     data::BatchShare{slice.first_sequence, slice.sequences_per_step});
   loop.checkpoints = {&plan,

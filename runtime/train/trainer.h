@@ -25,6 +25,7 @@ struct TrainOptions {
   const crypto::Key* checkpoint_key = nullptr;  // seals the checkpoints' data files
   bool resume = false;                          // from the newest committed checkpoint, if any
   std::string init_dir;         // pretrained weights (transformers layout), when no checkpoint is resumed
+  std::string validation_dir;   // the shards of the plan's validation dataset
   std::string metrics_path;     // JSON lines, one per step
   uint64_t seed = 1234;         // parameter initialisation
   int64_t max_steps = 0;        // stop after this many steps (0: the plan's)

@@ -133,6 +133,9 @@ TEST(RunPlanRead, Gpt2TinyLocalExample) {
   EXPECT_EQ(p.checkpoint->every_steps, 100);
   EXPECT_FALSE(p.checkpoint->export_to);
   EXPECT_EQ(p.checkpoint->keep, 2);
+  EXPECT_FALSE(p.checkpoint->encrypt_secret);
+  EXPECT_FALSE(p.init);
+  EXPECT_FALSE(p.validation);
   EXPECT_EQ(p.optimizer.schedule, LrSchedule::Cosine);
 }
 
@@ -172,6 +175,18 @@ TEST(RunPlanRead, HandWrittenPlanWithUnknownKeys) {
   EXPECT_FALSE(p.optimizer.weight_decay);
   EXPECT_FALSE(p.checkpoint->dir);
   EXPECT_FALSE(p.checkpoint->keep);
+  EXPECT_EQ(p.checkpoint->encrypt_secret, "ckpt-key");
+  ASSERT_TRUE(p.init);
+  EXPECT_EQ(p.init->kind, StorageKind::Lustre);
+  EXPECT_EQ(p.init->path, "models/gpt2-hf");
+  ASSERT_TRUE(p.validation);
+  EXPECT_EQ(p.validation->name, "held_out");
+  EXPECT_EQ(p.validation->source.path, "held/toy");
+  EXPECT_EQ(p.validation->shards, 2);
+  EXPECT_EQ(p.validation->format, TokenFormat::U32);
+  EXPECT_EQ(p.validation->token_bytes, 4);
+  EXPECT_EQ(p.validation->every, 50);
+  EXPECT_EQ(p.validation->batches, 3);
   EXPECT_EQ(p.predicted.cost, 0.008333333333333333);
   EXPECT_EQ(p.predicted.binding, "pipeline bubble 10% (an open set: any text)");
 }
@@ -324,6 +339,12 @@ TEST(RunPlanTypes, WrongTypes) {
           {"checkpoint", "5", "plan.json: checkpoint: expected an object, found the number 5"},
           {"checkpoint.keep", "0", "checkpoint.keep: 0 is below the minimum 1"},
           {"checkpoint.dir", "\"/ckpt\"", "checkpoint.dir: expected an object, found the string \"/ckpt\""},
+          {"checkpoint.encrypt", "\"ckpt-key\"", "checkpoint.encrypt: expected an object, found the string"},
+          {"checkpoint.encrypt", "{}", "plan.json: checkpoint.encrypt.secret: missing"},
+          {"checkpoint.encrypt", R"({"secret": ""})", "plan.json: checkpoint.encrypt.secret: is empty"},
+          {"init", "\"/models\"", "plan.json: init: expected an object, found the string \"/models\""},
+          {"init", R"({"storage": "m", "kind": "http", "path": "x"})", "init.kind: expected `ceph`, `s3`"},
+          {"validation", "[]", "plan.json: validation: expected an object, found an array"},
           {"predicted.mfu", "1.5", "predicted.mfu: 1.5 is above the maximum 1"},
           {"predicted.binding", "\"\"", "predicted.binding: is empty"},
           {"predicted.data_group_span.nodes", "0", "predicted.data_group_span.nodes: 0 is below the minimum 1"},
@@ -354,6 +375,9 @@ TEST(RunPlanTypes, MissingKeys) {
                            "optimizer.betas",
                            "checkpoint",
                            "checkpoint.every_seconds",
+                           "checkpoint.encrypt",
+                           "init",
+                           "validation",
                            "predicted",
                            "predicted.time_breakdown_s.bubble",
                            "predicted.cost"}) {
@@ -363,13 +387,35 @@ TEST(RunPlanTypes, MissingKeys) {
 
 TEST(RunPlanTypes, NullableKeysAcceptNull) {
   std::string tiny = Fixture("gpt2_tiny_local.json");
-  for (const char* path : {"job.source_sha256", "job.target", "hardware.network", "hardware.gpu_hour_price",
-                           "training.length_field", "optimizer.lr", "optimizer.betas", "optimizer.weight_decay",
-                           "checkpoint.every_steps", "checkpoint.dir", "checkpoint.keep"}) {
+  for (const char* path :
+       {"job.source_sha256", "job.target", "hardware.network", "hardware.gpu_hour_price", "training.length_field",
+        "optimizer.lr", "optimizer.betas", "optimizer.weight_decay", "checkpoint.every_steps", "checkpoint.dir",
+        "checkpoint.keep", "checkpoint.encrypt", "init", "validation"}) {
     MustParse(SetAt(tiny, path, "null"));
   }
   RunPlan p = MustParse(SetAt(tiny, "checkpoint", "null"));
   EXPECT_FALSE(p.checkpoint);
+}
+
+// The validation object of the hand-written plan: every key required, each
+// in its range; a plan that validates on nothing says null.
+TEST(RunPlanTypes, ValidationKeys) {
+  ExpectMutationsFail("handwritten_dp2_pp2.json",
+                      {
+                          {"validation.name", "\"\"", "plan.json: validation.name: is empty"},
+                          {"validation.source", "null", "plan.json: validation.source: expected an object, found null"},
+                          {"validation.shards", "0", "validation.shards: 0 is below the minimum 1"},
+                          {"validation.format", "\"tokens_u8\"", "validation.format: expected `tokens_u16` or"},
+                          {"validation.token_bytes", "3", "validation.token_bytes: 3 is not a token size"},
+                          {"validation.token_bytes", "2", "validation.token_bytes: 2 bytes per token, but tokens_u32"},
+                          {"validation.every", "0", "validation.every: 0 is below the minimum 1"},
+                          {"validation.batches", "1.5", "validation.batches: 1.5 is not an integer"},
+                          {"validation.every", nullptr, "plan.json: validation.every: missing"},
+                          {"validation.batches", nullptr, "plan.json: validation.batches: missing"},
+                          {"checkpoint.encrypt.secret", nullptr, "plan.json: checkpoint.encrypt.secret: missing"},
+                      });
+  RunPlan p = MustParse(SetAt(Fixture("handwritten_dp2_pp2.json"), "validation", "null"));
+  EXPECT_FALSE(p.validation);
 }
 
 TEST(RunPlanTypes, ReportsSeveralProblemsAtOnce) {

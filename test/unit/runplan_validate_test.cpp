@@ -394,6 +394,10 @@ TEST(RunPlanSizes, CountsPastTheCapAreNamed) {
   p.stage_parameters[0] = INT64_MAX;
   EXPECT_THAT(ValidateFailure(p), HasSubstr("plan.json: stage_parameters: a stage's parameters, stage_parameters[0] = "
                                             "9223372036854775807, is more than 2^50 elements"));
+  p = MustParse(Fixture("gpt2_tiny_local.json"));
+  p.validation = PlanValidation{"held", p.data.source, 1, TokenFormat::U16, 2, 10, int64_t{1} << 45};
+  EXPECT_THAT(ValidateFailure(p), HasSubstr("plan.json: validation.batches: the tokens of one validation, "
+                                            "validation.batches x training.tokens_per_step = 35184372088832 x "));
 }
 
 TEST(RunPlanSizes, HeadsDivideTheHiddenSize) {
