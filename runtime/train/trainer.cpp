@@ -54,10 +54,10 @@ struct Loop {
   std::optional<MetricsFile> metrics;
   int64_t step = 0;
   Clock::time_point last_checkpoint = Clock::now();
-  CheckpointContext checkpoints;
-  std::unique_ptr<AsyncCheckpoints> async;
-  std::unique_ptr<Validation> validation;
-  SavedState snapshot;  // reused by every synchronous checkpoint
+  CheckpointContext checkpoints{};
+  std::unique_ptr<AsyncCheckpoints> async{};
+  std::unique_ptr<Validation> validation{};
+  SavedState snapshot{};  // reused by every synchronous checkpoint
 
   parallel::Engine::CommSeconds comm{};
 
@@ -202,7 +202,7 @@ auto Train(const parallel::RunnablePlan& runnable, const TrainOptions& options, 
     -> llvm::Expected<TrainResult> {
   const RunPlan& plan = *runnable;
   data::DatasetLayout layout{options.data_dir, plan.data.shards, static_cast<uint32_t>(plan.data.token_bytes),
-                             plan.model.vocab};
+                             plan.model.vocab, {}};
   auto reader = data::TokenReader::Open(layout);
   if (!reader) return reader.takeError();
   auto order = data::SequenceOrder::Make((*reader)->tokens(), plan.model.seq_len, plan.training.global_batch);

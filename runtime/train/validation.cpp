@@ -7,7 +7,7 @@ namespace avf::train {
 auto Validation::Open(const runtime::RunPlan& plan, const std::string& dir, data::BatchShare share)
     -> llvm::Expected<std::unique_ptr<Validation>> {
   const runtime::PlanValidation& v = *plan.validation;
-  data::DatasetLayout layout{dir, v.shards, static_cast<uint32_t>(v.token_bytes), plan.model.vocab};
+  data::DatasetLayout layout{dir, v.shards, static_cast<uint32_t>(v.token_bytes), plan.model.vocab, {}};
   auto reader = data::TokenReader::Open(layout);
   if (!reader) return reader.takeError();
   int64_t seq = plan.model.seq_len;

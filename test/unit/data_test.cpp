@@ -28,7 +28,7 @@ class Shards : public ::testing::Test {
 
   // Dataset tokens 0..n-1 (token i has value i % 60000 + 7) in shards of the given sizes.
   auto Write(const std::vector<int64_t>& sizes, uint32_t width) -> DatasetLayout {
-    DatasetLayout l{dir_, static_cast<int64_t>(sizes.size()), width, 60007};
+    DatasetLayout l{dir_, static_cast<int64_t>(sizes.size()), width, 60007, {}};
     int64_t first = 0;
     for (size_t s = 0; s < sizes.size(); ++s) {
       std::vector<uint32_t> v(sizes[s]);
@@ -227,8 +227,8 @@ TEST_F(Shards, TokenOutsideTheVocabularyIsNamed) {
 }
 
 TEST_F(Shards, BadRequests) {
-  EXPECT_FALSE(bool(TokenReader::Open({dir_, 0, 2, 512})));
-  EXPECT_FALSE(bool(TokenReader::Open({dir_, 3, 3, 512})));
+  EXPECT_FALSE(bool(TokenReader::Open({dir_, 0, 2, 512, {}})));
+  EXPECT_FALSE(bool(TokenReader::Open({dir_, 3, 3, 512, {}})));
   EXPECT_NE(Message(WriteShard(dir_ + "/big.bin", 2, {70000})).find("does not fit 2 bytes"), std::string::npos);
   EXPECT_NE(Message(WriteShard(dir_ + "/no/such/dir.bin", 2, {1})).find("cannot write"), std::string::npos);
 }
