@@ -201,8 +201,8 @@ auto Run(Loop& loop, TrainResult& result) -> llvm::Error {
 auto Train(const parallel::RunnablePlan& runnable, const TrainOptions& options, llvm::raw_ostream& progress)
     -> llvm::Expected<TrainResult> {
   const RunPlan& plan = *runnable;
-  data::DatasetLayout layout{options.data_dir, plan.data.shards, static_cast<uint32_t>(plan.data.token_bytes),
-                             plan.model.vocab, {}};
+  data::DatasetLayout layout{
+      options.data_dir, plan.data.shards, static_cast<uint32_t>(plan.data.token_bytes), plan.model.vocab, {}};
   auto reader = data::TokenReader::Open(layout);
   if (!reader) return reader.takeError();
   auto order = data::SequenceOrder::Make((*reader)->tokens(), plan.model.seq_len, plan.training.global_batch);
