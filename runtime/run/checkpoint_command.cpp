@@ -19,82 +19,65 @@ auto Report(llvm::Error e) -> int {
   return 1;
 }
 
-// The key of --key-file, when given.
-auto KeyOf(const CheckpointFlags& f, std::optional<crypto::Key>& key) -> llvm::Error {
-  if (f.key_file.empty()) return llvm::Error::success();
-  llvm::Expected<crypto::Key> read = crypto::ReadKeyFile(f.key_file);
-  if (!read) return read.takeError();
-  key.emplace(std::move(*read));
-  return llvm::Error::success();
+// What every command starts from: the step directory meant, its index
+// verified, and the key of --key-file when given.
+struct Opened {
+  std::string step;
+  checkpoint::Index index;
+  std::optional<crypto::Key> key;
+  auto key_or_null() const -> const crypto::Key* { return key ? &*key : nullptr; }
+};
+
+auto Open(const CheckpointFlags& f) -> llvm::Expected<Opened> {
+  llvm::Expected<std::string> step = train::StepDirectoryOf(f.dir);
+  if (!step) return step.takeError();
+  llvm::Expected<checkpoint::Index> index = train::VerifiedIndex(*step);
+  if (!index) return index.takeError();
+  Opened opened{*step, std::move(*index), std::nullopt};
+  if (!f.key_file.empty()) {
+    llvm::Expected<crypto::Key> key = crypto::ReadKeyFile(f.key_file);
+    if (!key) return key.takeError();
+    opened.key.emplace(std::move(*key));
+  }
+  return opened;
 }
 
-auto Verify(const std::string& dir) -> int {
-  llvm::Expected<std::string> step = train::StepDirectoryOf(dir);
-  if (!step) return Report(step.takeError());
-  llvm::Expected<checkpoint::Index> index = train::VerifiedIndex(*step);
-  if (!index) return Report(index.takeError());
+auto Verify(const Opened& c) -> int {
   uint64_t bytes = 0;
-  for (const checkpoint::DataFile& f : index->files) bytes += f.bytes;
-  llvm::outs() << fmt::format("{}: step {} verifies: index.json and {} files ({} bytes) match their SHA-256\n", *step,
-                              index->step, index->files.size(), bytes);
+  for (const checkpoint::DataFile& f : c.index.files) bytes += f.bytes;
+  llvm::outs() << fmt::format("{}: step {} verifies: index.json and {} files ({} bytes) match their SHA-256\n", c.step,
+                              c.index.step, c.index.files.size(), bytes);
   return 0;
 }
 
-auto Inspect(const CheckpointFlags& f) -> int {
-  llvm::Expected<std::string> step = train::StepDirectoryOf(f.dir);
-  if (!step) return Report(step.takeError());
-  llvm::Expected<checkpoint::Index> index = train::VerifiedIndex(*step);
-  if (!index) return Report(index.takeError());
-  train::PrintInspection(*step, *index, f.tensors, llvm::outs());
-  return 0;
-}
-
-auto Convert(const CheckpointFlags& f) -> int {
-  llvm::Expected<std::string> step = train::StepDirectoryOf(f.dir);
-  if (!step) return Report(step.takeError());
-  llvm::Expected<checkpoint::Index> index = train::VerifiedIndex(*step);
-  if (!index) return Report(index.takeError());
+auto Convert(const Opened& c, const CheckpointFlags& f) -> int {
   auto file = runtime::ReadPlanFileWithSha256(f.plan);
   if (!file) return Report(file.takeError());
   auto runnable = parallel::CheckRunnable(file->plan, static_cast<int>(file->plan->ranks.size()));
   if (!runnable) return Report(runnable.takeError());
-  std::optional<crypto::Key> key;
-  if (llvm::Error e = KeyOf(f, key)) return Report(std::move(e));
-  if (llvm::Error e = train::Convert(*step, *index, **runnable, file->sha256, f.output, key ? &*key : nullptr)) {
+  if (llvm::Error e = train::Convert(c.step, c.index, **runnable, file->sha256, f.output, c.key_or_null())) {
     return Report(std::move(e));
   }
-  llvm::outs() << fmt::format("wrote {} for the {} ranks of {}\n", checkpoint::StepDir(f.output, index->step),
+  llvm::outs() << fmt::format("wrote {} for the {} ranks of {}\n", checkpoint::StepDir(f.output, c.index.step),
                               (*runnable)->ranks.size(), f.plan);
   return 0;
 }
 
-auto Export(const CheckpointFlags& f) -> int {
-  llvm::Expected<std::string> step = train::StepDirectoryOf(f.dir);
-  if (!step) return Report(step.takeError());
-  llvm::Expected<checkpoint::Index> index = train::VerifiedIndex(*step);
-  if (!index) return Report(index.takeError());
-  std::optional<crypto::Key> key;
-  if (llvm::Error e = KeyOf(f, key)) return Report(std::move(e));
-  if (llvm::Error e = train::ExportSafetensors(*step, *index, f.output, f.dtype == "bf16", key ? &*key : nullptr)) {
+auto Export(const Opened& c, const CheckpointFlags& f) -> int {
+  if (llvm::Error e = train::ExportSafetensors(c.step, c.index, f.output, f.dtype == "bf16", c.key_or_null())) {
     return Report(std::move(e));
   }
   llvm::outs() << fmt::format("wrote {}/config.json and {}/model.safetensors ({}, step {})\n", f.output, f.output,
-                              f.dtype, index->step);
+                              f.dtype, c.index.step);
   return 0;
 }
 
-auto Eval(const CheckpointFlags& f) -> int {
-  llvm::Expected<std::string> step = train::StepDirectoryOf(f.dir);
-  if (!step) return Report(step.takeError());
-  llvm::Expected<checkpoint::Index> index = train::VerifiedIndex(*step);
-  if (!index) return Report(index.takeError());
-  std::optional<crypto::Key> key;
-  if (llvm::Error e = KeyOf(f, key)) return Report(std::move(e));
+auto Eval(const Opened& c, const CheckpointFlags& f) -> int {
   int64_t windows = 0;
-  llvm::Expected<double> loss = train::Evaluate(*step, *index, f.data, key ? &*key : nullptr, windows);
+  llvm::Expected<double> loss = train::Evaluate(c.step, c.index, f.data, c.key_or_null(), windows);
   if (!loss) return Report(loss.takeError());
-  llvm::outs() << fmt::format("{}: loss {:.6f} over {} windows of {} tokens of {}\n", *step, *loss, windows,
-                              index->origin.model.seq_len + 1, f.data);
+  llvm::outs() << fmt::format("{}: loss {:.6f} over {} windows of {} tokens of {}\n", c.step, *loss, windows,
+                              c.index.origin.model.seq_len + 1, f.data);
   return 0;
 }
 
@@ -136,11 +119,16 @@ auto AddCheckpointCommands(CLI::App& app, CheckpointFlags& f) -> CLI::App* {
 }
 
 auto RunCheckpointCommand(const CLI::App& command, const CheckpointFlags& f) -> int {
-  if (command.got_subcommand("inspect")) return Inspect(f);
-  if (command.got_subcommand("verify")) return Verify(f.dir);
-  if (command.got_subcommand("convert")) return Convert(f);
-  if (command.got_subcommand("export")) return Export(f);
-  return Eval(f);
+  llvm::Expected<Opened> opened = Open(f);
+  if (!opened) return Report(opened.takeError());
+  if (command.got_subcommand("inspect")) {
+    train::PrintInspection(opened->step, opened->index, f.tensors, llvm::outs());
+    return 0;
+  }
+  if (command.got_subcommand("verify")) return Verify(*opened);
+  if (command.got_subcommand("convert")) return Convert(*opened, f);
+  if (command.got_subcommand("export")) return Export(*opened, f);
+  return Eval(*opened, f);
 }
 
 }  // namespace avf::run
