@@ -26,8 +26,27 @@ import sys
 import time
 
 
+def holds_file(pid, path):
+    """Whether process pid has path open."""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") == path:
+                return True
+        except OSError:
+            continue
+    return False
+
+
 def run_processes(run_dir):
-    """pid -> arguments of every process whose arguments hold run_dir."""
+    """pid -> arguments of every process of the run: those whose arguments
+    hold run_dir, and those still holding its lock. A process killed while
+    it holds much memory has no arguments any more while the kernel frees
+    it, but holds its files, and so the lock, until that is done."""
+    lock = os.path.join(run_dir, ".avf-run.lock")
     found = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) == os.getpid():
@@ -39,7 +58,7 @@ def run_processes(run_dir):
                 state = f.read().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
-        if run_dir in args and state != "Z":
+        if state != "Z" and (run_dir in args or holds_file(entry, lock)):
             found[int(entry)] = args
     return found
 
@@ -149,7 +168,7 @@ def main():
     print(f"run exit: {status}")
     print(f"ended within 30 s: {time.time() - started < 30}")
     # Processes a killed aviflowc leaves must stop on their own.
-    wait_until(lambda: not run_processes(run_dir), 30 if action == "kill-run" else 1)
+    wait_until(lambda: not run_processes(run_dir), 30 if action in ("kill-run", "lock") else 1)
     print(f"processes left: {len(run_processes(run_dir))}")
     log.seek(0)
     sys.stdout.write(log.read())
