@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Writes the fuzz targets' seed corpora with the project's own writers:
-#   test/fuzz/corpus/plan_reader/   plan.json that aviflowc writes for two jobs (`emit plan`)
+#   test/fuzz/corpus/plan_reader/   plan.json that aviflowc writes for two jobs (`emit plan`), and
+#                                   one of format version 2 (test/run/Inputs/plan_v2/)
 #   test/fuzz/corpus/{rendezvous,shard_header,checkpoint}/   avf_fuzz_write_seeds
 # Usage:
 #   tools/fuzz_seeds.sh BUILD_DIR           refresh test/fuzz/corpus/
@@ -20,6 +21,9 @@ for job in "$root/examples/gpt2_tiny_local.avf" "$root/test/unit/Inputs/runplan/
   name="$(basename "$job" .avf)"
   "$build/bin/aviflowc" emit plan "$job" > "$out/plan_reader/$name.json" 2>/dev/null
 done
+# A plan of format version 2, which lists the tables version 3 derives, as the
+# aviflowc of that version wrote it: the reader still reads it.
+cp "$root/test/run/Inputs/plan_v2/gpt2_tiny_tied_pp.json" "$out/plan_reader/gpt2_tiny_tied_pp_v2.json"
 
 corpus="$root/test/fuzz/corpus"
 if [ "$check" = 1 ]; then

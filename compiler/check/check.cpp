@@ -72,11 +72,12 @@ void CheckPipeline(const JobSpec& s, DiagnosticEngine& diags) {
   }
   if (!p.pipeline.value || !p.virtual_stages.value) return;
   int64_t chunks = *p.pipeline.value * *p.virtual_stages.value;
-  if (layers % chunks == 0) return;
+  // Any count of at least one layer per chunk splits (cost/stages.h).
+  if (layers >= chunks) return;
   std::string tail = *p.virtual_stages.value > 1 ? fmt::format(" x {} virtual stages", *p.virtual_stages.value) : "";
-  diags.Report(DiagId::LayersNotDivisible, p.pipeline.range, layers, *p.pipeline.value, tail)
+  diags.Report(DiagId::TooFewLayers, p.pipeline.range, layers, *p.pipeline.value, tail)
       .Note(s.at.layers, fmt::format("model `{}` has {} layers", s.model_name, layers))
-      .Help("`layers` must be a multiple of `pipeline x virtual_stages`");
+      .Help(fmt::format("`pipeline x virtual_stages` can be at most {}", layers));
 }
 
 // The data-parallel degree when it is fixed or follows from the others.

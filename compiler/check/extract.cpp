@@ -127,8 +127,10 @@ void ReadCluster(const Program& p, const Decl& cluster, JobSpec& spec) {
   spec.at.nodes = RangeOf(c, "nodes", cluster.name_range);
   hw.nodes = Integer(c, "nodes").value_or(1);
   spec.price_per_gpu_hour = Number(c, "gpu_hour_price");
+  if (std::string currency = Text(c, "currency"); !currency.empty()) spec.currency = currency;
   if (const RecordValue* tree = Sub(c, "topology")) {
     hw.nodes_per_leaf = Integer(*tree, "nodes_per_leaf").value_or(0);
+    hw.leaves_per_spine = Integer(*tree, "leaves_per_spine").value_or(0);
     hw.oversubscription = Number(*tree, "oversubscription").value_or(1);
     spec.at.topology = RangeOf(c, "topology", cluster.name_range);
   }
@@ -384,6 +386,7 @@ auto ExtractJob(const Program& p, const Decl& job) -> JobSpec {
   spec.workload.gpus = Integer(f, "gpus").value_or(1);
   spec.workload.global_batch = Integer(f, "batch").value_or(1);
   spec.workload.precision = FromName(Text(f, "precision"), cost::kPrecisions).value_or(cost::Precision::Bf16);
+  spec.workload.attention = FromName(Text(f, "attention"), cost::kAttentions).value_or(cost::Attention::Flash);
   spec.name_range = job.name_range;
   if (const Decl* model = Ref(p, f, "model")) {
     spec.model_name = model->name;

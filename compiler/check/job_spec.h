@@ -203,6 +203,7 @@ struct JobSpec {
   std::optional<LengthField> length_field;  // what the user wrote
   double requested_tokens = 0;  // as written (steps x batch x seq_len for `steps`), before rounding to steps
   std::optional<double> price_per_gpu_hour;
+  std::string currency = "USD";  // ISO 4217 code of the price
   std::optional<Target> target;  // nullopt: not written
   DeploySpec deploy;
 };

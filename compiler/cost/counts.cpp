@@ -1,5 +1,7 @@
 #include "cost/counts.h"
 
+#include "cost/stages.h"
+
 namespace avf::cost {
 
 auto DefaultFfn(Arch arch, int64_t hidden) -> int64_t {
@@ -32,9 +34,10 @@ auto CountParams(const ModelShape& m) -> ParamCounts {
   return c;
 }
 
-auto StageParamsPerRank(const ModelShape& m, int64_t pipeline, int64_t tensor, int64_t stage) -> int64_t {
+auto StageParamsPerRank(const ModelShape& m, int64_t pipeline, int64_t tensor, int64_t stage, int64_t chunks_per_stage)
+    -> int64_t {
   ParamCounts c = CountParams(m);
-  int64_t layers = m.layers / pipeline;
+  int64_t layers = StageLayers(m.layers, pipeline, chunks_per_stage, stage);
   int64_t split = layers * (c.per_layer - c.layer_replicated);
   int64_t whole = layers * c.layer_replicated;
   if (stage == 0) {

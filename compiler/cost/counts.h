@@ -26,10 +26,12 @@ auto DefaultFfn(Arch arch, int64_t hidden) -> int64_t;
 auto CountParams(const ModelShape& m) -> ParamCounts;
 
 // Parameters one tensor rank of pipeline stage `stage` holds (Megatron's
-// split): its layers, the vocab-parallel embedding on the first stage, the
-// final norm and output projection (or the tied embedding's copy) on the
-// last; positions and norms are replicated across the tensor group.
-auto StageParamsPerRank(const ModelShape& m, int64_t pipeline, int64_t tensor, int64_t stage) -> int64_t;
+// split): its layers (cost/stages.h: the layers of its chunks_per_stage
+// chunks), the vocab-parallel embedding on the first stage, the final norm
+// and output projection (or the tied embedding's copy) on the last;
+// positions and norms are replicated across the tensor group.
+auto StageParamsPerRank(const ModelShape& m, int64_t pipeline, int64_t tensor, int64_t stage,
+                        int64_t chunks_per_stage = 1) -> int64_t;
 
 // Forward FLOPs of one token through the whole model: 2 per weight of every
 // matrix (blocks and logits) plus attention scores and values over the full

@@ -6,6 +6,7 @@
 
 #include "cost/counts.h"
 #include "cost/predict.h"
+#include "cost/stages.h"
 
 namespace avf::cost {
 
@@ -30,54 +31,68 @@ constexpr double kBuffersPerCommunicator = 256.0 * 1024 * 1024;
 // terms (aviflow jobs train without dropout: the language has no dropout
 // and avf-run applies none): bytes of one layer's stored activations for
 // one micro-batch, in 16-bit.
-auto LayerActivationBytes(const ModelShape& m, const Layout& l) -> double {
+auto LayerActivationBytes(const ModelShape& m, const Layout& l, Attention attention) -> double {
   double sbh = D(m.seq_len) * D(l.micro_batch) * D(m.hidden);
   double t = D(l.tensor);
   // 32 = 16 + 4 ffn/h for GELU; SwiGLU keeps gate, up, activation and product.
   double ffn_term = (m.arch == Arch::Llama ? 8.0 : 4.0) * D(m.ffn) / D(m.hidden);
   double linear_part = 8.0 + ffn_term;  // the part tensor parallelism splits
-  // The softmax output, which attention over V reads (no dropout mask or output).
-  double attention_core = 2.0 * D(m.heads) * D(m.seq_len) * D(m.seq_len) * D(l.micro_batch);
+  // The softmax output, which attention over V reads (no dropout mask or
+  // output); a flash kernel keeps only each row's log-sum-exp instead.
+  double attention_core = attention == Attention::Flash
+                              ? 4.0 * D(m.heads) * D(m.seq_len) * D(l.micro_batch)
+                              : 2.0 * D(m.heads) * D(m.seq_len) * D(m.seq_len) * D(l.micro_batch);
   // LayerNorm inputs 4, QKV and fc1 inputs 2 + 2: what plain tensor parallelism leaves replicated.
   constexpr double kReplicated = 8.0;
   if (l.recompute == Recompute::Full) return l.sequence_parallel ? 2.0 * sbh / t : 2.0 * sbh;
-  double kept_core = l.recompute == Recompute::Selective ? 0.0 : attention_core / t;
+  bool rebuilds_core = l.recompute == Recompute::Selective && attention == Attention::Materialized;
+  double kept_core = rebuilds_core ? 0.0 : attention_core / t;
   if (l.sequence_parallel) return sbh * (kReplicated + linear_part) / t + kept_core;
   return sbh * (kReplicated + linear_part / t) + kept_core;
 }
 
-// Micro-batches whose activations the first stage holds at the peak.
-auto InFlightMicroBatches(const Layout& l, int64_t micro_batches) -> double {
+// Micro-batches whose activations stage `stage` holds at its peak: under
+// 1F1B the first stage holds p, each later one one fewer (never more than
+// the step has); GPipe holds them all.
+auto InFlightMicroBatches(const Layout& l, int64_t micro_batches, int64_t stage) -> double {
   if (l.pipeline == 1) return 1;
   if (l.schedule == Schedule::GPipe) return D(micro_batches);
-  double held = D(std::min(l.pipeline, micro_batches));
+  double held = D(std::min(l.pipeline - stage, micro_batches));
   if (l.schedule == Schedule::Interleaved && l.virtual_stages > 1) {
     held *= 1.0 + D(l.pipeline - 1) / D(l.pipeline * l.virtual_stages);
   }
   return held;
 }
 
+// The peak over the stages: each holds its in-flight micro-batches of its own
+// layers (uneven splits give the middle stages more), the last also the
+// logits of the micro-batches it holds.
 auto ActivationBytes(const Workload& w, const Layout& l) -> double {
   const ModelShape& m = w.model;
   double scale = w.precision == Precision::Fp32 ? 2.0 : 1.0;
-  double layers = D(m.layers) / D(l.pipeline);
-  double per_layer = LayerActivationBytes(m, l);
+  double per_layer = LayerActivationBytes(m, l, w.attention);
   int64_t micro_batches = MicroBatches(w, l);
   // One layer is rebuilt in full while its backward runs.
   Layout plain = l;
   plain.recompute = Recompute::None;
-  double rebuilt = l.recompute == Recompute::Full ? LayerActivationBytes(m, plain) : 0.0;
+  double rebuilt = l.recompute == Recompute::Full ? LayerActivationBytes(m, plain, w.attention) : 0.0;
   // Output layer and cross entropy on the last stage (Megatron
   // theoretical_memory_usage: 4 s b h (1 + V/h), vocab-parallel over t).
   double sbh = D(m.seq_len) * D(l.micro_batch) * D(m.hidden);
   double logits = 4.0 * sbh * (1.0 + D(m.vocab) / D(m.hidden)) / D(l.tensor);
-  double first = per_layer * layers * InFlightMicroBatches(l, micro_batches) + rebuilt;
-  if (l.pipeline == 1) return (first + logits) * scale;
+  int64_t chunks = ChunksPerStage(l);
+  if (l.pipeline == 1) return (per_layer * D(m.layers) + rebuilt + logits) * scale;
+  double peak = 0;
+  for (int64_t stage = 0; stage + 1 < l.pipeline; ++stage) {
+    double layers = D(StageLayers(m.layers, l.pipeline, chunks, stage));
+    peak = std::max(peak, per_layer * layers * InFlightMicroBatches(l, micro_batches, stage) + rebuilt);
+  }
   // The last stage holds one micro-batch under 1F1B, all of them (with
   // their output layer's softmax) under GPipe.
   double last_held = l.schedule == Schedule::GPipe ? D(micro_batches) : 1.0;
-  double last = (per_layer * layers + logits) * last_held + rebuilt;
-  return std::max(first, last) * scale;
+  double last_layers = D(StageLayers(m.layers, l.pipeline, chunks, l.pipeline - 1));
+  peak = std::max(peak, (per_layer * last_layers + logits) * last_held + rebuilt);
+  return peak * scale;
 }
 
 auto Communicators(const Layout& l) -> int {
@@ -92,9 +107,11 @@ auto MicroBatches(const Workload& w, const Layout& l) -> int64_t {
 }
 
 auto ParamsPerGpu(const ModelShape& m, const Layout& l) -> double {
-  int64_t first = StageParamsPerRank(m, l.pipeline, l.tensor, 0);
-  int64_t last = StageParamsPerRank(m, l.pipeline, l.tensor, l.pipeline - 1);
-  return D(std::max(first, last));
+  int64_t most = 0;
+  for (int64_t stage = 0; stage < l.pipeline; ++stage) {
+    most = std::max(most, StageParamsPerRank(m, l.pipeline, l.tensor, stage, ChunksPerStage(l)));
+  }
+  return D(most);
 }
 
 auto PredictMemory(const Workload& w, const Layout& l) -> MemoryBreakdown {

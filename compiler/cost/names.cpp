@@ -6,6 +6,8 @@ auto Name(Arch a) -> std::string_view { return a == Arch::Llama ? "llama" : "gpt
 
 auto Name(OptimizerKind k) -> std::string_view { return k == OptimizerKind::Sgd ? "sgd" : "adamw"; }
 
+auto Name(Attention a) -> std::string_view { return a == Attention::Materialized ? "materialized" : "flash"; }
+
 auto Name(Precision p) -> std::string_view {
   switch (p) {
     case Precision::Bf16: return "bf16";

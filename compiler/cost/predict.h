@@ -31,13 +31,36 @@ struct TimeBreakdown {
 struct GroupSpan {
   int64_t nodes = 1;
   int64_t leaves = 1;
+  int64_t per_node = 1;  // members on one node
 };
+
+// The calibration rows a layout is compared with for its uncertainty: fully
+// sharded data parallelism (ZeRO-3, FSDP), tensor or pipeline parallelism
+// (Megatron-style), or plain data parallelism with ZeRO 0-2.
+enum class LayoutClass : uint8_t { Sharded, ModelParallel, DataParallel };
+
+auto ClassOf(const Layout& l) -> LayoutClass;
+auto Name(LayoutClass c) -> std::string_view;
+
+// A likely range of the step time as multiples of the prediction: the 10th
+// and 90th percentiles of measured / predicted step time over the
+// calibration rows of the class (calibration_bands.def, written by
+// `avf-calibrate --bands`).
+struct Band {
+  double low = 1;
+  double high = 1;
+  int rows = 0;  // calibration rows behind it
+};
+
+auto StepTimeBand(LayoutClass c) -> Band;
 
 struct Prediction {
   MemoryBreakdown memory;
   TimeBreakdown time;
   double memory_per_gpu = 0;  // bytes: memory.total()
   double step_time = 0;       // s: time.step()
+  double step_time_low = 0;   // s: the likely range, StepTimeBand
+  double step_time_high = 0;
   double tokens_per_s = 0;    // whole job
   double tflops_per_gpu = 0;  // model FLOPs (no recompute), 1e12/s
   double mfu = 0;             // model FLOPs utilisation, 0..1
@@ -45,17 +68,52 @@ struct Prediction {
   GroupSpan data_span;        // where the data-parallel ring runs
 };
 
-// Fraction of the dense tensor-core peak that a transformer's matrix
-// multiplications reach in practice. Calibrated once against
-// ../shared/data/published-runs.csv (docs/planner.md, "Calibration").
-inline constexpr double kComputeEfficiency = 0.65;
-// Narrow matrices run further from the peak: the efficiency is scaled by
-// w / (w + kNarrowMatrixWidth), w = hidden / tensor, the width of the GEMMs
-// each GPU runs.
-inline constexpr double kNarrowMatrixWidth = 256;
+// The time model's fitted constants (docs/planner.md, "Calibration"). They
+// were fitted once, together, over every usable row of
+// ../shared/data/published-runs.csv (`avf-calibrate --fit`), never per row.
+struct Calibration {
+  // Fraction of the dense tensor-core peak that the matrix multiplications
+  // reach: GEMMs w = hidden / tensor wide reach
+  //   matmul_efficiency * (kReferenceBalance / B)^balance_exponent * w / (w + narrow_width)
+  // on a GPU of B FLOP per byte of HBM bandwidth: the further its peak
+  // outruns its memory, the further below the peak a training step runs.
+  double matmul_efficiency = 0;
+  double narrow_width = 0;
+  double balance_exponent = 0;
+  // Fraction of the peak the attention core (QK^T and AV, scores in on-chip
+  // memory for flash) reaches: head_dim-deep products, the softmax between.
+  double attention_efficiency = 0;
+  // HBM bytes the memory-bound kernels (norms, activation functions, residual
+  // adds, rotary embeddings, casts) move per token, layer and hidden unit,
+  // forward and backward together.
+  double elementwise_bytes = 0;
+  // Fraction of a compute window that collectives can overlap, and the share
+  // of the overlapped time they still cost (they take SMs and memory
+  // bandwidth from the compute).
+  double overlap = 0;
+  double interference = 0;
+};
+
+inline constexpr Calibration kCalibration{
+    .matmul_efficiency = 0.809,
+    .narrow_width = 245,
+    .balance_exponent = 0.432,
+    .attention_efficiency = 0.304,
+    .elementwise_bytes = 212,
+    .overlap = 0.999,
+    .interference = 0.577,
+};
+
+// A100 SXM: 312 TFLOP/s over 2,039 GB/s.
+inline constexpr double kReferenceBalance = 153;
+
+// Dense peak over HBM bandwidth, FLOP per byte (kReferenceBalance when the
+// bandwidth is unknown).
+auto MachineBalance(const Hardware& hw) -> double;
 
 // Efficiency of the matrix multiplications of one GPU.
-auto ComputeEfficiency(const ModelShape& m, const Layout& l) -> double;
+auto ComputeEfficiency(const ModelShape& m, const Layout& l, const Hardware& hw, const Calibration& c = kCalibration)
+    -> double;
 
 // Micro-batches per pipeline per step: batch / (data x micro_batch).
 auto MicroBatches(const Workload& w, const Layout& l) -> int64_t;
@@ -74,8 +132,9 @@ auto DataSpan(const Layout& l, const Hardware& hw) -> GroupSpan;
 auto PipelineHopSpan(const Layout& l, const Hardware& hw) -> GroupSpan;
 
 auto PredictMemory(const Workload& w, const Layout& l) -> MemoryBreakdown;
-auto PredictTime(const Workload& w, const Layout& l, const Hardware& hw) -> TimeBreakdown;
-auto Predict(const Workload& w, const Layout& l, const Hardware& hw) -> Prediction;
+auto PredictTime(const Workload& w, const Layout& l, const Hardware& hw, const Calibration& c = kCalibration)
+    -> TimeBreakdown;
+auto Predict(const Workload& w, const Layout& l, const Hardware& hw, const Calibration& c = kCalibration) -> Prediction;
 
 // Parameters held by the most loaded GPU before ZeRO sharding.
 auto ParamsPerGpu(const ModelShape& m, const Layout& l) -> double;

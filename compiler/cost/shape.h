@@ -13,12 +13,17 @@ enum class Precision : uint8_t { Bf16, Fp16, Fp32 };
 enum class Schedule : uint8_t { OneFOneB, Interleaved, GPipe };
 enum class Recompute : uint8_t { None, Selective, Full };
 enum class OptimizerKind : uint8_t { AdamW, Sgd };
+// flash: the attention kernel never stores the s x s score matrix and its
+// backward pass rebuilds the scores block by block (FlashAttention);
+// materialized: the softmax output is stored for the backward pass.
+enum class Attention : uint8_t { Flash, Materialized };
 
 inline constexpr std::array kArchs{Arch::Gpt2, Arch::Llama};
 inline constexpr std::array kPrecisions{Precision::Bf16, Precision::Fp16, Precision::Fp32};
 inline constexpr std::array kSchedules{Schedule::OneFOneB, Schedule::Interleaved, Schedule::GPipe};
 inline constexpr std::array kRecomputes{Recompute::None, Recompute::Selective, Recompute::Full};
 inline constexpr std::array kOptimizerKinds{OptimizerKind::AdamW, OptimizerKind::Sgd};
+inline constexpr std::array kAttentions{Attention::Flash, Attention::Materialized};
 
 // The language's (and plan.json's) spelling of each value.
 auto Name(Arch a) -> std::string_view;
@@ -26,6 +31,7 @@ auto Name(Precision p) -> std::string_view;
 auto Name(Schedule s) -> std::string_view;
 auto Name(Recompute r) -> std::string_view;
 auto Name(OptimizerKind k) -> std::string_view;
+auto Name(Attention a) -> std::string_view;
 
 struct ModelShape {
   Arch arch = Arch::Gpt2;
@@ -49,9 +55,13 @@ struct Hardware {
   double nvlink_latency = 0;    // seconds per ring step
   double nic_bandwidth = 0;     // bytes/s per NIC, one direction
   int64_t nics_per_node = 0;
-  double network_latency = 0;   // seconds per ring step
-  int64_t nodes = 1;            // in the cluster
-  int64_t nodes_per_leaf = 0;   // 0: one flat switch
+  double network_latency = 0;  // seconds per ring step
+  int64_t nodes = 1;           // in the cluster
+  int64_t nodes_per_leaf = 0;  // 0: one flat switch
+  // Leaf switches under one spine block, the middle level of a 3-level fat
+  // tree (spine blocks joined by core switches); 0: not declared, every
+  // leaf under one spine level (2 levels).
+  int64_t leaves_per_spine = 0;
   double oversubscription = 1;  // leaf downlink:uplink
 };
 
@@ -75,6 +85,7 @@ struct Layout {
 struct Workload {
   ModelShape model;
   Precision precision = Precision::Bf16;
+  Attention attention = Attention::Flash;
   OptimizerKind optimizer = OptimizerKind::AdamW;
   int64_t gpus = 1;
   int64_t global_batch = 1;  // sequences per step

@@ -3,9 +3,11 @@
 // pipeline bubble (Narayanan et al. 2021) and the data-parallel reduction
 // overlapped with the last micro-batch's backward pass.
 #include <algorithm>
+#include <cmath>
 
 #include "cost/counts.h"
 #include "cost/predict.h"
+#include "cost/stages.h"
 
 namespace avf::cost {
 
@@ -21,12 +23,14 @@ struct Link {
 };
 
 // The link a group's ring runs over: NVLink inside a node; across nodes, the
-// GPU's share of the node's NICs, cut by the oversubscription when the ring
-// leaves its leaf switch.
+// GPU's share of the node's NICs times the group's members on a node (a ring
+// leaves each node once: the node's k members, run in G/k concurrent groups,
+// share its NICs), capped by NVLink and cut by the oversubscription when the
+// ring leaves its leaf switch.
 auto LinkFor(const GroupSpan& span, const Hardware& hw) -> Link {
   if (span.nodes <= 1) return {hw.nvlink_bandwidth, hw.nvlink_latency};
   double nics = D(std::max<int64_t>(hw.nics_per_node, 1));
-  double share = hw.nic_bandwidth * nics / D(std::max<int64_t>(hw.gpus_per_node, 1));
+  double share = hw.nic_bandwidth * nics / D(std::max<int64_t>(hw.gpus_per_node, 1)) * D(span.per_node);
   double bw = hw.nvlink_bandwidth > 0 ? std::min(share, hw.nvlink_bandwidth) : share;
   if (span.leaves > 1) bw /= std::max(1.0, hw.oversubscription);
   return {bw, hw.network_latency};
@@ -45,25 +49,89 @@ auto HalfRing(double bytes, int64_t n, const Link& link) -> double {
   return steps / D(n) * bytes / link.bandwidth + steps * link.latency;
 }
 
-// FLOPs one GPU of the busiest (last) stage runs for one micro-batch.
+// Seconds one GPU of the busiest (last) stage computes for one micro-batch.
 struct MicroBatchWork {
   double forward = 0;
   double total = 0;  // forward + backward + recomputation
 };
 
-auto StageWork(const ModelShape& m, const Layout& l) -> MicroBatchWork {
-  ParamCounts c = CountParams(m);
+// Per token and layer, on one GPU: the block's matrix multiplications (FLOPs),
+// the attention core (FLOPs it executes) and the memory-bound kernels (bytes),
+// forward pass only.
+struct LayerCost {
+  double matmul = 0;
+  double attention = 0;
+  double memory = 0;
+};
+
+// Korthikanti's split: 10 of 34 bytes of a layer's activations are what plain
+// tensor parallelism leaves replicated (norm inputs, residuals); sequence
+// parallelism splits them too.
+constexpr double kReplicatedShare = 10.0 / 34.0;
+// Bytes per token and vocabulary entry of the output layer's memory-bound work:
+// fp32 logits written, read by the softmax's max and sum, gradient written.
+constexpr double kLogitBytes = 16;
+// FlashAttention's backward rebuilds the scores (QK^T) before the four
+// products of the plain backward: 5 units of forward-product work, against 4.
+constexpr double kFlashBackwardUnits = 2.5;
+
+auto LayerForward(const ModelShape& m, const Layout& l, Attention attention, Precision precision, const Calibration& c)
+    -> LayerCost {
+  ParamCounts counts = CountParams(m);
+  double t = D(l.tensor);
+  LayerCost cost;
+  cost.matmul = 2.0 * D(counts.layer_matmul) / t;
+  // Causal: FlashAttention skips the blocks above the diagonal, a plain
+  // implementation multiplies the whole s x s matrix and masks it.
+  double core = AttentionFlopsPerTokenLayer(m) / t;
+  cost.attention = attention == Attention::Flash ? core / 2 : core;
+  double spread = l.sequence_parallel ? 1.0 / t : kReplicatedShare + (1 - kReplicatedShare) / t;
+  // Forward share of the fitted forward+backward traffic: a third, like the FLOPs.
+  cost.memory = c.elementwise_bytes / 3.0 * D(m.hidden) * spread * ActivationBytes(precision) / 2;
+  if (attention == Attention::Materialized) {
+    // Scores written, read by the softmax, probabilities written (16-bit).
+    cost.memory += 6.0 * D(m.heads) / t * D(m.seq_len);
+  }
+  return cost;
+}
+
+auto StageWork(const Workload& w, const Layout& l, const Hardware& hw, const Calibration& c) -> MicroBatchWork {
+  const ModelShape& m = w.model;
   double tokens = D(l.micro_batch) * D(m.seq_len);
-  double layers = D(m.layers) / D(l.pipeline);
-  double attention = AttentionFlopsPerTokenLayer(m);
-  double layer_forward = tokens * (2.0 * D(c.layer_matmul) + attention);
-  double logits_forward = tokens * 2.0 * D(m.vocab) * D(m.hidden);
+  LayerCost layer = LayerForward(m, l, w.attention, w.precision, c);
+  double matmul_rate = hw.peak_flops * ComputeEfficiency(m, l, hw, c);
+  // A flash kernel runs at its own fitted rate; materialized attention is
+  // two batched GEMMs with the softmax between (its traffic is in memory).
+  double attention_rate = w.attention == Attention::Flash ? hw.peak_flops * c.attention_efficiency : matmul_rate;
+  double bandwidth = hw.hbm_bandwidth > 0 ? hw.hbm_bandwidth : 1e30;
+  double matmul_s = layer.matmul / matmul_rate;
+  double attention_s = layer.attention / attention_rate;
+  double memory_s = layer.memory / bandwidth;
+  double logits_s = 2.0 * D(m.vocab) * D(m.hidden) / D(l.tensor) / matmul_rate;
+  double logits_memory_s = kLogitBytes * D(m.vocab) / D(l.tensor) / bandwidth;
+
+  double backward_attention = w.attention == Attention::Flash ? kFlashBackwardUnits : 2.0;
+  double layer_forward = matmul_s + attention_s + memory_s;
+  double layer_backward = 2 * matmul_s + backward_attention * attention_s + 2 * memory_s;
+  double layer_recompute = 0;
+  if (l.recompute == Recompute::Full) layer_recompute = layer_forward;
+  // Selective recomputation rebuilds the stored attention core; a flash
+  // kernel stores none, so there is nothing to rebuild.
+  if (l.recompute == Recompute::Selective && w.attention == Attention::Materialized) layer_recompute = attention_s;
+  double logits_forward = logits_s + logits_memory_s / 3;
+  double logits_backward = 2 * logits_s + 2 * logits_memory_s / 3;
+
+  // The slowest stage sets the pace: the last (its layers and the logits)
+  // or, when the split is uneven, one with more layers.
+  double per_layer = layer_forward + layer_backward + layer_recompute;
+  double last = D(StageLayers(m.layers, l.pipeline, ChunksPerStage(l), l.pipeline - 1));
+  double most = D(MaxStageLayers(m.layers, l.pipeline, ChunksPerStage(l)));
+  bool last_paces = last * per_layer + logits_forward + logits_backward >= most * per_layer;
+  double layers = last_paces ? last : most;
+  double logits = last_paces ? 1.0 : 0.0;
   MicroBatchWork work;
-  work.forward = (layers * layer_forward + logits_forward) / D(l.tensor);
-  double recompute = 0;
-  if (l.recompute == Recompute::Full) recompute = layers * layer_forward;
-  if (l.recompute == Recompute::Selective) recompute = layers * tokens * attention;
-  work.total = 3.0 * work.forward + recompute / D(l.tensor);
+  work.forward = tokens * (layers * layer_forward + logits * logits_forward);
+  work.total = tokens * (layers * per_layer + logits * (logits_forward + logits_backward));
   return work;
 }
 
@@ -77,7 +145,8 @@ auto TensorComm(const Workload& w, const Layout& l, const Hardware& hw) -> doubl
   double bytes = D(l.micro_batch) * D(m.seq_len) * D(m.hidden) * ActivationBytes(w.precision);
   double per_layer = l.recompute == Recompute::Full ? 6.0 : 4.0;
   Link link = LinkFor(SpanOf(1, l.tensor, hw), hw);
-  return D(m.layers) / D(l.pipeline) * per_layer * AllReduce(bytes, l.tensor, link);
+  double layers = D(MaxStageLayers(m.layers, l.pipeline, ChunksPerStage(l)));
+  return layers * per_layer * AllReduce(bytes, l.tensor, link);
 }
 
 // Activations forward and gradients backward across each stage boundary,
@@ -100,29 +169,57 @@ auto OptimizerTraffic(const Workload& w) -> double {
   return moments + master + gradient;
 }
 
+// Seconds a collective of `comm` seconds adds to a compute window of `window`
+// seconds that it overlaps: what `overlap` of the window cannot hide, and
+// `interference` of what it hides (the collective takes SMs and memory
+// bandwidth from the compute).
+auto Exposed(double comm, double window, const Calibration& c) -> double {
+  double hidden = std::min(comm, c.overlap * window);
+  return comm - hidden + c.interference * hidden;
+}
+
 // Gradients are reduced at the training precision while a backward pass
 // runs: once per step, in the last micro-batch, for ZeRO-0/1 (which keep a
 // whole gradient buffer); after every micro-batch for ZeRO-2, whose
 // gradient shard cannot accumulate the other ranks' parts. ZeRO-1/2 split
 // the all-reduce into that reduce-scatter and an all-gather of the updated
-// parameters that the next step's first forward pass hides.
+// parameters that the next step's first forward pass hides. A window of
+// compute hides `overlap` of its length.
 auto ExposedGradientSync(const Workload& w, const Layout& l, int64_t micro_batches, double bytes, const Link& link,
-                         double compute_mb, double forward_mb) -> double {
+                         const MicroBatchWork& work, const Calibration& c) -> double {
   if (l.data <= 1) return 0;
-  double backward_window = w.overlap_data_comm ? compute_mb - forward_mb : 0.0;
-  double forward_window = w.overlap_data_comm ? forward_mb : 0.0;
-  if (l.zero == 0) return std::max(0.0, AllReduce(bytes, l.data, link) - backward_window);
+  double backward_window = w.overlap_data_comm ? work.total - work.forward : 0.0;
+  double forward_window = w.overlap_data_comm ? work.forward : 0.0;
+  if (l.zero == 0) return Exposed(AllReduce(bytes, l.data, link), backward_window, c);
   double scatters = l.zero == 2 ? D(micro_batches) : 1.0;
   double scatter = HalfRing(bytes, l.data, link);
   double gather = HalfRing(bytes, l.data, link);
-  return scatters * std::max(0.0, scatter - backward_window) + std::max(0.0, gather - forward_window);
+  return scatters * Exposed(scatter, backward_window, c) + Exposed(gather, forward_window, c);
+}
+
+// ZeRO-3 gathers the parameters before each micro-batch's forward and again
+// before its backward, and reduce-scatters its gradients: 3 x the stage's
+// parameters per micro-batch, one collective per layer (each pays the ring's
+// latency). Prefetching runs them during the compute, which hides `overlap`
+// of its length.
+auto ExposedZero3(const Workload& w, const Layout& l, double param_bytes, const Link& link, const MicroBatchWork& work,
+                  const Calibration& c) -> double {
+  if (l.zero < 3 || l.data <= 1) return 0;
+  double layers = D(MaxStageLayers(w.model.layers, l.pipeline, ChunksPerStage(l)));
+  double one = HalfRing(param_bytes, l.data, link) + layers * D(l.data - 1) * link.latency;
+  return Exposed(3.0 * one, work.total, c);
 }
 
 }  // namespace
 
-auto ComputeEfficiency(const ModelShape& m, const Layout& l) -> double {
+auto MachineBalance(const Hardware& hw) -> double {
+  return hw.hbm_bandwidth > 0 ? hw.peak_flops / hw.hbm_bandwidth : kReferenceBalance;
+}
+
+auto ComputeEfficiency(const ModelShape& m, const Layout& l, const Hardware& hw, const Calibration& c) -> double {
   double width = D(m.hidden) / D(l.tensor);
-  return kComputeEfficiency * width / (width + kNarrowMatrixWidth);
+  double ceiling = c.matmul_efficiency * std::pow(kReferenceBalance / MachineBalance(hw), c.balance_exponent);
+  return ceiling * width / (width + c.narrow_width);
 }
 
 auto SpanOf(int64_t stride, int64_t size, const Hardware& hw, int64_t first) -> GroupSpan {
@@ -131,6 +228,7 @@ auto SpanOf(int64_t stride, int64_t size, const Hardware& hw, int64_t first) -> 
   int64_t last_node = (first + (size - 1) * stride) / g;
   GroupSpan span;
   span.nodes = stride >= g ? size : last_node - first_node + 1;
+  span.per_node = stride >= g ? 1 : std::min(size, g / stride);
   if (hw.nodes_per_leaf <= 0) return span;
   span.leaves = std::min(span.nodes, last_node / hw.nodes_per_leaf - first_node / hw.nodes_per_leaf + 1);
   return span;
@@ -164,43 +262,27 @@ namespace {
 
 // PredictTime with the data-parallel span already known (Predict reports the
 // span too, and walking every stage's groups twice per candidate is waste).
-auto TimeWithSpan(const Workload& w, const Layout& l, const Hardware& hw, const GroupSpan& data_span) -> TimeBreakdown {
+auto TimeWithSpan(const Workload& w, const Layout& l, const Hardware& hw, const GroupSpan& data_span,
+                  const Calibration& c) -> TimeBreakdown {
   TimeBreakdown t;
   int64_t m = MicroBatches(w, l);
-  double rate = hw.peak_flops * ComputeEfficiency(w.model, l);
-  MicroBatchWork work = StageWork(w.model, l);
-  double compute_mb = work.total / rate;
+  MicroBatchWork work = StageWork(w, l, hw, c);
   double tensor_mb = TensorComm(w, l, hw);
-  if (w.overlap_tensor_comm) tensor_mb = std::max(0.0, tensor_mb - compute_mb);
+  if (w.overlap_tensor_comm) tensor_mb = Exposed(tensor_mb, work.total, c);
   double pipeline_mb = PipelineComm(w, l, hw);
-
-  // ZeRO-3 gathers the parameters before each micro-batch's forward and
-  // backward and reduce-scatters its gradients; prefetching hides what the
-  // compute covers.
   double params = ParamsPerGpu(w.model, l);
-  double weight_bytes = w.precision == Precision::Fp32 ? 4 : 2;
+  double param_bytes = params * (w.precision == Precision::Fp32 ? 4 : 2);
   Link data_link = LinkFor(data_span, hw);
-  double zero3_mb = 0;
-  if (l.zero >= 3 && l.data > 1) {
-    // One collective per layer: the latency term is paid layers/pipeline times.
-    double layers = D(w.model.layers) / D(l.pipeline);
-    double latency = layers * D(l.data - 1) * data_link.latency;
-    double gather = HalfRing(params * weight_bytes, l.data, data_link) + latency;
-    double scatter = HalfRing(params * weight_bytes, l.data, data_link) + latency;
-    double forward_s = work.forward / rate;
-    zero3_mb = std::max(0.0, gather - forward_s) + std::max(0.0, gather + scatter - (compute_mb - forward_s));
-  }
+  double zero3_mb = ExposedZero3(w, l, param_bytes, data_link, work, c);
 
-  double per_mb = compute_mb + tensor_mb + pipeline_mb + zero3_mb;
-  t.compute = D(m) * compute_mb;
+  double per_mb = work.total + tensor_mb + pipeline_mb + zero3_mb;
+  t.compute = D(m) * work.total;
   t.tensor_comm = D(m) * tensor_mb;
   t.pipeline_comm = D(m) * pipeline_mb;
   double v = l.schedule == Schedule::Interleaved ? D(l.virtual_stages) : 1.0;
   t.bubble = D(l.pipeline - 1) / v * per_mb;
   t.data_comm = D(m) * zero3_mb;
-  if (l.zero < 3) {
-    t.data_comm += ExposedGradientSync(w, l, m, params * weight_bytes, data_link, compute_mb, work.forward / rate);
-  }
+  if (l.zero < 3) t.data_comm += ExposedGradientSync(w, l, m, param_bytes, data_link, work, c);
   double owned = l.zero >= 1 ? params / D(l.data) : params;
   t.optimizer = hw.hbm_bandwidth > 0 ? owned * OptimizerTraffic(w) / hw.hbm_bandwidth : 0;
   return t;
@@ -208,17 +290,45 @@ auto TimeWithSpan(const Workload& w, const Layout& l, const Hardware& hw, const 
 
 }  // namespace
 
-auto PredictTime(const Workload& w, const Layout& l, const Hardware& hw) -> TimeBreakdown {
-  return TimeWithSpan(w, l, hw, DataSpan(l, hw));
+auto PredictTime(const Workload& w, const Layout& l, const Hardware& hw, const Calibration& c) -> TimeBreakdown {
+  return TimeWithSpan(w, l, hw, DataSpan(l, hw), c);
 }
 
-auto Predict(const Workload& w, const Layout& l, const Hardware& hw) -> Prediction {
+auto ClassOf(const Layout& l) -> LayoutClass {
+  if (l.zero >= 3 && l.data > 1) return LayoutClass::Sharded;
+  if (l.tensor > 1 || l.pipeline > 1) return LayoutClass::ModelParallel;
+  return LayoutClass::DataParallel;
+}
+
+auto Name(LayoutClass c) -> std::string_view {
+  switch (c) {
+    case LayoutClass::Sharded: return "Sharded";
+    case LayoutClass::ModelParallel: return "ModelParallel";
+    case LayoutClass::DataParallel: return "DataParallel";
+  }
+  return "DataParallel";
+}
+
+auto StepTimeBand(LayoutClass c) -> Band {
+  // clang-format off
+  switch (c) {
+#define CALIBRATION_BAND(Class, Low, High, Rows) case LayoutClass::Class: return Band{Low, High, Rows};
+#include "cost/calibration_bands.def"
+  }
+  // clang-format on
+  return Band{};
+}
+
+auto Predict(const Workload& w, const Layout& l, const Hardware& hw, const Calibration& c) -> Prediction {
   Prediction p;
   p.data_span = DataSpan(l, hw);
   p.memory = PredictMemory(w, l);
   p.memory_per_gpu = p.memory.total();
-  p.time = TimeWithSpan(w, l, hw, p.data_span);
+  p.time = TimeWithSpan(w, l, hw, p.data_span, c);
   p.step_time = p.time.step();
+  Band band = StepTimeBand(ClassOf(l));
+  p.step_time_low = p.step_time * band.low;
+  p.step_time_high = p.step_time * band.high;
   double tokens = D(w.global_batch) * D(w.model.seq_len);
   p.tokens_per_s = p.step_time > 0 ? tokens / p.step_time : 0;
   double flops = ModelFlopsPerToken(w.model) * p.tokens_per_s / D(std::max<int64_t>(w.gpus, 1));

@@ -162,6 +162,9 @@ struct Placement {
   std::string leaf_label, spine_label;
   int64_t slice_nodes = 0;
   int64_t leaves_used = 0;
+  // Slices under one spine block is required only when the job's leaves fit
+  // under one (the fat tree's leaves_per_spine); a larger job spans blocks.
+  bool one_spine = false;
 };
 
 struct Resources {

@@ -267,6 +267,8 @@ void LowerPlacement(LowerContext& c) {
            nodes % per_leaf == 0) {
     p.mode = TopologyMode::Slices;
     p.slice_nodes = per_leaf;
+    int64_t per_spine = c.job.hardware.leaves_per_spine;
+    p.one_spine = !p.spine_label.empty() && (per_spine == 0 || c.plan.leaves_used <= per_spine);
   } else {
     p.mode = TopologyMode::Preferred;
   }
@@ -438,7 +440,7 @@ auto Lower(const plan::Plan& plan, const LowerOptions& options, diag::Diagnostic
   }
   if (out.target != Target::Slurm && out.plan_json.size() > kMaxConfigMapPlanBytes) {
     diags.Report(DiagId::PlanTooLarge, plan.job.name_range, plan.job.name, out.plan_json.size(), kMaxConfigMapPlanBytes)
-        .Help("the plan grows with the rank count; use `target = slurm`, or fewer GPUs per job");
+        .Help("the plan grows with the pipeline stages and their chunks; use `target = slurm`, or fewer chunks");
   }
   LowerResources(c);
   LowerNetwork(c);

@@ -10,6 +10,7 @@
 #include "check/check.h"
 #include "deploy/k8s_names.h"
 #include "deploy/lower_context.h"
+#include "plan/overheads.h"
 
 namespace avf::deploy {
 
@@ -18,13 +19,7 @@ namespace {
 using check::Location;
 using diag::DiagId;
 
-// What one copier pod is assumed to sustain when `staging.copiers` is not
-// given: the copier count is the tiers' bandwidth over this.
-constexpr double kCopierBandwidth = 1e9;
-constexpr int64_t kMaxDerivedCopiers = 64;
-constexpr int64_t kCopiersWithoutBandwidth = 8;
-// The shard header of the token-shard format (docs/data-format.md).
-constexpr int64_t kShardHeaderBytes = 1024;
+using plan::kShardHeaderBytes;
 
 auto Trimmed(std::string path) -> std::string {
   while (!path.empty() && path.back() == '/') path.pop_back();
@@ -149,13 +144,6 @@ auto RemoteOf(LowerContext& c, const Location& loc, std::string name) -> std::op
   return r;
 }
 
-auto CopierCount(const check::JobSpec& job, double bandwidth, int64_t shards) -> int64_t {
-  int64_t n = job.deploy.copiers.value_or(bandwidth > 0 ? static_cast<int64_t>(std::ceil(bandwidth / kCopierBandwidth))
-                                                        : kCopiersWithoutBandwidth);
-  if (!job.deploy.copiers) n = std::min(n, kMaxDerivedCopiers);
-  return std::clamp<int64_t>(n, 1, shards);
-}
-
 // rclone's --bwlimit (KiB/s) of each of `concurrent` copies that share the
 // tiers' bandwidth; 0 when the bandwidth is unknown (no limit).
 auto BwlimitKib(double total_bandwidth, int64_t concurrent) -> int64_t {
@@ -191,11 +179,8 @@ void LowerStaging(LowerContext& c) {
   s.format = Name(ds.format);
   s.token_bytes = ds.token_bytes;
   s.header_bytes = kShardHeaderBytes;
-  std::vector<double> limits;
-  if (ds.source.read_bw) limits.push_back(*ds.source.read_bw);
-  if (ds.stage_to->write_bw) limits.push_back(*ds.stage_to->write_bw);
-  s.total_bandwidth = limits.empty() ? 0 : *std::min_element(limits.begin(), limits.end());
-  s.ranges = SplitShards(ds.shards, CopierCount(c.job, s.total_bandwidth, ds.shards));
+  s.total_bandwidth = plan::StagingBandwidth(ds);
+  s.ranges = SplitShards(ds.shards, plan::CopierCount(c.job, s.total_bandwidth));
   auto ranges = static_cast<int64_t>(s.ranges.size());
   s.concurrent_copies = c.out.target == Target::Slurm ? std::min(ranges, c.out.nodes) : ranges;
   s.bwlimit_kib = BwlimitKib(s.total_bandwidth, s.concurrent_copies);

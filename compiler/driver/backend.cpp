@@ -86,7 +86,7 @@ auto RunBackEnd(const Options& o, const source::SourceSet& sources, const sema::
     else if (o.plan_format == PlanFormat::Json) emit::WritePlanSummaryJson(plans[i], out);
     else {
       if (i > 0) out << "\n";
-      emit::WritePlanTable(plans[i], out);
+      emit::WritePlanTable(plans[i], o.legend, out);
     }
   }
   return {};

@@ -124,6 +124,7 @@ auto ParseCommandLine(int argc, const char* const* argv) -> ParsedCommandLine {
   plan->add_option("--top", o.top, "Show the N best alternative layouts (default 5)")
       ->check(CLI::Range(0, 1000000))
       ->type_name("N");
+  plan->add_flag("--legend", o.legend, "Explain each column of the table");
   plan->add_option("--format", spellings.plan_format, "table (default) or json")
       ->check(CLI::IsMember({"table", "json"}))
       ->type_name("FORMAT");

@@ -27,8 +27,9 @@ struct Options {
   DiagnosticsFormat format = DiagnosticsFormat::Text;
   bool verify_diagnostics = false;
   size_t error_limit = diag::DiagnosticEngine::kDefaultErrorLimit;
-  std::string job;  // --job: only this job (plan, emit)
-  size_t top = 5;   // plan --top: alternatives shown
+  std::string job;      // --job: only this job (plan, emit)
+  size_t top = 5;       // plan --top: alternatives shown
+  bool legend = false;  // plan --legend: what each column of the table means
   PlanFormat plan_format = PlanFormat::Table;
   EmitKind emit = EmitKind::Plan;
   std::string output_dir = ".";    // -o: where `aviflowc FILE.avf` writes DIR/<job>/

@@ -61,8 +61,8 @@ auto TopologyAnnotations(const Deployment& d) -> std::vector<std::pair<std::stri
     case TopologyMode::OneLeaf: return {{k + "podset-required-topology", p.leaf_label}};
     case TopologyMode::Slices: {
       std::vector<std::pair<std::string, std::string>> a;
-      if (!p.spine_label.empty()) a.emplace_back(k + "podset-required-topology", p.spine_label);
-      else a.emplace_back(k + "podset-preferred-topology", p.leaf_label);
+      if (p.one_spine) a.emplace_back(k + "podset-required-topology", p.spine_label);
+      else a.emplace_back(k + "podset-preferred-topology", p.spine_label.empty() ? p.leaf_label : p.spine_label);
       a.emplace_back(k + "podset-slice-required-topology", p.leaf_label);
       a.emplace_back(k + "podset-slice-size", std::to_string(p.slice_nodes));
       return a;

@@ -24,6 +24,10 @@ auto FormatName(cost::Precision v) -> std::string_view {
   return "?";
 }
 
+auto FormatName(cost::Attention v) -> std::string_view {
+  return pf::Spelling(v == cost::Attention::Materialized ? pf::Attention::Materialized : pf::Attention::Flash);
+}
+
 auto FormatName(cost::Schedule v) -> std::string_view {
   switch (v) {
     case cost::Schedule::OneFOneB: return pf::Spelling(pf::PipelineSchedule::OneFOneB);

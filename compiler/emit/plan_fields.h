@@ -13,6 +13,7 @@ auto FormatName(cost::Arch v) -> std::string_view;
 auto FormatName(cost::Precision v) -> std::string_view;
 auto FormatName(cost::Schedule v) -> std::string_view;
 auto FormatName(cost::Recompute v) -> std::string_view;
+auto FormatName(cost::Attention v) -> std::string_view;
 auto FormatName(cost::OptimizerKind v) -> std::string_view;
 auto FormatName(check::StorageKind v) -> std::string_view;
 auto FormatName(check::Target v) -> std::string_view;

@@ -1,6 +1,9 @@
 // plan.json: one writer per section, in the order docs/plan-format.md lists
 // them. Every key is always written; a value the job leaves out is `null`, so
 // the shape of the file never depends on the input (docs/plan.schema.json).
+// The rank, group and slice tables of plan::Plan are not written: they follow
+// from the layout by plan_format's rules, which built them, and the reader
+// derives them (format version 3), so a plan of 100,000 ranks stays small.
 #include "emit/plan_json.h"
 
 #include <cmath>
@@ -102,8 +105,10 @@ void HardwareSection(JsonWriter& j, const plan::Plan& plan) {
     j.Field(Spell(K::HardwareRanksPerNode), plan.ranks_per_node);
     j.Field(Spell(K::HardwareLeaves), plan.leaves_used);
     j.Field(Spell(K::HardwareNodesPerLeaf), hw.nodes_per_leaf);
+    j.Field(Spell(K::HardwareLeavesPerSpine), hw.leaves_per_spine);
     j.NumberField(Spell(K::HardwareOversubscription), hw.oversubscription);
     NumberOrNull(j, Spell(K::HardwareGpuHourPrice), s.price_per_gpu_hour);
+    j.Field(Spell(K::HardwareCurrency), s.currency);
   });
 }
 
@@ -112,6 +117,7 @@ void TrainingSection(JsonWriter& j, const plan::Plan& plan) {
   const cost::Workload& w = s.workload;
   j.ObjectField(Spell(K::Training), [&] {
     j.Field(Spell(K::TrainingPrecision), FormatName(w.precision));
+    j.Field(Spell(K::TrainingAttention), FormatName(w.attention));
     j.Field(Spell(K::TrainingGpus), w.gpus);
     j.Field(Spell(K::TrainingGlobalBatch), w.global_batch);
     j.Field(Spell(K::TrainingMicroBatch), plan.chosen.layout.micro_batch);
@@ -125,46 +131,6 @@ void TrainingSection(JsonWriter& j, const plan::Plan& plan) {
 
 void LayoutSection(JsonWriter& j, const plan::Plan& plan) {
   LayoutField(j, plan.chosen.layout, [&] { j.Field(Spell(K::LayoutRankOrder), plan_format::kRankOrder); });
-}
-
-void RanksSection(JsonWriter& j, const plan::Plan& plan) {
-  j.ArrayField(Spell(K::Ranks), [&] {
-    for (const plan::Rank& r : plan.ranks) {
-      j.Object([&] {
-        j.Field(Spell(K::RankRank), r.rank);
-        j.Field(Spell(K::RankNode), r.node);
-        j.Field(Spell(K::RankGpu), r.gpu);
-        j.Field(Spell(K::RankLeaf), r.leaf);
-        j.Field(Spell(K::RankTensor), r.tensor);
-        j.Field(Spell(K::Data), r.data);
-        j.Field(Spell(K::RankPipeline), r.pipeline);
-      });
-    }
-  });
-}
-
-// The groups of one kind, by index, each a list of ranks in ring order.
-void GroupList(JsonWriter& j, const plan::Plan& plan, plan::GroupKind kind, K key) {
-  j.ArrayField(Spell(key), [&] {
-    for (const plan::Group& g : plan.groups) {
-      if (g.kind != kind) continue;
-      j.Array([&] {
-        for (int32_t rank : g.ranks) j.Int(rank);
-      });
-    }
-  });
-}
-
-void GroupsSection(JsonWriter& j, const plan::Plan& plan) {
-  bool embedding = false;
-  for (const plan::Group& g : plan.groups) embedding = embedding || g.kind == plan::GroupKind::Embedding;
-  j.ObjectField(Spell(K::Groups), [&] {
-    GroupList(j, plan, plan::GroupKind::Tensor, K::GroupsTensor);
-    GroupList(j, plan, plan::GroupKind::Data, K::GroupsData);
-    GroupList(j, plan, plan::GroupKind::Pipeline, K::GroupsPipeline);
-    // Only tied embeddings split over several stages need this group.
-    if (embedding) GroupList(j, plan, plan::GroupKind::Embedding, K::GroupsEmbedding);
-  });
 }
 
 void StagesSection(JsonWriter& j, const plan::Plan& plan) {
@@ -185,18 +151,6 @@ void StagesSection(JsonWriter& j, const plan::Plan& plan) {
   });
 }
 
-void DataSlices(JsonWriter& j, const plan::Plan& plan) {
-  j.ArrayField(Spell(K::DataSlices), [&] {
-    for (const plan::DataSlice& d : plan.data) {
-      j.Object([&] {
-        j.Field(Spell(K::DataSliceDataRank), d.data_rank);
-        j.Field(Spell(K::DataSliceFirstSequence), d.first_sequence);
-        j.Field(Spell(K::DataSliceSequencesPerStep), d.sequences_per_step);
-      });
-    }
-  });
-}
-
 void DataSection(JsonWriter& j, const plan::Plan& plan) {
   const check::DatasetSpec& ds = plan.job.dataset;
   j.ObjectField(Spell(K::Data), [&] {
@@ -207,7 +161,6 @@ void DataSection(JsonWriter& j, const plan::Plan& plan) {
     j.Field(Spell(K::DataShards), ds.shards);
     j.Field(Spell(K::Format), FormatName(ds.format));
     j.Field(Spell(K::DataTokenBytes), ds.token_bytes);
-    DataSlices(j, plan);
   });
 }
 
@@ -230,19 +183,7 @@ void ValidationSection(JsonWriter& j, const plan::Plan& plan) {
 }
 
 void ZeroSection(JsonWriter& j, const plan::Plan& plan) {
-  j.ObjectField(Spell(K::Zero), [&] {
-    j.Field(Spell(K::ZeroStage), plan.chosen.layout.zero);
-    j.ArrayField(Spell(K::ZeroSlices), [&] {
-      for (const plan::ZeroSlice& z : plan.zero) {
-        j.Object([&] {
-          j.Field(Spell(K::ZeroSliceStage), z.stage);
-          j.Field(Spell(K::ZeroSliceDataRank), z.data_rank);
-          j.Field(Spell(K::ZeroSliceFirst), z.first);
-          j.Field(Spell(K::ZeroSliceCount), z.count);
-        });
-      }
-    });
-  });
+  j.ObjectField(Spell(K::Zero), [&] { j.Field(Spell(K::ZeroStage), plan.chosen.layout.zero); });
 }
 
 void OptimizerSection(JsonWriter& j, const plan::Plan& plan) {
@@ -289,6 +230,8 @@ void CheckpointSection(JsonWriter& j, const plan::Plan& plan) {
 void PredictedBreakdowns(JsonWriter& j, const cost::Prediction& p) {
   MemoryFields(j, p);
   j.NumberField(Spell(K::PredictedStepTime), p.step_time);
+  j.NumberField(Spell(K::PredictedStepTimeLow), p.step_time_low);
+  j.NumberField(Spell(K::PredictedStepTimeHigh), p.step_time_high);
   j.ObjectField(Spell(K::PredictedTimeBreakdown), [&] {
     j.NumberField(Spell(K::TimeCompute), p.time.compute);
     j.NumberField(Spell(K::TimeTensorComm), p.time.tensor_comm);
@@ -313,6 +256,8 @@ void PredictedSection(JsonWriter& j, const plan::Plan& plan) {
       j.Field(Spell(K::SpanNodes), p.data_span.nodes);
       j.Field(Spell(K::SpanLeaves), p.data_span.leaves);
     });
+    j.NumberField(Spell(K::PredictedStagingTime), t.staging ? t.staging->seconds : 0);
+    j.NumberField(Spell(K::PredictedCheckpointTime), t.checkpoints ? t.checkpoints->seconds : 0);
     j.NumberField(Spell(K::PredictedTimeToTrain), t.seconds);
     j.NumberField(Spell(K::PredictedGpuHours), t.gpu_hours);
     NumberOrNull(j, Spell(K::PredictedCost), t.cost);
@@ -332,8 +277,6 @@ void WritePlanJson(const plan::Plan& plan, llvm::raw_ostream& out) {
       HardwareSection(j, plan);
       TrainingSection(j, plan);
       LayoutSection(j, plan);
-      RanksSection(j, plan);
-      GroupsSection(j, plan);
       StagesSection(j, plan);
       DataSection(j, plan);
       ValidationSection(j, plan);

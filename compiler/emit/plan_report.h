@@ -8,7 +8,8 @@
 
 namespace avf::emit {
 
-void WritePlanTable(const plan::Plan& plan, llvm::raw_ostream& out);
+// `legend`: what each column means, after the table (`plan --legend`).
+void WritePlanTable(const plan::Plan& plan, bool legend, llvm::raw_ostream& out);
 
 // {"job", "layout", "predicted", "alternatives": [{"layout", "predicted"}...], ...}
 void WritePlanSummaryJson(const plan::Plan& plan, llvm::raw_ostream& out);

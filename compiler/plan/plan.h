@@ -9,6 +9,7 @@
 
 #include "check/job_spec.h"
 #include "cost/predict.h"
+#include "plan/overheads.h"
 
 namespace avf::plan {
 
@@ -69,12 +70,21 @@ struct ZeroSlice {
   int64_t count = 0;
 };
 
+// The time to train is the steps' time plus the overheads around them
+// (plan/overheads.h); `seconds_low`..`seconds_high` is its likely range, the
+// steps at the step time's likely range.
 struct Totals {
   int64_t steps = 0;
   double tokens = 0;
-  double seconds = 0;  // time to train
+  double step_seconds = 0;  // steps x step time
+  std::optional<StagingTime> staging;
+  std::optional<CheckpointTime> checkpoints;
+  double seconds = 0;  // time to train: steps, staging and checkpoints
+  double seconds_low = 0;
+  double seconds_high = 0;
   double gpu_hours = 0;
   std::optional<double> cost;  // gpu_hours x cluster.gpu_hour_price
+  std::string currency;        // of the price and the cost (cluster.currency)
 };
 
 // Figures of the job under the chosen layout that the emitters print as
@@ -91,6 +101,12 @@ struct Plan {
   Figures figures;
   Candidate chosen;
   std::vector<Candidate> alternatives;  // best of the whole space, chosen excluded
+  // The fastest layout of the whole space after the chosen one, whatever
+  // `alternatives` holds; none when the whole space was not searched.
+  std::optional<Candidate> runner_up;
+  // Layouts left out of `alternatives` because their predicted step time and
+  // memory equal those of a layout shown before them (TiedWith).
+  int64_t tied_left_out = 0;
   int64_t candidates_evaluated = 0;
   int64_t nodes_used = 0;
   int64_t ranks_per_node = 0;  // every node runs this many ranks (plan_format::RanksPerNode)

@@ -1,5 +1,7 @@
 #include "plan/planner.h"
 
+#include <algorithm>
+#include <cmath>
 #include <functional>
 #include <string_view>
 #include <utility>
@@ -8,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "cost/counts.h"
+#include "plan/batch_advice.h"
 #include "plan/search.h"
 #include "plan/tables.h"
 #include "plan_format/rank_layout.h"
@@ -74,6 +77,7 @@ void ReportNoValid(const check::JobSpec& job, const SearchResult& full, diag::Di
   d.Note(fmt::format("{} GPUs, {} layers, {} heads ({} key/value), global batch {}, {} GPUs per node",
                      job.workload.gpus, job.workload.model.layers, job.workload.model.heads,
                      job.workload.model.kv_heads, job.workload.global_batch, job.hardware.gpus_per_node));
+  ExplainBlockingBatch(job, d);
   // Name the written fields that, left to the planner, would admit a layout.
   std::vector<std::string> culprits;
   for (const auto& [name, free] : FreeableFields(job.parallel)) {
@@ -98,7 +102,7 @@ void ReportNoValid(const check::JobSpec& job, const SearchResult& full, diag::Di
 auto PipelineForOneLeaf(const check::JobSpec& job, const cost::Layout& l) -> int64_t {
   int64_t gpus = job.workload.gpus;
   for (int64_t p = l.pipeline + 1; p <= gpus / l.tensor; ++p) {
-    if (gpus % (l.tensor * p) != 0 || job.workload.model.layers % p != 0) continue;
+    if (gpus % (l.tensor * p) != 0 || p > job.workload.model.layers) continue;
     cost::Layout deeper = l;
     deeper.pipeline = p;
     deeper.data = gpus / (l.tensor * p);
@@ -144,13 +148,55 @@ void FillFigures(Plan& plan) {
 
 void FillTotals(Plan& plan) {
   const check::JobSpec& job = plan.job;
+  const cost::Prediction& p = plan.chosen.prediction;
   Totals& t = plan.totals;
+  auto steps = static_cast<double>(job.steps);
   t.steps = job.steps;
-  t.tokens = static_cast<double>(job.steps) * static_cast<double>(job.workload.global_batch) *
-             static_cast<double>(job.workload.model.seq_len);
-  t.seconds = static_cast<double>(job.steps) * plan.chosen.prediction.step_time;
+  t.tokens = steps * static_cast<double>(job.workload.global_batch) * static_cast<double>(job.workload.model.seq_len);
+  t.step_seconds = steps * p.step_time;
+  t.staging = EstimateStaging(job, plan.nodes_used);
+  t.checkpoints = EstimateCheckpoints(job, plan.figures.parameters, t.step_seconds);
+  double overheads = (t.staging ? t.staging->seconds : 0) + (t.checkpoints ? t.checkpoints->seconds : 0);
+  t.seconds = t.step_seconds + overheads;
+  t.seconds_low = steps * p.step_time_low + overheads;
+  t.seconds_high = steps * p.step_time_high + overheads;
   t.gpu_hours = t.seconds / 3600.0 * static_cast<double>(job.workload.gpus);
   if (job.price_per_gpu_hour) t.cost = t.gpu_hours * *job.price_per_gpu_hour;
+  t.currency = job.currency;
+}
+
+// Up to `wanted` layouts of `best` (fastest first) other than the chosen one,
+// each not tied with the chosen one or with one taken before it.
+auto DistinctAlternatives(const Candidate& chosen, const std::vector<Candidate>& best, size_t wanted, int64_t& tied)
+    -> std::vector<Candidate> {
+  std::vector<Candidate> out;
+  tied = 0;
+  for (const Candidate& c : best) {
+    if (out.size() == wanted) break;
+    if (c.layout == chosen.layout) continue;
+    bool repeats =
+        TiedWith(c, chosen) || std::any_of(out.begin(), out.end(), [&](const Candidate& o) { return TiedWith(c, o); });
+    if (repeats) ++tied;
+    else out.push_back(c);
+  }
+  return out;
+}
+
+// The alternatives and the runner-up from the whole space; `full` holds its
+// `keep` fastest layouts. Ties take room, so the search runs again keeping
+// more until enough distinct layouts are found or the space has no more.
+void FillAlternatives(Plan& plan, const check::ParallelChoices& whole, SearchResult full, size_t keep, size_t wanted) {
+  size_t needed = std::max<size_t>(wanted, 1);
+  std::vector<Candidate> distinct = DistinctAlternatives(plan.chosen, full.best, needed, plan.tied_left_out);
+  while (distinct.size() < needed && full.best.size() == keep && keep > 0) {
+    keep *= 4;
+    full = Search(plan.job, whole, keep);
+    distinct = DistinctAlternatives(plan.chosen, full.best, needed, plan.tied_left_out);
+  }
+  plan.candidates_evaluated = full.evaluated;
+  if (!distinct.empty()) plan.runner_up = distinct.front();
+  distinct.resize(std::min(distinct.size(), wanted));
+  plan.alternatives = std::move(distinct);
 }
 
 }  // namespace
@@ -162,6 +208,12 @@ auto LayoutSummary(const cost::Layout& l) -> std::string {
   s += fmt::format(", zero {}, micro-batch {}, recompute {}", l.zero, l.micro_batch, cost::Name(l.recompute));
   if (l.sequence_parallel) s += ", sequence parallel";
   return s;
+}
+
+auto TiedWith(const Candidate& a, const Candidate& b) -> bool {
+  auto same = [](double x, double y) { return std::fabs(x - y) <= 1e-9 * std::max(std::fabs(x), std::fabs(y)); };
+  return same(a.prediction.step_time, b.prediction.step_time) &&
+         same(a.prediction.memory.total(), b.prediction.memory.total());
 }
 
 auto LayoutDifference(const cost::Layout& from, const cost::Layout& to) -> std::string {
@@ -186,7 +238,9 @@ auto LayoutDifference(const cost::Layout& from, const cost::Layout& to) -> std::
 
 auto PlanJob(const check::JobSpec& job, const PlanOptions& options, diag::DiagnosticEngine& diags)
     -> std::optional<Plan> {
-  size_t keep = options.alternatives + 1;
+  // The chosen layout, the runner-up and the alternatives, each of which
+  // may be tied with the one before.
+  size_t keep = 2 * (options.alternatives + 2);
   bool all_auto = IsAllAuto(job.parallel);
   SearchResult constrained = Search(job, job.parallel, all_auto ? keep : 1);
   // With every field `auto` the constrained search is the whole space.
@@ -202,12 +256,8 @@ auto PlanJob(const check::JobSpec& job, const PlanOptions& options, diag::Diagno
   Plan plan;
   plan.job = job;
   plan.chosen = constrained.best.front();
-  SearchResult full = options.whole_space ? whole_space() : SearchResult{};
-  plan.candidates_evaluated = full.evaluated;
-  for (const Candidate& c : full.best) {
-    if (plan.alternatives.size() == options.alternatives) break;
-    if (!(c.layout == plan.chosen.layout)) plan.alternatives.push_back(c);
-  }
+  if (options.whole_space) FillAlternatives(plan, AllAuto(job.parallel), whole_space(), keep, options.alternatives);
+  AdviseBatch(job, plan.chosen, diags);
   CheckPlacement(job, plan.chosen, diags);
   int64_t per_node = std::max<int64_t>(job.hardware.gpus_per_node, 1);
   plan.nodes_used = plan_format::NodesFor(job.workload.gpus, per_node);

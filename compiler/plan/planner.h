@@ -23,6 +23,11 @@ struct PlanOptions {
 auto PlanJob(const check::JobSpec& job, const PlanOptions& options, diag::DiagnosticEngine& diags)
     -> std::optional<Plan>;
 
+// Equal predicted step time and memory per GPU, up to rounding: the search
+// broke the tie on the layout's fields (a `recompute` or `schedule` that
+// changes nothing), so `plan` shows only the first of them.
+auto TiedWith(const Candidate& a, const Candidate& b) -> bool;
+
 // `tensor = 8; pipeline = 2`: the fields of `to` that differ from `from`.
 auto LayoutDifference(const cost::Layout& from, const cost::Layout& to) -> std::string;
 

@@ -23,6 +23,13 @@ auto UpTo(std::vector<int64_t> values, int64_t limit) -> std::vector<int64_t> {
   return values;
 }
 
+// 1, 2, ..., n.
+auto OneTo(int64_t n) -> std::vector<int64_t> {
+  std::vector<int64_t> values;
+  for (int64_t i = 1; i <= n; ++i) values.push_back(i);
+  return values;
+}
+
 auto Divisors(int64_t n) -> std::vector<int64_t> {
   std::vector<int64_t> low, high;
   for (int64_t i = 1; i * i <= n; ++i) {
@@ -110,9 +117,10 @@ void EnumerateInner(Space& s, cost::Layout l) {
   }
 }
 
-// Schedules and virtual stages for a pipeline of `l.pipeline` stages.
+// Schedules and virtual stages for a pipeline of `l.pipeline` stages. Any
+// chunk count up to one layer per chunk splits (cost/stages.h).
 void EnumerateSchedules(Space& s, cost::Layout l) {
-  int64_t layers_per_stage = s.job.workload.model.layers / l.pipeline;
+  int64_t most_chunks_per_stage = s.job.workload.model.layers / l.pipeline;
   std::vector<cost::Schedule> schedules =
       l.pipeline > 1
           ? std::vector<cost::Schedule>{cost::Schedule::OneFOneB, cost::Schedule::Interleaved, cost::Schedule::GPipe}
@@ -121,7 +129,7 @@ void EnumerateSchedules(Space& s, cost::Layout l) {
     l.schedule = schedule;
     std::vector<int64_t> chunks{1};
     if (schedule == cost::Schedule::Interleaved && l.pipeline > 1) {
-      chunks = Divisors(layers_per_stage);
+      chunks = OneTo(most_chunks_per_stage);
       if (!s.choices.virtual_stages.value) {
         chunks = UpTo(chunks, kMaxAutoVirtualStages);
         chunks.erase(chunks.begin());  // v = 1 is plain 1F1B
@@ -176,7 +184,7 @@ auto Search(const check::JobSpec& job, const check::ParallelChoices& choices, si
   }
   for (int64_t t : Domain(choices.tensor, tensors)) {
     for (int64_t p : Domain(choices.pipeline, Divisors(gpus / t))) {
-      if (m.layers % p != 0) continue;
+      if (p > m.layers) continue;  // every stage needs a layer; uneven splits are fine
       int64_t d = gpus / (t * p);
       if (choices.data.value && *choices.data.value != d) continue;
       if (job.workload.global_batch % d != 0) continue;

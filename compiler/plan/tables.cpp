@@ -3,7 +3,9 @@
 #include <algorithm>
 
 #include "cost/counts.h"
+#include "cost/stages.h"
 #include "plan_format/rank_layout.h"
+#include "plan_format/slices.h"
 
 namespace avf::plan {
 
@@ -47,32 +49,35 @@ void BuildGroups(Plan& plan) {
 }
 
 // Megatron's interleaved assignment: chunk c of stage s holds the
-// (c * p + s)-th block of layers / (p * v) layers.
+// (c * p + s)-th contiguous block of layers, sized by cost/stages.h.
 void BuildStages(Plan& plan) {
   const cost::Layout& l = plan.chosen.layout;
   const cost::ModelShape& m = plan.job.workload.model;
-  int64_t chunks = l.schedule == cost::Schedule::Interleaved ? l.virtual_stages : 1;
-  int64_t per_chunk = m.layers / (l.pipeline * chunks);
+  int64_t chunks = cost::ChunksPerStage(l);
+  int64_t all_chunks = l.pipeline * chunks;
   for (int64_t s = 0; s < l.pipeline; ++s) {
     for (int64_t c = 0; c < chunks; ++c) {
-      StageChunk chunk{I32(s), I32(c), (c * l.pipeline + s) * per_chunk, per_chunk, false, false};
+      int64_t global = c * l.pipeline + s;
+      StageChunk chunk{I32(s),
+                       I32(c),
+                       cost::ChunkFirstLayer(m.layers, all_chunks, global),
+                       cost::ChunkLayers(m.layers, all_chunks, global),
+                       false,
+                       false};
       chunk.embedding = s == 0 && c == 0;
       chunk.output = s == l.pipeline - 1 && c == chunks - 1;
       plan.stages.push_back(chunk);
     }
   }
   for (int64_t s = 0; s < l.pipeline; ++s)
-    plan.stage_params.push_back(cost::StageParamsPerRank(m, l.pipeline, l.tensor, s));
+    plan.stage_params.push_back(cost::StageParamsPerRank(m, l.pipeline, l.tensor, s, chunks));
 }
 
 void BuildData(Plan& plan) {
   const cost::Layout& l = plan.chosen.layout;
   for (int64_t d = 0; d < l.data; ++d) {
-    DataSlice slice;
-    slice.data_rank = I32(d);
-    slice.sequences_per_step = plan.job.workload.global_batch / l.data;
-    slice.first_sequence = slice.sequences_per_step * d;
-    plan.data.push_back(slice);
+    plan_format::Slice s = plan_format::DataSliceOf(plan.job.workload.global_batch, l.data, d);
+    plan.data.push_back(DataSlice{I32(d), s.first, s.count});
   }
 }
 
@@ -80,11 +85,9 @@ void BuildZero(Plan& plan) {
   const cost::Layout& l = plan.chosen.layout;
   if (l.zero == 0) return;
   for (int64_t s = 0; s < l.pipeline; ++s) {
-    int64_t total = plan.stage_params[s];
     for (int64_t d = 0; d < l.data; ++d) {
-      int64_t first = total / l.data * d;
-      int64_t end = d + 1 == l.data ? total : total / l.data * (d + 1);
-      plan.zero.push_back(ZeroSlice{I32(s), I32(d), first, end - first});
+      plan_format::Slice owned = plan_format::ZeroSliceOf(plan.stage_params[s], l.data, d);
+      plan.zero.push_back(ZeroSlice{I32(s), I32(d), owned.first, owned.count});
     }
   }
 }

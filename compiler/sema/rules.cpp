@@ -1,5 +1,8 @@
-// Rules that relate several fields of one declaration. Checks against the
-// cluster and the planner's model belong to compiler/check.
+// Rules that relate several fields of one declaration, and text formats the
+// schema cannot express. Checks against the cluster and the planner's model
+// belong to compiler/check.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "sema/analyzer.h"
@@ -62,6 +65,19 @@ void CheckModel(diag::DiagnosticEngine& diags, const Decl& d) {
   }
 }
 
+// `currency` is an ISO 4217 code: three capital letters.
+void CheckCluster(diag::DiagnosticEngine& diags, const Decl& d) {
+  const FieldValue* f = d.fields.Find("currency");
+  if (!f || f->value.kind != Value::Kind::String || f->origin == Origin::Inherited) return;
+  const std::string& code = f->value.text;
+  bool valid =
+      code.size() == 3 && std::all_of(code.begin(), code.end(), [](char ch) { return ch >= 'A' && ch <= 'Z'; });
+  if (!valid) {
+    diags.Report(diag::DiagId::OutOfRange, RangeOf(d, "currency"), "currency",
+                 "an ISO 4217 code of three capital letters, such as \"EUR\"", diag::Quote(diag::ShortText(code)));
+  }
+}
+
 void CheckJob(diag::DiagnosticEngine& diags, const Decl& d) {
   std::vector<std::string_view> set;
   for (std::string_view f : {"steps", "tokens", "epochs"}) {
@@ -84,6 +100,7 @@ void CheckRules(Analyzer& analyzer, const Program& program) {
     switch (d.kind) {
       case ast::DeclKind::Storage: CheckStorage(analyzer.diags(), d); break;
       case ast::DeclKind::Model: CheckModel(analyzer.diags(), d); break;
+      case ast::DeclKind::Cluster: CheckCluster(analyzer.diags(), d); break;
       case ast::DeclKind::Job: CheckJob(analyzer.diags(), d); break;
       default: break;
     }

@@ -184,7 +184,8 @@ const RecordSchema kCluster{
         F("gpu_hour_price")
             .Number()
             .Min(0)
-            .Doc("price of one GPU-hour in the site's currency; `plan` then shows the job's cost"),
+            .Doc("price of one GPU-hour in `currency`; `plan` then shows the job's cost"),
+        F("currency").String().Doc("ISO 4217 code of `gpu_hour_price`'s currency, such as `EUR` (default `USD`)"),
         F("scheduler")
             .Enum({"kueue", "volcano", "default"})
             .DefaultEnum("kueue")
@@ -325,6 +326,10 @@ const RecordSchema kJob{
         F("cluster").Ref(DeclKind::Cluster).Required(),
         F("gpus").Count().Required().Max(1048576),
         F("precision").Enum({"bf16", "fp16", "fp32"}).DefaultEnum("bf16"),
+        F("attention")
+            .Enum({"flash", "materialized"})
+            .DefaultEnum("flash")
+            .Doc("`flash`: the s x s attention matrix is never stored (FlashAttention)"),
         F("parallel").Record(kParallel),
         F("batch").Count().Required().Max(16777216).Doc("global batch, in sequences"),
         F("steps").Count(),

@@ -122,10 +122,11 @@ inline auto ChunkOfVirtualStage(int64_t virtual_stage, int64_t stages) -> ChunkR
 
 // The most chunk forwards of one stage whose backward has not run yet, over
 // its op list: the activations the stage keeps at its peak, in units of one
-// chunk (L / (P·V) layers) of one micro-batch. 1F1B: min(P − p, M); GPipe: M;
-// interleaved: min(2·(P − p − 1) + (V − 1)·P + 1, M·V), i.e. on stage 0 with
-// enough micro-batches P·V + P − 1 chunks = P·(1 + (P − 1)/(P·V)) micro-batches
-// of L/P layers, the planner's interleave factor (docs/planner.md).
+// chunk (L / (P·V) layers; uneven stages differ by one) of one micro-batch.
+// 1F1B: min(P − p, M); GPipe: M; interleaved: min(2·(P − p − 1) + (V − 1)·P
+// + 1, M·V), i.e. on stage 0 with enough micro-batches P·V + P − 1 chunks =
+// P·(1 + (P − 1)/(P·V)) micro-batches of L/P layers, the planner's
+// interleave factor (docs/planner.md).
 auto PeakInFlight(const std::vector<PipelineOp>& ops) -> int64_t;
 auto PeakInFlight(const PipelineShape& shape, int64_t stage) -> int64_t;
 

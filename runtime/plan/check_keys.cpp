@@ -21,43 +21,54 @@ namespace {
 using plan_format::Key;
 using plan_format::ValueType;
 
-auto ChildKey(Key parent, llvm::StringRef spelling) -> std::optional<Key> {
+// The key `spelling` of `parent` in a plan of format `version`.
+auto ChildKey(Key parent, llvm::StringRef spelling, int64_t version) -> std::optional<Key> {
   for (const plan_format::KeyInfo& k : plan_format::kKeys) {
     bool is_key = k.id != Key::Root && k.id != Key::Shared;
-    if (is_key && k.parent == parent && llvm::StringRef(k.spelling.data(), k.spelling.size()) == spelling) return k.id;
+    bool named = is_key && k.parent == parent && llvm::StringRef(k.spelling.data(), k.spelling.size()) == spelling;
+    if (named && plan_format::InVersion(k.id, version)) return k.id;
   }
   return std::nullopt;
 }
 
-void CheckObject(const llvm::json::Value& v, Key shape, const std::string& path, Problems& p);
+// Where a value sits and the format version of the plan that holds it.
+struct Place {
+  std::string path;
+  int64_t version;
+};
+
+void CheckObject(const llvm::json::Value& v, Key shape, const Place& at, Problems& p);
 
 // The value of a known key: descend into the objects its type holds.
-void CheckValue(const llvm::json::Value& v, Key key, const std::string& path, Problems& p) {
+void CheckValue(const llvm::json::Value& v, Key key, const Place& at, Problems& p) {
   switch (plan_format::Info(key).type) {
     case ValueType::Object:
-    case ValueType::ObjectOrNull: CheckObject(v, key, path, p); return;
+    case ValueType::ObjectOrNull: CheckObject(v, key, at, p); return;
     case ValueType::Location:
-    case ValueType::LocationOrNull: CheckObject(v, Key::Location, path, p); return;
+    case ValueType::LocationOrNull: CheckObject(v, Key::Location, at, p); return;
     case ValueType::Objects:
     case ValueType::ObjectsOrEmpty:
       if (const llvm::json::Array* a = v.getAsArray()) {
-        for (size_t i = 0; i < a->size(); ++i) CheckObject((*a)[i], key, fmt::format("{}[{}]", path, i), p);
+        for (size_t i = 0; i < a->size(); ++i) {
+          CheckObject((*a)[i], key, {fmt::format("{}[{}]", at.path, i), at.version}, p);
+        }
       }
       return;
     default: return;
   }
 }
 
-void CheckObject(const llvm::json::Value& v, Key shape, const std::string& path, Problems& p) {
+void CheckObject(const llvm::json::Value& v, Key shape, const Place& at, Problems& p) {
   const llvm::json::Object* o = v.getAsObject();
   if (!o) return;  // null or a wrong type: the reader reported it
   std::vector<std::string> names;
   for (const auto& entry : *o) names.push_back(std::string(llvm::StringRef(entry.first)));
   std::sort(names.begin(), names.end());  // DenseMap order is not the file's: report deterministically
   for (const std::string& name : names) {
-    std::string where = path.empty() ? name : path + "." + name;
-    if (std::optional<Key> key = ChildKey(shape, name)) CheckValue(*o->get(name), *key, where, p);
-    else p.Addf(where, "not a key of plan format version {}", kPlanFormatVersion);
+    std::string where = at.path.empty() ? name : at.path + "." + name;
+    if (std::optional<Key> key = ChildKey(shape, name, at.version))
+      CheckValue(*o->get(name), *key, {where, at.version}, p);
+    else p.Addf(where, "not a key of plan format version {}", at.version);
   }
 }
 
@@ -69,7 +80,7 @@ auto CheckPlanText(llvm::StringRef text, llvm::StringRef name) -> llvm::Expected
   if (!root) return p.TakeError();
   llvm::Expected<ValidPlan> plan = PlanOfJson(*root, name);
   if (!plan) return plan.takeError();
-  CheckObject(*root, Key::Root, "", p);
+  CheckObject(*root, Key::Root, {"", (**plan).version}, p);
   if (llvm::Error e = p.TakeError()) return e;
   if (llvm::Error e = CheckPredicted(**plan, name)) return e;
   return plan;

@@ -37,6 +37,12 @@ auto Node::operator[](llvm::StringRef key) const -> Node {
   return Node(object->get(key), this, key, SIZE_MAX, quiet_);
 }
 
+auto Node::operator[](plan_format::Key key) const -> Node {
+  llvm::StringRef spelling = Ref(plan_format::Spell(key));
+  if (!plan_format::InVersion(key, version_)) return Node(nullptr, this, spelling, SIZE_MAX, /*quiet=*/true);
+  return (*this)[spelling];
+}
+
 auto Node::operator[](size_t index) const -> Node {
   const llvm::json::Array* array = value_ ? value_->getAsArray() : nullptr;
   if (!array || index >= array->size()) return Node(nullptr, this, "", index, /*quiet=*/true);

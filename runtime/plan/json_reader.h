@@ -23,14 +23,18 @@ namespace avf::runtime {
 // text is built only when a problem is reported.
 class Node {
  public:
-  Node(const llvm::json::Value& root, Problems& problems) : value_(&root), problems_(&problems) {}
+  // `version`: the plan's format version. A key that version does not have
+  // (plan_format::InVersion) reads as absent, quietly: its reader leaves the
+  // defaults, and the tables version 3 derives are derived after reading.
+  Node(const llvm::json::Value& root, Problems& problems, int64_t version = plan_format::kFormatVersion)
+      : value_(&root), problems_(&problems), version_(version) {}
 
   // The field `key` of this object. A missing key is reported when the
   // child is read; when this node is not an object (already reported), the
   // child is "quiet": it reads as absent and reports nothing more.
   auto operator[](llvm::StringRef key) const -> Node;
   auto operator[](size_t index) const -> Node;
-  auto operator[](plan_format::Key key) const -> Node { return (*this)[Ref(plan_format::Spell(key))]; }
+  auto operator[](plan_format::Key key) const -> Node;
 
   // The field `key`, read with the type and range keys.def gives it.
   auto Int(plan_format::Key key) const -> int64_t;
@@ -93,7 +97,13 @@ class Node {
 
  private:
   Node(const llvm::json::Value* value, const Node* parent, llvm::StringRef key, size_t index, bool quiet)
-      : value_(value), parent_(parent), key_(key), index_(index), quiet_(quiet), problems_(parent->problems_) {}
+      : value_(value),
+        parent_(parent),
+        key_(key),
+        index_(index),
+        quiet_(quiet),
+        problems_(parent->problems_),
+        version_(parent->version_) {}
 
   // False (and reported) when absent; quiet nodes fail without a report.
   auto Require() const -> bool;
@@ -114,6 +124,7 @@ class Node {
   size_t index_ = SIZE_MAX;  // set for an array element
   bool quiet_ = false;
   Problems* problems_ = nullptr;
+  int64_t version_ = plan_format::kFormatVersion;
 };
 
 }  // namespace avf::runtime

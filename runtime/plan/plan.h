@@ -28,6 +28,11 @@ inline constexpr int64_t kPlanFormatVersion = plan_format::kFormatVersion;
 // reading it whole would only exhaust memory.
 inline constexpr uint64_t kMaxPlanBytes = uint64_t{256} << 20;
 
+// The most ranks a plan may have: a version-3 plan states its world in a few
+// bytes and the reader derives a table row per rank (about 200 bytes with its
+// groups), so the count, not the file's size, bounds what reading costs.
+inline constexpr int64_t kMaxRanks = int64_t{1} << 21;
+
 // Deeper than any plan (4 levels) by far, shallow enough that neither the
 // recursive llvm::json parser nor its destructor can exhaust the stack.
 inline constexpr unsigned kMaxJsonDepth = 64;
@@ -35,6 +40,7 @@ inline constexpr unsigned kMaxJsonDepth = 64;
 // Closed enumerations (plan_format/enums.def): a value outside them is an
 // error (only fields documented as open, like `predicted.binding`, stay strings).
 using plan_format::Arch;
+using plan_format::Attention;
 using plan_format::LengthField;
 using plan_format::LrSchedule;
 using plan_format::OptimizerKind;
@@ -82,12 +88,20 @@ struct PlanHardware {
   // than one node (the manifests' nprocPerNode, PET_NPROC_PER_NODE).
   int64_t ranks_per_node = 0;
   int64_t nodes_per_leaf = 0;  // 0: one flat switch
+  // Leaf switches under one spine block (the middle level of a 3-level fat
+  // tree); 0 when not declared, and in a version-2 plan.
+  int64_t leaves_per_spine = 0;
   double oversubscription = 1;
   std::optional<double> gpu_hour_price;
+  std::string currency;  // ISO 4217 code of the price; empty in a version-2 plan
 };
 
 struct PlanTraining {
   Precision precision = Precision::Bf16;
+  // What the planner's memory model assumed. The GPU backend's attention
+  // never stores the s x s matrix (kernels/attention.cu); the CPU backend
+  // keeps its probabilities. Both compute the same, whatever this says.
+  Attention attention = Attention::Flash;
   int64_t gpus = 0, global_batch = 0, micro_batch = 0, micro_batches_per_step = 0, tokens_per_step = 0, steps = 0;
   double tokens = 0;
   std::optional<LengthField> length_field;
@@ -188,6 +202,7 @@ struct PlanPredicted {
     int64_t weights = 0, gradients = 0, optimizer = 0, activations = 0, buffers = 0;
   } memory_breakdown_bytes;
   double step_time_s = 0;
+  double step_time_low_s = 0, step_time_high_s = 0;  // the likely range; 0 in a version-2 plan
   struct Time {
     double compute = 0, tensor_comm = 0, pipeline_comm = 0, bubble = 0, data_comm = 0, optimizer = 0;
   } time_breakdown_s;
@@ -195,12 +210,13 @@ struct PlanPredicted {
   bool fits = false;
   std::string binding;  // an open set: for people, not for decisions
   int64_t data_group_span_nodes = 0, data_group_span_leaves = 0;
+  double staging_s = 0, checkpoint_s = 0;  // in time_to_train_s; 0 in a version-2 plan
   double time_to_train_s = 0, gpu_hours = 0;
   std::optional<double> cost;
 };
 
 struct RunPlan {
-  int64_t version = kPlanFormatVersion;
+  int64_t version = kPlanFormatVersion;  // of the file read; its tables are the same in every version
   PlanJob job;
   PlanModel model;
   PlanHardware hardware;

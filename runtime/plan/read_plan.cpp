@@ -14,6 +14,7 @@
 
 #include "io/regular_file.h"
 #include "plan/check_plan.h"
+#include "plan/derive_tables.h"
 #include "plan/json_scan.h"
 #include "plan/read_sections.h"
 
@@ -63,42 +64,42 @@ auto ReadCapped(llvm::StringRef path, uint64_t max_bytes, Problems& problems) ->
   return ReadAll(file->fd(), file->size(), max_bytes, problems);
 }
 
-// format and version first: a file that is not a version-1 plan is refused
-// with one message, not with a list of the keys it lacks.
-auto CheckFormat(const Node& root) -> bool {
+// format and version first: a file that is not a plan of a version this
+// reader reads is refused with one message, not with a list of the keys it lacks.
+auto CheckFormat(const Node& root) -> std::optional<int64_t> {
   Node format = root[K::Format];
   if (!format.present()) {
     format.Report(fmt::format("missing: not an aviflow plan (expected \"format\": \"{}\")", plan_format::kFormatName));
-    return false;
+    return std::nullopt;
   }
   if (format.text() != Node::Ref(plan_format::kFormatName)) {
     format.Report(
         fmt::format("expected \"{}\", found {}: not an aviflow plan", plan_format::kFormatName, format.Describe()));
-    return false;
+    return std::nullopt;
   }
   Node version = root[K::Version];
   std::optional<int64_t> v = version.TryInt(INT64_MIN);
-  if (!v) return false;
+  if (!v) return std::nullopt;
+  std::string reads = fmt::format("versions {} to {}", plan_format::kOldestFormatVersion, kPlanFormatVersion);
   if (*v > kPlanFormatVersion) {
     version.Report(
-        fmt::format("the plan is format version {}, newer than version {}, the one this avf-run reads; "
+        fmt::format("the plan is format version {}, newer than version {}, the newest this avf-run reads; "
                     "run the avf-run built with the aviflowc that wrote it",
                     *v, kPlanFormatVersion));
-    return false;
+    return std::nullopt;
   }
   if (*v < 1) {
-    version.Report(
-        fmt::format("{} is not a plan format version (this avf-run reads version {})", *v, kPlanFormatVersion));
-    return false;
+    version.Report(fmt::format("{} is not a plan format version (this avf-run reads {})", *v, reads));
+    return std::nullopt;
   }
-  if (*v < kPlanFormatVersion) {
+  if (*v < plan_format::kOldestFormatVersion) {
     version.Report(
-        fmt::format("the plan is format version {}, written by an older aviflowc; this avf-run reads version {}: "
+        fmt::format("the plan is format version {}, written by an older aviflowc; this avf-run reads {}: "
                     "compile the job again",
-                    *v, kPlanFormatVersion));
-    return false;
+                    *v, reads));
+    return std::nullopt;
   }
-  return true;
+  return v;
 }
 
 void ReadSections(const Node& root, RunPlan& plan) {
@@ -170,13 +171,16 @@ void ReadHardware(const Node& n, PlanHardware& out) {
   out.ranks_per_node = n.Int(K::HardwareRanksPerNode);
   out.leaves = n.Int(K::HardwareLeaves);
   out.nodes_per_leaf = n.Int(K::HardwareNodesPerLeaf);
+  out.leaves_per_spine = n.Int(K::HardwareLeavesPerSpine);
   out.oversubscription = n.Number(K::HardwareOversubscription);
   out.gpu_hour_price = n.NullableNumber(K::HardwareGpuHourPrice);
+  out.currency = n.String(K::HardwareCurrency);
 }
 
 void ReadTraining(const Node& n, PlanTraining& out) {
   if (!n.IsObject()) return;
   out.precision = n.Enum<Precision>(K::TrainingPrecision);
+  out.attention = n.Enum<Attention>(K::TrainingAttention);
   out.gpus = n.Int(K::TrainingGpus);
   out.global_batch = n.Int(K::TrainingGlobalBatch);
   out.micro_batch = n.Int(K::TrainingMicroBatch);
@@ -225,11 +229,16 @@ auto ParseJsonText(llvm::StringRef text, Problems& problems) -> std::optional<ll
 
 auto PlanOfJson(const llvm::json::Value& value, llvm::StringRef name) -> llvm::Expected<ValidPlan> {
   Problems problems(name);
-  Node root(value, problems);
-  if (!root.IsObject() || !CheckFormat(root)) return problems.TakeError();
+  Node top(value, problems);
+  if (!top.IsObject()) return problems.TakeError();
+  std::optional<int64_t> version = CheckFormat(top);
+  if (!version) return problems.TakeError();
   RunPlan plan;
-  plan.version = kPlanFormatVersion;
-  ReadSections(root, plan);
+  plan.version = *version;
+  ReadSections(Node(value, problems, *version), plan);
+  if (!problems.empty()) return problems.TakeError();
+  // Version 2 lists the tables; later versions derive them.
+  if (plan.version > 2) DeriveTables(plan, problems);
   if (!problems.empty()) return problems.TakeError();
   return ValidPlan::Of(std::move(plan), name);
 }

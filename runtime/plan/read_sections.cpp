@@ -184,6 +184,8 @@ void ReadPredicted(const Node& n, PlanPredicted& out) {
                                   m.Int(K::MemoryActivations), m.Int(K::MemoryBuffers)};
   }
   out.step_time_s = n.Number(K::PredictedStepTime);
+  out.step_time_low_s = n.Number(K::PredictedStepTimeLow);
+  out.step_time_high_s = n.Number(K::PredictedStepTimeHigh);
   if (Node t = n[K::PredictedTimeBreakdown]; t.IsObject()) {
     out.time_breakdown_s = {t.Number(K::TimeCompute), t.Number(K::TimeTensorComm), t.Number(K::TimePipelineComm),
                             t.Number(K::TimeBubble),  t.Number(K::TimeDataComm),   t.Number(K::TimeOptimizer)};
@@ -197,6 +199,8 @@ void ReadPredicted(const Node& n, PlanPredicted& out) {
     out.data_group_span_nodes = span.Int(K::SpanNodes);
     out.data_group_span_leaves = span.Int(K::SpanLeaves);
   }
+  out.staging_s = n.Number(K::PredictedStagingTime);
+  out.checkpoint_s = n.Number(K::PredictedCheckpointTime);
   out.time_to_train_s = n.Number(K::PredictedTimeToTrain);
   out.gpu_hours = n.Number(K::PredictedGpuHours);
   out.cost = n.NullableNumber(K::PredictedCost);

@@ -63,7 +63,8 @@ void CheckTimes(const RunPlan& plan, Problems& p) {
   Expect(p, "predicted.step_time_s", pr.step_time_s,
          t.compute + t.tensor_comm + t.pipeline_comm + t.bubble + t.data_comm + t.optimizer);
   Expect(p, "predicted.tokens_per_s", pr.tokens_per_s, static_cast<double>(tr.tokens_per_step) / pr.step_time_s);
-  Expect(p, "predicted.time_to_train_s", pr.time_to_train_s, static_cast<double>(tr.steps) * pr.step_time_s);
+  Expect(p, "predicted.time_to_train_s", pr.time_to_train_s,
+         static_cast<double>(tr.steps) * pr.step_time_s + pr.staging_s + pr.checkpoint_s);
   Expect(p, "predicted.gpu_hours", pr.gpu_hours, pr.time_to_train_s / 3600 * static_cast<double>(tr.gpus));
   Expect(p, "predicted.mfu", pr.mfu, pr.tflops_per_gpu * 1e12 / plan.hardware.peak_flops);
   const std::optional<double>& price = plan.hardware.gpu_hour_price;

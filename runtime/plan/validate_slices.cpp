@@ -3,7 +3,7 @@
 // stages, data, zero). Intervals are compared, never expanded: the counts come
 // from the file and may be huge.
 #include <algorithm>
-#include <tuple>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -13,27 +13,37 @@ namespace avf::runtime {
 
 namespace {
 
-// Where chunk i of `stages` must start and whether it holds the embedding
-// or the output layer; false when its (stage, chunk) is out of place.
-auto CheckStageEntry(const RunPlan& plan, size_t i, int64_t chunks, Problems& p) -> bool {
-  const PlanStage& st = plan.stages[i];
-  int64_t P = plan.layout.pipeline, L = plan.model.layers;
+// Whether entry i of `stages` is the (stage, chunk) stage-major order puts there.
+auto CheckStageOrder(const PlanStage& st, size_t i, int64_t chunks, Problems& p) -> bool {
   int64_t s = static_cast<int64_t>(i) / chunks, c = static_cast<int64_t>(i) % chunks;
-  if (st.stage != s || st.chunk != c) {
-    p.Addf(fmt::format("stages[{}]", i), "stage {}, chunk {}, but entry {} is stage {}, chunk {} (stage-major order)",
-           st.stage, st.chunk, i, s, c);
-    return false;
-  }
-  int64_t block = c * P + s, first = 0, end = 0;
-  if (MulOverflows(block, st.layers, &first) || st.first_layer != first) {
+  if (st.stage == s && st.chunk == c) return true;
+  p.Addf(fmt::format("stages[{}]", i), "stage {}, chunk {}, but entry {} is stage {}, chunk {} (stage-major order)",
+         st.stage, st.chunk, i, s, c);
+  return false;
+}
+
+// Layer block b (chunk x pipeline + stage) must start where block b-1 ends,
+// hold at least one layer and stay inside the model; the blocks may differ
+// in size (plan-format.md, stages). Returns where the block ends, which is
+// where the next must start, or nullopt when it cannot be placed.
+auto CheckLayerBlock(const RunPlan& plan, size_t i, int64_t block, int64_t start, Problems& p)
+    -> std::optional<int64_t> {
+  const PlanStage& st = plan.stages[i];
+  int64_t L = plan.model.layers, end = 0;
+  if (st.first_layer != start) {
     p.Addf(fmt::format("stages[{}].first_layer", i),
-           "{}, but chunk {} of stage {} holds layer block {} (chunk x pipeline + stage) of {} layers", st.first_layer,
-           c, s, block, st.layers);
+           "{}, but chunk {} of stage {} is layer block {} (chunk x pipeline + stage), which starts at layer {}{}",
+           st.first_layer, st.chunk, st.stage, block, start,
+           block == 0 ? "" : fmt::format(", where block {} ends", block - 1));
+  }
+  if (st.layers < 1) {
+    p.Addf(fmt::format("stages[{}].layers", i), "{}, but every chunk holds at least one layer", st.layers);
+    return std::nullopt;
   }
   if (AddOverflows(st.first_layer, st.layers, &end) || end > L) {
     p.Addf(fmt::format("stages[{}]", i), "{} layers from layer {} run past the model's {} layers", st.layers,
            st.first_layer, L);
-    return false;
+    return std::nullopt;
   }
   if (st.embedding != (st.first_layer == 0)) {
     p.Addf(fmt::format("stages[{}].embedding", i), "{}, but the embedding belongs to the chunk that holds layer 0",
@@ -43,32 +53,22 @@ auto CheckStageEntry(const RunPlan& plan, size_t i, int64_t chunks, Problems& p)
     p.Addf(fmt::format("stages[{}].output", i), "{}, but the output layer belongs to the chunk that holds layer {}",
            st.output, L - 1);
   }
-  return true;
+  return end;
 }
 
-// Sorted by first layer, the chunks must tile 0 .. L-1 without gap or overlap.
-void CheckLayerCoverage(const RunPlan& plan, Problems& p) {
-  std::vector<std::tuple<int64_t, int64_t, size_t>> ranges;  // first, end, index
-  for (size_t i = 0; i < plan.stages.size(); ++i) {
-    const PlanStage& st = plan.stages[i];
-    ranges.emplace_back(st.first_layer, st.first_layer + st.layers, i);
+// In block order (chunk-major: chunk 0 of every stage, then chunk 1, ...)
+// the chunks must tile layers 0 .. L-1 without gap or overlap.
+void CheckLayerCoverage(const RunPlan& plan, int64_t chunks, Problems& p) {
+  int64_t P = plan.layout.pipeline, next = 0;
+  for (int64_t block = 0; block < P * chunks; ++block) {
+    size_t i = static_cast<size_t>((block % P) * chunks + block / P);
+    std::optional<int64_t> end = CheckLayerBlock(plan, i, block, next, p);
+    if (!end) return;
+    next = *end;
   }
-  std::sort(ranges.begin(), ranges.end());
-  int64_t next = 0;
-  size_t holder = 0;
-  for (const auto& [first, end, i] : ranges) {
-    if (first > next) {
-      p.Addf("stages", "layers {}..{} are held by no stage", next, first - 1);
-    } else if (first < next) {
-      p.Addf(fmt::format("stages[{}]", i), "layers {}..{} are also held by stages[{}]", first, std::min(end, next) - 1,
-             holder);
-    }
-    if (end > next) {
-      next = end;
-      holder = i;
-    }
+  if (next < plan.model.layers) {
+    p.Addf("stages", "layers {}..{} are held by no stage", next, plan.model.layers - 1);
   }
-  if (next < plan.model.layers) p.Addf("stages", "layers {}..{} are held by no stage", next, plan.model.layers - 1);
 }
 
 }  // namespace
@@ -86,8 +86,8 @@ void CheckStages(const RunPlan& plan, Problems& p) {
     return;
   }
   bool placed = true;
-  for (size_t i = 0; i < plan.stages.size(); ++i) placed = CheckStageEntry(plan, i, chunks, p) && placed;
-  if (placed) CheckLayerCoverage(plan, p);
+  for (size_t i = 0; i < plan.stages.size(); ++i) placed = CheckStageOrder(plan.stages[i], i, chunks, p) && placed;
+  if (placed) CheckLayerCoverage(plan, chunks, p);
 }
 
 void CheckDataSlices(const RunPlan& plan, Problems& p) {

@@ -54,6 +54,23 @@ auto Nullable(Key key) -> bool { return Describe(Info(key).type).nullable; }
 
 auto Optional(Key key) -> bool { return Info(key).type == ValueType::OptionalGroupList; }
 
+auto InVersion(Key key, int64_t version) -> bool {
+  for (Key k = key; k != Key::Root && k != Key::Shared; k = Info(k).parent) {
+    int64_t first = kOldestFormatVersion, last = kFormatVersion;
+    switch (k) {
+#define PLAN_KEY_VERSIONS(Id, First, Last)        \
+  case Key::Id:                                   \
+    first = First;                                \
+    last = (Last) == 0 ? kFormatVersion : (Last); \
+    break;
+#include "plan_format/keys.def"
+      default: break;
+    }
+    if (version < first || version > last) return false;
+  }
+  return true;
+}
+
 auto KeyPath(Key key) -> std::string {
   const KeyInfo& k = Info(key);
   if (k.parent == Key::Root || k.parent == Key::Shared) return std::string(k.spelling);

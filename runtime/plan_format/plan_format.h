@@ -18,7 +18,10 @@ namespace avf::plan_format {
 inline constexpr std::string_view kFormatName = "aviflow-plan";
 // Bumped only by a change a reader of the previous version could misread
 // (docs/plan-format.md, Versioning); a new key keeps it.
-inline constexpr int64_t kFormatVersion = 2;
+inline constexpr int64_t kFormatVersion = 3;
+// The oldest version the reader still reads: version 2 lists the tables that
+// version 3 derives (keys.def, PLAN_KEY_VERSIONS).
+inline constexpr int64_t kOldestFormatVersion = 2;
 // The order the rank coordinates follow, fastest axis first (rank_layout.h).
 inline constexpr std::string_view kRankOrder = "tensor,data,pipeline";
 
@@ -165,6 +168,8 @@ constexpr auto Spell(Key key) -> std::string_view { return Info(key).spelling; }
 auto Nullable(Key key) -> bool;
 // Every key of plan.json is always present except these (groups.embedding).
 auto Optional(Key key) -> bool;
+// Whether a plan of format `version` has the key (keys.def, PLAN_KEY_VERSIONS).
+auto InVersion(Key key, int64_t version) -> bool;
 // "hardware.gpus_per_node", "ranks[].tensor": where the key sits, for docs and messages.
 auto KeyPath(Key key) -> std::string;
 

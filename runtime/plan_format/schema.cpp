@@ -59,7 +59,8 @@ auto OrNull(const std::string& schema) -> std::string {
 auto Children(Key parent) -> std::vector<const KeyInfo*> {
   std::vector<const KeyInfo*> out;
   for (const KeyInfo& k : kKeys) {
-    if (k.parent == parent && k.id != Key::Root && k.id != Key::Shared) out.push_back(&k);
+    bool written = k.id != Key::Root && k.id != Key::Shared && InVersion(k.id, kFormatVersion);
+    if (k.parent == parent && written) out.push_back(&k);
   }
   return out;
 }

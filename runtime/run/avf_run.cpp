@@ -172,11 +172,16 @@ auto Finish(const avf::runtime::RunPlan& plan, const avf::train::TrainResult& r,
 }
 
 // check-plan FILE: the plan read and checked strictly (unknown keys and the
-// predicted totals too); exit 1 when it is refused.
-auto CheckPlan(const std::string& path) -> int {
+// predicted totals too); exit 1 when it is refused. With --tables, the rank,
+// group and slice tables as JSON on standard output instead of the summary.
+auto CheckPlan(const std::string& path, bool tables) -> int {
   auto valid = avf::runtime::CheckPlanFile(path);
   if (!valid) return Report(valid.takeError());
   const avf::runtime::RunPlan& plan = **valid;
+  if (tables) {
+    avf::runtime::PrintTables(plan, llvm::outs());
+    return 0;
+  }
   size_t ranks = plan.ranks.size();
   llvm::outs() << fmt::format("{}: valid aviflow plan version {}: job {}, {} rank{}\n", path == "-" ? "<stdin>" : path,
                               plan.version, plan.job.name, ranks, ranks == 1 ? "" : "s");
@@ -523,6 +528,9 @@ auto main(int argc, char** argv) -> int {
                                        "Check a plan.json strictly (every rule, no unknown key, the "
                                        "predicted totals) and exit");
   check->add_option("file", check_path, "The plan.json, or - for standard input")->required();
+  bool check_tables = false;
+  check->add_flag("--tables", check_tables,
+                  "Print the rank, group and slice tables (derived from the layout since format version 3) as JSON");
   PreflightFlags pre;
   CLI::App* preflight = AddPreflight(app, pre);
   avf::run::CheckpointFlags ckpt;
@@ -535,7 +543,7 @@ auto main(int argc, char** argv) -> int {
     return 2;
   }
   if (tokenize->parsed()) return Tokenize(tok);
-  if (check->parsed()) return CheckPlan(check_path);
+  if (check->parsed()) return CheckPlan(check_path, check_tables);
   if (preflight->parsed()) return Preflight(pre, std::vector<std::string>(argv, argv + argc));
   if (checkpoint->parsed()) return avf::run::RunCheckpointCommand(*checkpoint, ckpt);
   if (run.plan.empty()) {

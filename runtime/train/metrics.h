@@ -30,6 +30,9 @@ struct StepMetrics {
   double checkpoint_s = 0;
   // The validation loss, on the steps that evaluate it (NaN: not this step).
   double val_loss = std::nan("");
+  // The plan's predicted step time and its likely range (plan.json
+  // predicted; the range is 0 in a version-2 plan), for comparing with step_time_s.
+  double step_time_predicted_s = 0, step_time_predicted_low_s = 0, step_time_predicted_high_s = 0;
 };
 
 // `{"step":1,"loss":...}`: keys in a fixed order, shortest round-trip doubles.

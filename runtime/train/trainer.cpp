@@ -179,7 +179,10 @@ auto Run(Loop& loop, TrainResult& result) -> llvm::Error {
                   loop.comm.pipeline,
                   loop.comm.data,
                   held,
-                  val_loss};
+                  val_loss,
+                  p.predicted.step_time_s,
+                  p.predicted.step_time_low_s,
+                  p.predicted.step_time_high_s};
     if (loop.metrics) {
       if (llvm::Error e = loop.metrics->Append(m)) return e;
     }

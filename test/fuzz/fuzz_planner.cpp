@@ -62,7 +62,7 @@ void PlanAll(const avf::sema::Program& program, avf::diag::DiagnosticEngine& dia
     auto plan = avf::plan::PlanJob(job.spec, options, diags);
     if (!plan) continue;
     avf::emit::WritePlanJson(*plan, null);
-    avf::emit::WritePlanTable(*plan, null);
+    avf::emit::WritePlanTable(*plan, /*legend=*/true, null);
     avf::emit::WritePlanSummaryJson(*plan, null);
     EmitAll(*plan, diags);
   }

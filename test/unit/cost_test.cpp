@@ -12,87 +12,12 @@
 #include "cost/counts.h"
 #include "cost/predict.h"
 #include "cost/shape.h"
+#include "cost_test_util.h"
 
 namespace avf::cost {
 namespace {
 
-auto D(int64_t v) -> double { return static_cast<double>(v); }
-
-// |actual - expected| <= rel * |expected|.
-void ExpectRel(double actual, double expected, double rel) {
-  EXPECT_NEAR(actual, expected, rel * std::fabs(expected)) << "relative bound " << rel;
-}
-
-auto Gpt(int64_t layers, int64_t hidden, int64_t heads, int64_t vocab, int64_t seq) -> ModelShape {
-  ModelShape m;
-  m.arch = Arch::Gpt2;
-  m.layers = layers;
-  m.hidden = hidden;
-  m.heads = heads;
-  m.kv_heads = heads;
-  m.ffn = 4 * hidden;
-  m.vocab = vocab;
-  m.seq_len = seq;
-  m.tied_embeddings = true;
-  return m;
-}
-
-auto Llama(int64_t layers, int64_t hidden, int64_t heads, int64_t kv_heads, int64_t ffn, int64_t vocab, int64_t seq)
-    -> ModelShape {
-  ModelShape m;
-  m.arch = Arch::Llama;
-  m.layers = layers;
-  m.hidden = hidden;
-  m.heads = heads;
-  m.kv_heads = kv_heads;
-  m.ffn = ffn;
-  m.vocab = vocab;
-  m.seq_len = seq;
-  m.tied_embeddings = false;
-  return m;
-}
-
-// The shapes of stdlib/models.avf (config.json of each reference checkpoint).
-auto Gpt2_124M() -> ModelShape { return Gpt(12, 768, 12, 50257, 1024); }
-auto Gpt2_1558M() -> ModelShape { return Gpt(48, 1600, 25, 50257, 1024); }
-auto Llama2_7B() -> ModelShape { return Llama(32, 4096, 32, 32, 11008, 32000, 4096); }
-auto Llama2_13B() -> ModelShape { return Llama(40, 5120, 40, 40, 13824, 32000, 4096); }
-auto Llama2_70B() -> ModelShape { return Llama(80, 8192, 64, 8, 28672, 32000, 4096); }
-auto Llama3_8B() -> ModelShape { return Llama(32, 4096, 32, 8, 14336, 128256, 8192); }
-auto Llama3_70B() -> ModelShape { return Llama(80, 8192, 64, 8, 28672, 128256, 8192); }
-auto Llama3_405B() -> ModelShape { return Llama(126, 16384, 128, 8, 53248, 128256, 8192); }
-
-// An 8-GPU node with A100-like numbers; latencies 0 unless a test sets them,
-// so that the bandwidth terms can be compared exactly.
-auto Node8() -> Hardware {
-  Hardware hw;
-  hw.gpu_memory = 80e9;
-  hw.peak_flops = 312e12;
-  hw.hbm_bandwidth = 2039e9;
-  hw.gpus_per_node = 8;
-  hw.nvlink_bandwidth = 300e9;
-  hw.nic_bandwidth = 25e9;
-  hw.nics_per_node = 8;
-  hw.nodes = 64;
-  return hw;
-}
-
-auto Work(const ModelShape& m, int64_t gpus, int64_t batch) -> Workload {
-  Workload w;
-  w.model = m;
-  w.gpus = gpus;
-  w.global_batch = batch;
-  return w;
-}
-
-auto MakeLayout(int64_t data, int64_t tensor, int64_t pipeline, int64_t micro_batch) -> Layout {
-  Layout l;
-  l.data = data;
-  l.tensor = tensor;
-  l.pipeline = pipeline;
-  l.micro_batch = micro_batch;
-  return l;
-}
+using namespace test_shapes;  // NOLINT(google-build-using-namespace): the shared shapes
 
 // ---- Parameters ---------------------------------------------------------------
 // Published totals: the `safetensors.total` parameter count of each reference
@@ -329,6 +254,7 @@ auto Act(const ModelShape& m, int64_t micro_batch, int64_t t) -> ActCase {
   ActCase c;
   c.m = m;
   c.w = Work(m, t, micro_batch);
+  c.w.attention = Attention::Materialized;  // Korthikanti's attention core
   c.sbh = D(m.seq_len) * D(micro_batch) * D(m.hidden);
   c.logits = 4.0 * c.sbh * (1.0 + D(m.vocab) / D(m.hidden)) / D(t);
   return c;
@@ -369,6 +295,18 @@ TEST(CostActivations, KorthikantiTable2WithoutDropout) {
   ExpectRel(Activations(c, 8, Recompute::Full, false), L * 2.0 * sbh + rebuilt + c.logits, 1e-12);
 }
 
+// FlashAttention keeps each row's log-sum-exp (fp32) instead of the s x s
+// probabilities, whatever the recomputation.
+TEST(CostActivations, FlashKeepsNoScoreMatrix) {
+  ModelShape m = Gpt(24, 2048, 16, 51200, 2048);
+  ActCase c = Act(m, 4, 8);
+  c.w.attention = Attention::Flash;
+  double t = 8, L = 24;
+  double lse = 4.0 * 16.0 * 2048.0 * 4.0 / t;
+  ExpectRel(Activations(c, 8, Recompute::None, false), L * (c.sbh * (8.0 + 24.0 / t) + lse) + c.logits, 1e-12);
+  ExpectRel(Activations(c, 8, Recompute::Selective, false), L * (c.sbh * (8.0 + 24.0 / t) + lse) + c.logits, 1e-12);
+}
+
 TEST(CostActivations, SwiGluGeneralisation) {
   // 32 = 16 + 4 ffn/h for GELU; SwiGLU keeps gate, up, activation and product:
   // 16 + 8 ffn/h.
@@ -397,6 +335,7 @@ auto Pipe(int64_t batch) -> PipeCase {
   PipeCase c;
   ModelShape m = Gpt(32, 1024, 16, 51200, 2048);
   c.w = Work(m, 4, batch);
+  c.w.attention = Attention::Materialized;
   double sbh = 2048.0 * 1024.0;
   c.per_layer = sbh * (32.0 + 2.0 * 16.0 * 2048.0 / 1024.0);
   c.logits = 4.0 * sbh * (1.0 + 51200.0 / 1024.0);
@@ -458,8 +397,17 @@ TEST(CostMemory, FitsAgainstGpuMemory) {
 
 TEST(CostTime, Efficiency) {
   ModelShape m = Llama3_8B();
-  EXPECT_DOUBLE_EQ(ComputeEfficiency(m, MakeLayout(1, 1, 1, 1)), 0.65 * 4096.0 / (4096.0 + 256.0));
-  EXPECT_DOUBLE_EQ(ComputeEfficiency(m, MakeLayout(1, 8, 1, 1)), 0.65 * 512.0 / (512.0 + 256.0));
+  Hardware hw = Node8();
+  hw.hbm_bandwidth = 312e12 / kReferenceBalance;
+  EXPECT_DOUBLE_EQ(ComputeEfficiency(m, MakeLayout(1, 1, 1, 1), hw, kPlain), 0.65 * 4096.0 / (4096.0 + 256.0));
+  EXPECT_DOUBLE_EQ(ComputeEfficiency(m, MakeLayout(1, 8, 1, 1), hw, kPlain), 0.65 * 512.0 / (512.0 + 256.0));
+  // A GPU whose peak outruns its memory twice as far: the ceiling scaled by
+  // (1/2)^balance_exponent.
+  hw.hbm_bandwidth /= 2;
+  Calibration scaled = kPlain;
+  scaled.balance_exponent = 0.5;
+  EXPECT_DOUBLE_EQ(ComputeEfficiency(m, MakeLayout(1, 8, 1, 1), hw, scaled),
+                   0.65 * std::sqrt(0.5) * 512.0 / (512.0 + 256.0));
 }
 
 TEST(CostTime, MicroBatches) {
@@ -469,23 +417,30 @@ TEST(CostTime, MicroBatches) {
   EXPECT_EQ(MicroBatches(w, MakeLayout(64, 1, 1, 64)), 1);  // never below one
 }
 
+// Materialized attention at the matrix rate and no memory-bound work: the
+// model FLOPs (3 x forward) at the calibrated rate.
 TEST(CostTime, ComputeIsModelFlopsAtCalibratedRate) {
   ModelShape m = Gpt2_1558M();
   Workload w = Work(m, 1, 8);
+  w.attention = Attention::Materialized;
   Hardware hw = Node8();
+  hw.hbm_bandwidth = 0;               // no memory-bound terms
   Layout l = MakeLayout(1, 1, 1, 2);  // 4 micro-batches
-  double rate = 312e12 * 0.65 * 1600.0 / (1600.0 + 256.0);
+  double efficiency = 0.65 * 1600.0 / (1600.0 + 256.0);
+  Calibration same = kPlain;
+  same.attention_efficiency = efficiency;
+  double rate = 312e12 * efficiency;
   double tokens = 8.0 * 1024.0;
-  TimeBreakdown t = PredictTime(w, l, hw);
+  TimeBreakdown t = PredictTime(w, l, hw, same);
   ExpectRel(t.compute, tokens * ModelFlopsPerToken(m) / rate, 1e-12);
   // Full recomputation adds one forward pass of the blocks (not the logits).
   ParamCounts c = CountParams(m);
   double blocks_forward = 48.0 * (2.0 * D(c.layer_matmul) + 4.0 * 1024.0 * 1600.0);
   l.recompute = Recompute::Full;
-  ExpectRel(PredictTime(w, l, hw).compute, tokens * (ModelFlopsPerToken(m) + blocks_forward) / rate, 1e-12);
+  ExpectRel(PredictTime(w, l, hw, same).compute, tokens * (ModelFlopsPerToken(m) + blocks_forward) / rate, 1e-12);
   // Selective recomputation adds the attention core.
   l.recompute = Recompute::Selective;
-  ExpectRel(PredictTime(w, l, hw).compute, tokens * (ModelFlopsPerToken(m) + 48.0 * 4.0 * 1024.0 * 1600.0) / rate,
+  ExpectRel(PredictTime(w, l, hw, same).compute, tokens * (ModelFlopsPerToken(m) + 48.0 * 4.0 * 1024.0 * 1600.0) / rate,
             1e-12);
 }
 
@@ -494,9 +449,12 @@ TEST(CostTime, MfuEqualsEfficiencyWhenOnlyComputeCosts) {
   Hardware hw = Node8();
   hw.hbm_bandwidth = 0;  // no optimizer-step term
   Layout l = MakeLayout(1, 1, 1, 1);
-  Prediction p = Predict(w, l, hw);
+  w.attention = Attention::Materialized;
+  Calibration same = kPlain;
+  same.attention_efficiency = ComputeEfficiency(w.model, l, hw, kPlain);
+  Prediction p = Predict(w, l, hw, same);
   EXPECT_DOUBLE_EQ(p.step_time, p.time.compute);
-  ExpectRel(p.mfu, ComputeEfficiency(w.model, l), 1e-12);
+  ExpectRel(p.mfu, ComputeEfficiency(w.model, l, hw, kPlain), 1e-12);
   ExpectRel(p.tokens_per_s, 4.0 * 8192.0 / p.step_time, 1e-15);
   ExpectRel(p.tflops_per_gpu * 1e12, ModelFlopsPerToken(w.model) * p.tokens_per_s, 1e-12);
 }
@@ -514,26 +472,44 @@ auto Data16() -> DataCase {
   DataCase c;
   c.w = Work(Gpt2_1558M(), 16, 16);
   c.w.overlap_data_comm = false;
-  c.l = MakeLayout(16, 1, 1, 1);  // 16 ranks on 2 nodes: over the network
+  c.w.attention = Attention::Materialized;  // forward : backward = 1 : 2 exactly
+  c.l = MakeLayout(16, 1, 1, 1);            // 16 ranks on 2 nodes: over the network
   c.hw = Node8();
   c.grad_bytes = D(CountParams(c.w.model).total) * 2.0;
   return c;
 }
 
+// The ring leaves each node once per channel: a node's 8 members share its
+// 8 NICs, 8 x 25 GB/s for the ring.
 TEST(CostTime, AllReduceOverTheNetwork) {
   DataCase c = Data16();
-  double expected = 2.0 * 15.0 / 16.0 * c.grad_bytes / 25e9;  // one NIC per GPU
+  double expected = 2.0 * 15.0 / 16.0 * c.grad_bytes / 200e9;
   ExpectRel(PredictTime(c.w, c.l, c.hw).data_comm, expected, 1e-12);
+}
+
+// One member per node (tensor 8 takes the rest): the 8 data groups of a node
+// run at once, one NIC each.
+TEST(CostTime, OneMemberPerNodeGetsOneNic) {
+  DataCase c = Data16();
+  c.w.gpus = 128;
+  c.l = MakeLayout(16, 8, 1, 1);
+  ParamCounts counts = CountParams(c.w.model);
+  double params = D(StageParamsPerRank(c.w.model, 1, 8, 0));
+  double expected = 2.0 * 15.0 / 16.0 * params * 2.0 / 25e9;
+  ExpectRel(PredictTime(c.w, c.l, c.hw).data_comm, expected, 1e-12);
+  EXPECT_GT(counts.total, 0);
 }
 
 TEST(CostTime, DoublingBandwidthHalvesDataComm) {
   DataCase c = Data16();
+  c.hw.nvlink_bandwidth = 1e15;  // not the cap of the network ring
   double base = PredictTime(c.w, c.l, c.hw).data_comm;
   c.hw.nic_bandwidth *= 2;
   ExpectRel(PredictTime(c.w, c.l, c.hw).data_comm, base / 2.0, 1e-12);
   // Inside one node the ring runs over NVLink.
   DataCase n = Data16();
   n.w.gpus = 8;
+  n.hw.nvlink_bandwidth = 300e9;
   n.l.data = 8;
   double nvlink = PredictTime(n.w, n.l, n.hw).data_comm;
   ExpectRel(nvlink, 2.0 * 7.0 / 8.0 * n.grad_bytes / 300e9, 1e-12);
@@ -560,16 +536,18 @@ TEST(CostTime, OversubscriptionSlowsCrossLeafRings) {
 
 TEST(CostTime, OverlapHidesTheReductionBehindTheLastBackward) {
   DataCase c = Data16();
+  c.hw.nic_bandwidth = 2e9;
   double all_reduce = PredictTime(c.w, c.l, c.hw).data_comm;
   c.w.overlap_data_comm = true;
-  TimeBreakdown t = PredictTime(c.w, c.l, c.hw);
+  TimeBreakdown t = PredictTime(c.w, c.l, c.hw, kPlain);
   // m = 1, no recompute: backward = 2/3 of the micro-batch's compute.
   double window = t.compute * 2.0 / 3.0;
   ASSERT_GT(all_reduce, window);  // the case is communication bound
   ExpectRel(t.data_comm, all_reduce - window, 1e-9);
   // A fast network is hidden completely.
   c.hw.nic_bandwidth = 1e15;
-  EXPECT_DOUBLE_EQ(PredictTime(c.w, c.l, c.hw).data_comm, 0.0);
+  c.hw.nvlink_bandwidth = 1e15;
+  EXPECT_DOUBLE_EQ(PredictTime(c.w, c.l, c.hw, kPlain).data_comm, 0.0);
 }
 
 TEST(CostTime, ZeroOneSplitsTheAllReduce) {
@@ -581,7 +559,7 @@ TEST(CostTime, ZeroOneSplitsTheAllReduce) {
     // reduce-scatter + all-gather: the same bytes as the all-reduce
     ExpectRel(PredictTime(c.w, c.l, c.hw).data_comm, all_reduce, 1e-12);
     c.w.overlap_data_comm = true;
-    TimeBreakdown t = PredictTime(c.w, c.l, c.hw);
+    TimeBreakdown t = PredictTime(c.w, c.l, c.hw, kPlain);
     double forward = t.compute / 3.0, backward = t.compute * 2.0 / 3.0;
     double half = all_reduce / 2.0;
     double expected = std::max(0.0, half - backward) + std::max(0.0, half - forward);
@@ -589,33 +567,42 @@ TEST(CostTime, ZeroOneSplitsTheAllReduce) {
   }
 }
 
+// Two all-gathers and a reduce-scatter per micro-batch; the compute hides
+// `overlap` of its length.
 TEST(CostTime, ZeroThreeGathersEveryMicroBatch) {
   DataCase c = Data16();
   c.w.global_batch = 64;  // m = 4
   c.w.overlap_data_comm = true;
   c.l.zero = 3;
-  TimeBreakdown t = PredictTime(c.w, c.l, c.hw);
+  c.hw.nic_bandwidth = 1e9;  // communication bound
+  Calibration half_hidden = kPlain;
+  half_hidden.overlap = 0.5;
+  TimeBreakdown t = PredictTime(c.w, c.l, c.hw, half_hidden);
   double m = 4;
-  double half = 15.0 / 16.0 * c.grad_bytes / 25e9;  // one all-gather or reduce-scatter
-  double compute_mb = t.compute / m, forward = compute_mb / 3.0, backward = compute_mb - forward;
-  double per_mb = std::max(0.0, half - forward) + std::max(0.0, 2.0 * half - backward);
+  double half = 15.0 / 16.0 * c.grad_bytes / 8e9;  // one all-gather or reduce-scatter
+  double per_mb = 3.0 * half - 0.5 * t.compute / m;
   ASSERT_GT(per_mb, 0.0);
   ExpectRel(t.data_comm, m * per_mb, 1e-9);
+  // What the compute hides still costs `interference` of its length.
+  half_hidden.interference = 0.25;
+  ExpectRel(PredictTime(c.w, c.l, c.hw, half_hidden).data_comm, m * (per_mb + 0.25 * 0.5 * t.compute / m), 1e-9);
 }
 
 TEST(CostTime, ZeroThreePaysTheLatencyOncePerLayer) {
   DataCase c = Data16();
   c.w.global_batch = 64;  // m = 4
   c.l.zero = 3;
+  c.hw.nic_bandwidth = 1e9;
   c.hw.network_latency = 5e-6;
   TimeBreakdown t = PredictTime(c.w, c.l, c.hw);
+  ASSERT_GT(t.data_comm, 0.0);
   double m = 4;
   // the ring's (n-1) alpha once as in any half ring, and again for each of the
   // 48 layers, which are gathered and scattered one at a time
   double latency = 15.0 * 5e-6 + 48.0 * 15.0 * 5e-6;
-  double half = 15.0 / 16.0 * c.grad_bytes / 25e9 + latency;
-  double compute_mb = t.compute / m, forward = compute_mb / 3.0, backward = compute_mb - forward;
-  double per_mb = std::max(0.0, half - forward) + std::max(0.0, 2.0 * half - backward);
+  double half = 15.0 / 16.0 * c.grad_bytes / 8e9 + latency;
+  double hidden = std::min(3.0 * half, kCalibration.overlap * t.compute / m);
+  double per_mb = 3.0 * half - hidden + kCalibration.interference * hidden;
   ExpectRel(t.data_comm, m * per_mb, 1e-9);
 }
 
@@ -641,7 +628,7 @@ TEST(CostTime, TensorParallelCollectives) {
   ExpectRel(PredictTime(w, l, hw).tensor_comm, 4.0 * 32.0 * 6.0 * all_reduce, 1e-12);
   l.recompute = Recompute::None;
   w.overlap_tensor_comm = true;
-  t = PredictTime(w, l, hw);
+  t = PredictTime(w, l, hw, kPlain);
   EXPECT_DOUBLE_EQ(t.tensor_comm, std::max(0.0, 4.0 * 32.0 * 4.0 * all_reduce - t.compute));
 }
 

@@ -4,8 +4,9 @@
 // learning rate: a hundredth of the largest change one AdamW step makes) as
 // one rank running the same global batches:
 // data, tensor (with and without sequence parallelism) and pipeline
-// parallelism (1F1B, interleaved, GPipe), ZeRO 0 to 3, 1, 2 and 4
-// micro-batches, GPT-2 and Llama, up to 8 ranks. Every rank computes the
+// parallelism (1F1B, interleaved, GPipe; stages of equal and unequal
+// depth), ZeRO 0 to 3, 1, 2 and 4 micro-batches, GPT-2 and Llama, up to 8
+// ranks. Every rank computes the
 // one-rank reference itself and compares its own shard with it. The bf16
 // rows hold the bf16 layouts to the one-rank bf16 run (bounds at
 // Bf16Tolerance), and one test holds the one-rank bf16 run to fp32 over 240
@@ -16,6 +17,8 @@
 #include <cmath>
 #include <functional>
 #include <optional>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -149,6 +152,7 @@ auto OneRank(const PlanShape& s) -> PlanShape {
   one.tensor = one.data = one.pipeline = one.chunks = 1, one.zero = 0, one.sequence_parallel = false;
   one.schedule = runtime::PipelineSchedule::OneFOneB;
   one.micro_batches = s.micro_batches * s.data;
+  one.blocks.clear();
   return one;
 }
 
@@ -269,6 +273,13 @@ auto Shape(int64_t t, int64_t d, int64_t p, int64_t v, PipelineSchedule k, int64
   return {t, d, p, v, k, zero, 2, m, sp, Tiny(arch, layers)};
 }
 
+// Stages of unequal depth: `blocks` as the compiler splits the layers
+// (compiler/cost/stages.h), in block order chunk x pipeline + stage.
+auto Uneven(PlanShape s, std::vector<int64_t> blocks) -> PlanShape {
+  s.blocks = std::move(blocks);
+  return s;
+}
+
 auto Bf16(PlanShape s) -> PlanShape {
   s.precision = runtime::Precision::Bf16;
   return s;
@@ -292,7 +303,11 @@ INSTANTIATE_TEST_SUITE_P(
         Shape(1, 2, 1, 1, k1F1B, 2, 4, false), Shape(1, 4, 1, 1, k1F1B, 3, 2, false),
         Shape(2, 2, 1, 1, k1F1B, 2, 1, true), Shape(1, 2, 2, 1, k1F1B, 3, 4, false),
         Shape(2, 2, 2, 1, k1F1B, 3, 4, true), Shape(1, 2, 2, 2, kInterleaved, 2, 4, false, model::Arch::Llama),
-        Shape(2, 2, 1, 1, k1F1B, 3, 4, false, model::Arch::Llama), Shape(1, 1, 2, 1, kGpipe, 3, 2, false)),
+        Shape(2, 2, 1, 1, k1F1B, 3, 4, false, model::Arch::Llama), Shape(1, 1, 2, 1, kGpipe, 3, 2, false),
+        Uneven(Shape(1, 1, 2, 1, k1F1B, 0, 4, false, model::Arch::Gpt2, 5), {2, 3}),
+        Uneven(Shape(1, 1, 3, 1, k1F1B, 0, 4, false, model::Arch::Llama, 5), {1, 2, 2}),
+        Uneven(Shape(1, 1, 2, 2, kInterleaved, 0, 4, false, model::Arch::Gpt2, 5), {1, 1, 2, 1}),
+        Uneven(Shape(1, 2, 3, 1, k1F1B, 1, 4, false, model::Arch::Gpt2, 4), {1, 2, 1})),
     [](const ::testing::TestParamInfo<PlanShape>& info) { return testing::ShapeName(info.param); });
 
 // Every parallel mode once in bf16: data (reduced in bf16 with fp32

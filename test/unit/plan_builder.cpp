@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "plan_groups.h"
 
@@ -13,14 +14,23 @@ using runtime::RunPlan;
 
 namespace {
 
+// Layers of each block c·P + s and where it starts.
+auto BlockSizes(const PlanShape& s, int64_t blocks) -> std::vector<int64_t> {
+  if (!s.blocks.empty()) return s.blocks;
+  return std::vector<int64_t>(static_cast<size_t>(blocks), s.model.layers / blocks);
+}
+
 void AddStages(RunPlan& p, const PlanShape& s) {
   // Chunks are virtual_stages under the interleaved schedule only (plan-format.md "stages").
-  const int64_t P = s.pipeline, L = s.model.layers;
+  const int64_t P = s.pipeline;
   const int64_t C = s.schedule == runtime::PipelineSchedule::Interleaved ? s.chunks : 1;
+  std::vector<int64_t> sizes = BlockSizes(s, P * C), starts(sizes.size(), 0);
+  for (size_t b = 1; b < sizes.size(); ++b) starts[b] = starts[b - 1] + sizes[b - 1];
   for (int64_t st = 0; st < P; ++st) {
     model::ShardSpec shard{.tensor_size = s.tensor, .embedding = st == 0, .output = st == P - 1};
     for (int64_t c = 0; c < C; ++c) {
-      int64_t layers = L / (P * C), first = (c * P + st) * layers;
+      size_t block = static_cast<size_t>(c * P + st);
+      int64_t layers = sizes.at(block), first = starts.at(block);
       p.stages.push_back({st, c, first, layers, st == 0 && c == 0, st == P - 1 && c == C - 1});
       shard.chunks.push_back({first, layers});
     }
@@ -54,9 +64,10 @@ auto ShapeName(const PlanShape& s) -> std::string {
   const char* kind = s.schedule == runtime::PipelineSchedule::Interleaved ? "interleaved"
                      : s.schedule == runtime::PipelineSchedule::Gpipe     ? "gpipe"
                                                                           : "1f1b";
-  return fmt::format("{}_T{}D{}P{}V{}_{}_zero{}_mb{}x{}{}{}", s.model.arch == model::Arch::Gpt2 ? "gpt2" : "llama",
+  return fmt::format("{}_T{}D{}P{}V{}_{}_zero{}_mb{}x{}{}{}{}", s.model.arch == model::Arch::Gpt2 ? "gpt2" : "llama",
                      s.tensor, s.data, s.pipeline, s.chunks, kind, s.zero, s.micro_batches, s.micro_batch,
-                     s.sequence_parallel ? "_sp" : "", s.precision == runtime::Precision::Bf16 ? "_bf16" : "");
+                     s.sequence_parallel ? "_sp" : "", s.precision == runtime::Precision::Bf16 ? "_bf16" : "",
+                     s.blocks.empty() ? "" : fmt::format("_layers{}", fmt::join(s.blocks, "_")));
 }
 
 auto MakePlan(const PlanShape& s) -> RunPlan {

@@ -1,13 +1,15 @@
 // Hand-made RunPlans for the runtime's parallel tests, laid out as
 // docs/plan-format.md says the compiler writes them: rank = t + T·(d + D·p);
 // tensor and data groups p outer, pipeline and embedding groups d outer;
-// stage s's chunk c holds layer block c·P + s; ZeRO slices ⌊Ψ/D⌋ with the
+// stage s's chunk c holds layer block c·P + s (of equal size, or of the
+// sizes `blocks` gives); ZeRO slices ⌊Ψ/D⌋ with the
 // remainder on the last data rank; every other section as the validator
 // expects it.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "model/config.h"
 #include "plan/plan.h"
@@ -22,6 +24,9 @@ struct PlanShape {
   bool sequence_parallel = false;
   model::ModelConfig model;  // its tied_embeddings decides the embedding groups
   runtime::Precision precision = runtime::Precision::Fp32;
+  // Layers of each chunk in block order c·P + s, for uneven stages; empty:
+  // L / (P·C) each.
+  std::vector<int64_t> blocks;
 };
 
 auto ShapeName(const PlanShape& s) -> std::string;

@@ -11,6 +11,7 @@
 #include "plan_format/launch.h"
 #include "plan_format/plan_format.h"
 #include "plan_format/rank_layout.h"
+#include "plan_format/slices.h"
 
 namespace avf::plan_format {
 namespace {
@@ -116,6 +117,43 @@ TEST(PlanFormat, KeyTableIsWellFormed) {
 }
 
 // The flags aviflowc run and avf-run both take, checked by one function each.
+TEST(PlanFormat, KeysOfEachVersion) {
+  // Version 2 lists the tables version 3 derives; their children go with them.
+  for (Key k : {Key::Ranks, Key::RankTensor, Key::Groups, Key::GroupsEmbedding, Key::DataSlices,
+                Key::DataSliceFirstSequence, Key::ZeroSlices, Key::ZeroSliceCount}) {
+    EXPECT_TRUE(InVersion(k, 2)) << KeyPath(k);
+    EXPECT_FALSE(InVersion(k, 3)) << KeyPath(k);
+  }
+  EXPECT_FALSE(InVersion(Key::HardwareLeavesPerSpine, 2));
+  EXPECT_TRUE(InVersion(Key::HardwareLeavesPerSpine, 3));
+  for (Key k : {Key::Version, Key::Data, Key::DataTokens, Key::Zero, Key::ZeroStage, Key::StageFirstLayer}) {
+    EXPECT_TRUE(InVersion(k, 2) && InVersion(k, 3)) << KeyPath(k);
+  }
+  EXPECT_FALSE(InVersion(Key::LayoutData, kOldestFormatVersion - 1));
+  EXPECT_FALSE(InVersion(Key::LayoutData, kFormatVersion + 1));
+}
+
+TEST(Slices, DataRanksShareEveryGlobalBatch) {
+  EXPECT_EQ(DataSliceOf(64, 4, 0).first, 0);
+  EXPECT_EQ(DataSliceOf(64, 4, 3).first, 48);
+  EXPECT_EQ(DataSliceOf(64, 4, 3).count, 16);
+}
+
+TEST(Slices, ZeroSlicesCoverTheStageOnce) {
+  for (int64_t elements : {int64_t{1} << 40, int64_t{1003884544}, int64_t{7}}) {
+    for (int64_t data : {1, 3, 16, 6250}) {
+      int64_t next = 0;
+      for (int64_t d = 0; d < data; ++d) {
+        Slice s = ZeroSliceOf(elements, data, d);
+        EXPECT_EQ(s.first, next);
+        EXPECT_EQ(s.count, elements / data + (d + 1 == data ? elements % data : 0));
+        next = s.first + s.count;
+      }
+      EXPECT_EQ(next, elements) << elements << " over " << data;
+    }
+  }
+}
+
 TEST(LaunchFlags, SecondsAreFiniteAndInRange) {
   EXPECT_EQ(SecondsProblem("60"), "");
   EXPECT_EQ(SecondsProblem("0.1"), "");

@@ -189,16 +189,20 @@ TEST(PlanTables, StagesOneFOneB) {
       {{0, 0, 0, 4, true, false}, {1, 0, 4, 4, false, false}, {2, 0, 8, 4, false, false}, {3, 0, 12, 4, false, true}});
 }
 
-auto Interleaved(int64_t pipeline, int64_t chunks) -> Plan {
+auto Pipelined(int64_t pipeline, cost::Schedule schedule, int64_t chunks) -> Plan {
   Plan plan;
   plan.job.workload.model = SmallGpt();
   plan.job.workload.global_batch = 32;
   plan.job.hardware.gpus_per_node = 8;
   plan.chosen.layout.pipeline = pipeline;
-  plan.chosen.layout.schedule = cost::Schedule::Interleaved;
+  plan.chosen.layout.schedule = schedule;
   plan.chosen.layout.virtual_stages = chunks;
   BuildTables(plan);
   return plan;
+}
+
+auto Interleaved(int64_t pipeline, int64_t chunks) -> Plan {
+  return Pipelined(pipeline, cost::Schedule::Interleaved, chunks);
 }
 
 TEST(PlanTables, InterleavedStagesTwoByTwo) {
@@ -217,6 +221,26 @@ TEST(PlanTables, InterleavedStagesFourByTwo) {
                                    {2, 1, 12, 2, false, false},
                                    {3, 0, 6, 2, false, false},
                                    {3, 1, 14, 2, false, true}});
+}
+
+// 16 layers on 3 stages: 5, 6, 5 (the extra layer goes to the middle chunk).
+TEST(PlanTables, UnevenStagesOneFOneB) {
+  Plan plan = Pipelined(3, cost::Schedule::OneFOneB, 1);
+  ExpectStages(plan, {{0, 0, 0, 5, true, false}, {1, 0, 5, 6, false, false}, {2, 0, 11, 5, false, true}});
+  // GPT-2 with tied embeddings, one tensor rank: 49,984 parameters a layer;
+  // the first stage adds the embedding and positions, the last the final norm
+  // and the embedding's copy.
+  EXPECT_EQ(plan.stage_params, (std::vector<int64_t>{5 * 49984 + 64000 + 8192, 6 * 49984, 5 * 49984 + 128 + 64000}));
+}
+
+// 16 layers in 3 x 2 chunks: 2, 3, 3, 3, 3, 2 in block order c x p + s.
+TEST(PlanTables, UnevenInterleavedStages) {
+  ExpectStages(Interleaved(3, 2), {{0, 0, 0, 2, true, false},
+                                   {0, 1, 8, 3, false, false},
+                                   {1, 0, 2, 3, false, false},
+                                   {1, 1, 11, 3, false, false},
+                                   {2, 0, 5, 3, false, false},
+                                   {2, 1, 14, 2, false, true}});
 }
 
 TEST(PlanTables, StageParameters) {

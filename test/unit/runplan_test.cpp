@@ -20,6 +20,7 @@ namespace {
 
 using testing::Fixture;
 using testing::FixturePath;
+using testing::FixtureV2;
 using ::testing::HasSubstr;
 using testing::MustParse;
 using ::testing::Not;
@@ -29,7 +30,7 @@ using testing::SetAt;
 
 TEST(RunPlanRead, HgxPlatformExample) {
   RunPlan p = MustParse(Fixture("hgx_h100_platform.json"));
-  EXPECT_EQ(p.version, 2);
+  EXPECT_EQ(p.version, 3);
   EXPECT_EQ(p.job.name, "llama3_8b_platform");
   EXPECT_EQ(p.job.target, Target::Jobset);
   EXPECT_EQ(p.job.k8s_namespace, "ml-training");
@@ -55,7 +56,7 @@ TEST(RunPlanRead, HgxPlatformExample) {
   EXPECT_EQ(p.training.length_field, LengthField::Steps);
   EXPECT_EQ(p.layout.schedule, PipelineSchedule::Interleaved);
   EXPECT_EQ(p.layout.virtual_stages, 2);
-  EXPECT_EQ(p.layout.recompute, Recompute::Selective);
+  EXPECT_EQ(p.layout.recompute, Recompute::None);
   EXPECT_TRUE(p.layout.sequence_parallel);
 }
 
@@ -102,8 +103,11 @@ TEST(RunPlanRead, HgxPlatformExampleDataAndSettings) {
   ASSERT_TRUE(p.checkpoint->export_to);
   EXPECT_EQ(p.checkpoint->export_to->kind, StorageKind::Ceph);
   EXPECT_TRUE(p.checkpoint->async);
-  EXPECT_EQ(p.predicted.memory_breakdown_bytes.activations, 29527900160);
-  EXPECT_EQ(p.predicted.time_breakdown_s.data_comm, 0.0);
+  EXPECT_EQ(p.training.attention, Attention::Flash);
+  EXPECT_EQ(p.predicted.memory_breakdown_bytes.activations, 29548871680);
+  EXPECT_NEAR(p.predicted.time_breakdown_s.data_comm, 0.0173911, 1e-7);
+  EXPECT_LT(p.predicted.step_time_low_s, p.predicted.step_time_s);
+  EXPECT_GT(p.predicted.step_time_high_s, p.predicted.step_time_s);
   EXPECT_TRUE(p.predicted.fits);
   EXPECT_EQ(p.predicted.binding, "compute");
   EXPECT_EQ(p.predicted.data_group_span_nodes, 2);
@@ -192,7 +196,7 @@ TEST(RunPlanRead, HandWrittenPlanWithUnknownKeys) {
 }
 
 TEST(RunPlanRead, IgnoresUnknownKeysEverywhere) {
-  std::string text = Fixture("gpt2_tiny_local.json");
+  std::string text = FixtureV2("gpt2_tiny_local.json");
   for (const char* path : {"future", "job.future", "ranks[0].future", "data.slices[0].future", "predicted.future",
                            "checkpoint.future", "data.source.future", "zero.future"}) {
     text = SetAt(text, path, R"({"any": [1, "two", null]})");
@@ -218,7 +222,7 @@ TEST(RunPlanRead, ReadPlanFileNamesThePath) {
 }
 
 TEST(RunPlanRead, ProblemsCarryFileAndKeyPath) {
-  std::string bad = SetAt(Fixture("gpt2_tiny_local.json"), "ranks[0].tensor", "\"0\"");
+  std::string bad = SetAt(FixtureV2("gpt2_tiny_local.json"), "ranks[0].tensor", "\"0\"");
   std::string path = ::testing::TempDir() + "/runplan_bad_plan.json";
   {
     FILE* f = std::fopen(path.c_str(), "wb");
@@ -237,28 +241,29 @@ TEST(RunPlanRead, ProblemsCarryFileAndKeyPath) {
 // ---- format and version -------------------------------------------------
 
 TEST(RunPlanFormat, NewerVersionNamesBothVersions) {
-  std::string text = SetAt(Fixture("gpt2_tiny_local.json"), "version", "3");
-  // A version-3 file may have changed anything: nothing else is read or reported.
-  text = SetAt(text, "ranks", "\"changed in version 3\"");
+  std::string text = SetAt(Fixture("gpt2_tiny_local.json"), "version", "4");
+  // A version-4 file may have changed anything: nothing else is read or reported.
+  text = SetAt(text, "layout", "\"changed in version 4\"");
   EXPECT_EQ(ParseFailure(text),
-            "plan.json: version: the plan is format version 3, newer than version 2, the one this avf-run reads; "
+            "plan.json: version: the plan is format version 4, newer than version 3, the newest this avf-run reads; "
             "run the avf-run built with the aviflowc that wrote it");
 }
 
 TEST(RunPlanFormat, BadVersions) {
   std::string tiny = Fixture("gpt2_tiny_local.json");
   EXPECT_EQ(ParseFailure(SetAt(tiny, "version", "0")),
-            "plan.json: version: 0 is not a plan format version (this avf-run reads version 2)");
+            "plan.json: version: 0 is not a plan format version (this avf-run reads versions 2 to 3)");
   EXPECT_EQ(ParseFailure(SetAt(tiny, "version", "1")),
             "plan.json: version: the plan is format version 1, written by an older aviflowc; this avf-run reads "
-            "version 2: compile the job again");
+            "versions 2 to 3: compile the job again");
   EXPECT_THAT(ParseFailure(SetAt(tiny, "version", "-3")), HasSubstr("-3 is not a plan format version"));
   EXPECT_EQ(ParseFailure(SetAt(tiny, "version", "\"1\"")),
             "plan.json: version: expected an integer, found the string \"1\"");
   EXPECT_EQ(ParseFailure(SetAt(tiny, "version", "1.5")), "plan.json: version: 1.5 is not an integer");
   EXPECT_THAT(ParseFailure(SetAt(tiny, "version", "1e30")), HasSubstr("version: 1e+30 is out of range"));
   EXPECT_THAT(ParseFailure(RemoveAt(tiny, "version")), HasSubstr("plan.json: version: missing"));
-  EXPECT_TRUE(MustParse(SetAt(tiny, "version", "2.0")).ranks.size() == 1);  // 2.0 is the integer 2
+  EXPECT_TRUE(MustParse(SetAt(tiny, "version", "3.0")).ranks.size() == 1);  // 3.0 is the integer 3
+  EXPECT_TRUE(MustParse(SetAt(FixtureV2("gpt2_tiny_local.json"), "version", "2.0")).ranks.size() == 1);
 }
 
 TEST(RunPlanFormat, NotAnAviflowPlan) {
@@ -282,8 +287,7 @@ struct Mutation {
   const char* message;
 };
 
-void ExpectMutationsFail(const std::string& fixture, std::initializer_list<Mutation> mutations) {
-  std::string base = Fixture(fixture);
+void ExpectMutationsFail(const std::string& base, std::initializer_list<Mutation> mutations) {
   for (const Mutation& m : mutations) {
     std::string text = m.value ? SetAt(base, m.path, m.value) : RemoveAt(base, m.path);
     EXPECT_THAT(ParseFailure(text), HasSubstr(m.message)) << m.path << " = " << (m.value ? m.value : "(removed)");
@@ -291,8 +295,9 @@ void ExpectMutationsFail(const std::string& fixture, std::initializer_list<Mutat
 }
 
 TEST(RunPlanTypes, WrongTypes) {
+  // The version-2 plan: it lists the tables whose types are checked too.
   ExpectMutationsFail(
-      "hgx_h100_platform.json",
+      FixtureV2("hgx_h100_platform.json"),
       {
           {"job", "[]", "plan.json: job: expected an object, found an array"},
           {"job.name", "5", "plan.json: job.name: expected a string, found the number 5"},
@@ -360,18 +365,13 @@ TEST(RunPlanTypes, MissingKeys) {
                            "hardware.gpus_per_node",
                            "training.steps",
                            "layout.tensor",
-                           "ranks",
-                           "ranks[0].gpu",
-                           "groups",
-                           "groups.pipeline",
+                           "hardware.leaves_per_spine",
                            "stages",
                            "stages[0].output",
                            "stage_parameters",
                            "data",
-                           "data.slices[0].first_sequence",
                            "data.staged_to",
                            "zero",
-                           "zero.slices",
                            "optimizer.betas",
                            "checkpoint",
                            "checkpoint.every_seconds",
@@ -382,6 +382,12 @@ TEST(RunPlanTypes, MissingKeys) {
                            "predicted.time_breakdown_s.bubble",
                            "predicted.cost"}) {
     EXPECT_EQ(ParseFailure(RemoveAt(tiny, path)), std::string("plan.json: ") + path + kMissing) << path;
+  }
+  // The tables a version-2 plan lists.
+  std::string listed = FixtureV2("gpt2_tiny_local.json");
+  for (const char* path :
+       {"ranks", "ranks[0].gpu", "groups", "groups.pipeline", "data.slices[0].first_sequence", "zero.slices"}) {
+    EXPECT_EQ(ParseFailure(RemoveAt(listed, path)), std::string("plan.json: ") + path + kMissing) << path;
   }
 }
 
@@ -400,7 +406,7 @@ TEST(RunPlanTypes, NullableKeysAcceptNull) {
 // The validation object of the hand-written plan: every key required, each
 // in its range; a plan that validates on nothing says null.
 TEST(RunPlanTypes, ValidationKeys) {
-  ExpectMutationsFail("handwritten_dp2_pp2.json",
+  ExpectMutationsFail(Fixture("handwritten_dp2_pp2.json"),
                       {
                           {"validation.name", "\"\"", "plan.json: validation.name: is empty"},
                           {"validation.source", "null", "plan.json: validation.source: expected an object, found null"},
@@ -419,7 +425,7 @@ TEST(RunPlanTypes, ValidationKeys) {
 }
 
 TEST(RunPlanTypes, ReportsSeveralProblemsAtOnce) {
-  std::string text = Fixture("gpt2_tiny_local.json");
+  std::string text = FixtureV2("gpt2_tiny_local.json");
   text = SetAt(text, "model.heads", "\"4\"");
   text = SetAt(text, "ranks[0].gpu", "-2");
   text = RemoveAt(text, "optimizer.warmup");
@@ -430,7 +436,7 @@ TEST(RunPlanTypes, ReportsSeveralProblemsAtOnce) {
 }
 
 TEST(RunPlanTypes, ShowsTheFirstTwentyProblems) {
-  std::string text = Fixture("llama7b_a100_128.json");
+  std::string text = FixtureV2("llama7b_a100_128.json");
   for (int i = 0; i < 30; ++i) text = SetAt(text, "ranks[" + std::to_string(i) + "].gpu", "true");
   std::string message = ParseFailure(text);
   EXPECT_THAT(message, HasSubstr("plan.json: ranks[19].gpu: expected an integer, found true"));
@@ -440,7 +446,7 @@ TEST(RunPlanTypes, ShowsTheFirstTwentyProblems) {
 
 TEST(RunPlanTypes, HugeNumbers) {
   ExpectMutationsFail(
-      "gpt2_tiny_local.json",
+      FixtureV2("gpt2_tiny_local.json"),
       {
           {"ranks[0].node", "9223372036854775807", "ranks[0].node: 9223372036854775807 (or more) is out of range"},
           {"ranks[0].node", "9200000000000000000", "ranks[0].node: 9200000000000000000 is out of range"},
@@ -449,7 +455,7 @@ TEST(RunPlanTypes, HugeNumbers) {
           {"data.tokens", "4611686018427387904", "data.tokens: the dataset's bytes, data.tokens x data.token_bytes"},
       });
   // Beyond what survives a round trip through llvm::json: edit the text.
-  std::string tiny = Fixture("gpt2_tiny_local.json");
+  std::string tiny = FixtureV2("gpt2_tiny_local.json");
   struct Raw {
     std::string from, to, message;
   } raws[] = {
@@ -472,7 +478,7 @@ TEST(RunPlanTypes, HugeNumbers) {
 // 2^63 written as a double: llvm::json's getAsInteger() would convert it to
 // int64_t, which is undefined; UBSan traps on that. The text must not reach it.
 TEST(RunPlanTypes, DoubleAtTwoToTheSixtyThree) {
-  std::string tiny = Fixture("gpt2_tiny_local.json");
+  std::string tiny = FixtureV2("gpt2_tiny_local.json");
   std::string at = "\"tensor\": 0";
   for (const char* v : {"9223372036854775808.0", "9.2233720368547758e18", "-9223372036854775808.0", "1.7e308"}) {
     std::string text = tiny;
@@ -514,7 +520,7 @@ TEST(RunPlanHostile, DeepNesting) {
 }
 
 TEST(RunPlanHostile, DuplicateKeys) {
-  std::string tiny = Fixture("gpt2_tiny_local.json");
+  std::string tiny = FixtureV2("gpt2_tiny_local.json");
   std::string dup = tiny;
   dup.replace(dup.find("\"gpu\": 0,"), 9, "\"gpu\": 0, \"gpu\": 1,");
   EXPECT_THAT(ParseFailure(dup), HasSubstr("duplicate key \"gpu\" in one object"));

@@ -76,12 +76,22 @@ auto FixturePath(std::string_view name) -> std::string {
   return std::string(AVF_RUNPLAN_INPUTS "/") + std::string(name);
 }
 
-auto Fixture(std::string_view name) -> std::string {
-  std::ifstream in(FixturePath(name), std::ios::binary);
-  EXPECT_TRUE(in.good()) << "missing fixture " << FixturePath(name);
+namespace {
+
+auto ReadWhole(const std::string& path) -> std::string {
+  std::ifstream in(path, std::ios::binary);
+  EXPECT_TRUE(in.good()) << "missing fixture " << path;
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+}  // namespace
+
+auto Fixture(std::string_view name) -> std::string { return ReadWhole(FixturePath(name)); }
+
+auto FixtureV2(std::string_view name) -> std::string {
+  return ReadWhole(std::string(AVF_PLAN_V2_INPUTS "/") + std::string(name));
 }
 
 auto SetAt(std::string_view text, std::string_view path, std::string_view value) -> std::string {

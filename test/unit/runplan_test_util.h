@@ -15,6 +15,9 @@ namespace avf::runtime::testing {
 // test when missing.
 auto Fixture(std::string_view name) -> std::string;
 auto FixturePath(std::string_view name) -> std::string;
+// test/run/Inputs/plan_v2/NAME: a plan the aviflowc of format version 2 wrote,
+// which lists the rank, group and slice tables (version 3 derives them).
+auto FixtureV2(std::string_view name) -> std::string;
 
 // `text` with the value at `path` (the reader's syntax: `ranks[17].tensor`,
 // `groups.tensor[3][1]`) replaced by the JSON `value`; an object key that is

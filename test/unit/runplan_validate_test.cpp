@@ -18,6 +18,7 @@ namespace avf::runtime {
 namespace {
 
 using testing::Fixture;
+using testing::FixtureV2;
 using ::testing::HasSubstr;
 using testing::MakePlan;
 using testing::MustParse;
@@ -46,7 +47,7 @@ TEST(RunPlanValidate, MadePlansAreValid) {
 }
 
 TEST(RunPlanValidate, RankCoordinateOutsideItsAxis) {
-  std::string text = SetAt(Fixture("llama7b_a100_128.json"), "ranks[17].tensor", "9");
+  std::string text = SetAt(FixtureV2("llama7b_a100_128.json"), "ranks[17].tensor", "9");
   EXPECT_EQ(ParseFailure(text), "plan.json: ranks[17].tensor: 9 is outside 0..7");
 }
 
@@ -80,7 +81,7 @@ TEST(RunPlanValidate, RankPlacement) {
 }
 
 TEST(RunPlanValidate, RankCountIsDataTimesTensorTimesPipeline) {
-  std::string text = RemoveAt(Fixture("hgx_h100_platform.json"), "ranks[31]");
+  std::string text = RemoveAt(FixtureV2("hgx_h100_platform.json"), "ranks[31]");
   EXPECT_EQ(ParseFailure(text), "plan.json: ranks: 31 ranks, but data x tensor x pipeline = 4 x 4 x 2 = 32");
   RunPlan p = Hgx();
   p.training.gpus = 16;
@@ -93,11 +94,21 @@ TEST(RunPlanValidate, RankCountIsDataTimesTensorTimesPipeline) {
 }
 
 TEST(RunPlanValidate, HugeLayoutDoesNotOverflow) {
-  std::string text = SetAt(Fixture("hgx_h100_platform.json"), "layout.tensor", "4611686018427387904");
+  std::string text = SetAt(FixtureV2("hgx_h100_platform.json"), "layout.tensor", "4611686018427387904");
   text = SetAt(text, "layout.data", "4611686018427387904");
   EXPECT_THAT(ParseFailure(text),
               HasSubstr("plan.json: layout: data x tensor x pipeline = 4611686018427387904 x 4611686018427387904 x 2 "
                         "overflows a 64-bit integer"));
+  // Version 3 derives a row per rank: the count is bounded before anything is made.
+  text = SetAt(Fixture("hgx_h100_platform.json"), "layout.tensor", "4611686018427387904");
+  text = SetAt(text, "layout.data", "4611686018427387904");
+  EXPECT_EQ(ParseFailure(text),
+            "plan.json: layout: data x tensor x pipeline = 4611686018427387904 x 4611686018427387904 x 2 is more "
+            "than the 2097152 ranks a plan may have");
+  text = SetAt(Fixture("hgx_h100_platform.json"), "layout.data", "262145");
+  EXPECT_EQ(ParseFailure(SetAt(text, "training.gpus", "2097160")),
+            "plan.json: layout: data x tensor x pipeline = 262145 x 4 x 2 is more than the 2097152 ranks a plan may "
+            "have");
   RunPlan p = Hgx();
   p.layout.micro_batch = INT64_MAX;
   p.model.seq_len = INT64_MAX;
@@ -246,10 +257,10 @@ TEST(RunPlanValidate, StageLayersCoverTheModelOnce) {
   RunPlan p = Hgx();
   p.stages[1].first_layer = 8;
   EXPECT_EQ(ValidateFailure(p),
-            "plan.json: stages[1].first_layer: 8, but chunk 1 of stage 0 holds layer block 2 (chunk x pipeline + "
-            "stage) of 8 layers\n"
-            "plan.json: stages[2]: layers 8..15 are also held by stages[1]\n"
-            "plan.json: stages: layers 16..23 are held by no stage");
+            "plan.json: stages[1].first_layer: 8, but chunk 1 of stage 0 is layer block 2 (chunk x pipeline + "
+            "stage), which starts at layer 16, where block 1 ends\n"
+            "plan.json: stages[3].first_layer: 24, but chunk 1 of stage 1 is layer block 3 (chunk x pipeline + "
+            "stage), which starts at layer 16, where block 2 ends");
   p = Hgx();
   p.stages[3].layers = 9;
   EXPECT_THAT(ValidateFailure(p), HasSubstr("plan.json: stages[3]: 9 layers from layer 24 run past the model's 32 "
@@ -263,6 +274,47 @@ TEST(RunPlanValidate, StageLayersCoverTheModelOnce) {
   EXPECT_EQ(ValidateFailure(p),
             "plan.json: stages[0].embedding: false, but the embedding belongs to the chunk that holds layer 0\n"
             "plan.json: stages[2].output: true, but the output layer belongs to the chunk that holds layer 31");
+}
+
+// Blocks of any size tile the layers: in block order (chunk x pipeline +
+// stage) entries 0, 2, 1, 3 of the 2 x 2 interleaved plan.
+auto Blocks(RunPlan p, std::vector<int64_t> sizes) -> RunPlan {
+  int64_t first = 0;
+  for (size_t i : {0, 2, 1, 3}) {
+    p.stages[i].first_layer = first;
+    p.stages[i].layers = sizes[i];
+    first += sizes[i];
+  }
+  return p;
+}
+
+TEST(RunPlanValidate, UnevenStagesAreValid) {
+  for (std::vector<int64_t> sizes : {std::vector<int64_t>{7, 9, 8, 8}, {1, 29, 1, 1}, {8, 8, 7, 9}}) {
+    llvm::Error e = ValidatePlan(Blocks(Hgx(), sizes));
+    EXPECT_FALSE(static_cast<bool>(e)) << llvm::toString(std::move(e));
+  }
+}
+
+TEST(RunPlanValidate, UnevenStagesMustTileTheLayers) {
+  RunPlan p = Blocks(Hgx(), {7, 9, 8, 8});  // blocks 0..6, 7..14, 15..23, 24..31
+  p.stages[2].first_layer = 9;              // block 1 at 9..16: a gap at 7..8, an overlap at 15..16
+  EXPECT_EQ(ValidateFailure(p),
+            "plan.json: stages[2].first_layer: 9, but chunk 0 of stage 1 is layer block 1 (chunk x pipeline + "
+            "stage), which starts at layer 7, where block 0 ends\n"
+            "plan.json: stages[1].first_layer: 15, but chunk 1 of stage 0 is layer block 2 (chunk x pipeline + "
+            "stage), which starts at layer 17, where block 1 ends");
+  p.stages[2].first_layer = 7;
+  p.stages[2].layers = 6;  // block 1 at 7..12: a gap at 13..14
+  EXPECT_EQ(ValidateFailure(p),
+            "plan.json: stages[1].first_layer: 15, but chunk 1 of stage 0 is layer block 2 (chunk x pipeline + "
+            "stage), which starts at layer 13, where block 1 ends");
+  p = Blocks(Hgx(), {8, 8, 8, 8});
+  p.stages[2].layers = 0;
+  EXPECT_EQ(ValidateFailure(p), "plan.json: stages[2].layers: 0, but every chunk holds at least one layer");
+  p = Blocks(Hgx(), {8, 8, 8, 7});
+  EXPECT_EQ(ValidateFailure(p),
+            "plan.json: stages[3].output: true, but the output layer belongs to the chunk that holds layer 31\n"
+            "plan.json: stages: layers 31..31 are held by no stage");
 }
 
 TEST(RunPlanValidate, DataSlicesContiguous) {

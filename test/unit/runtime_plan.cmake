@@ -28,7 +28,8 @@ add_dependencies(avf_runplan_tests avf_runplan_fixtures)
 target_link_libraries(avf_runplan_tests PRIVATE avf_runplan avf_test_plan_groups GTest::gmock GTest::gtest_main)
 target_include_directories(avf_runplan_tests PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 target_compile_definitions(avf_runplan_tests PRIVATE AVF_RUNPLAN_INPUTS="${CMAKE_CURRENT_SOURCE_DIR}/Inputs/runplan"
-                                                     AVF_RUNPLAN_GENERATED="${runplan_generated}")
+                                                     AVF_RUNPLAN_GENERATED="${runplan_generated}"
+                                                     AVF_PLAN_V2_INPUTS="${PROJECT_SOURCE_DIR}/test/run/Inputs/plan_v2")
 # The JSON edits of the tests use llvm::json: C++17 under clang (see runtime/plan/CMakeLists.txt).
 if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
   set_source_files_properties(runplan_test_util.cpp PROPERTIES COMPILE_OPTIONS -std=c++17)

@@ -33,6 +33,26 @@ def short_zero(p):
     p["zero"]["slices"][-1]["count"] -= 1
 
 
+def more_gpus(p):
+    p["training"]["gpus"] *= 2
+
+
+def uneven_batch(p):
+    p["training"]["global_batch"] -= 2
+
+
+def huge_layout(p):
+    p["layout"]["data"] = 1 << 40
+
+
+def overflowing_layout(p):
+    p["layout"]["data"] = 1 << 62
+
+
+def missing_stage_parameters(p):
+    p["stage_parameters"].pop()
+
+
 def extra_key(p):
     p["layout"]["expert"] = 1
 
@@ -50,7 +70,8 @@ def bad_span(p):
 
 
 MUTATIONS = {f.__name__: f for f in [drop_last_rank, swap_tensor_members, wrong_node, overlap_layers, gap_in_data,
-                                     short_zero, extra_key, missing_key, bad_step_time, bad_span]}
+                                     short_zero, more_gpus, uneven_batch, huge_layout, overflowing_layout,
+                                     missing_stage_parameters, extra_key, missing_key, bad_step_time, bad_span]}
 
 if __name__ == "__main__":
     plan = json.load(sys.stdin)

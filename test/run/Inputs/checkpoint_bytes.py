@@ -14,7 +14,7 @@ def main():
     plan = json.load(open(sys.argv[1]))
     step_dir = sys.argv[2]
     index = json.load(open(os.path.join(step_dir, "index.json")))
-    ranks = len(plan["ranks"])
+    ranks = plan["training"]["gpus"]
     names = [f["name"] for f in index["files"]]
     assert names == ["rank_%05d.bin" % r for r in range(ranks)], names
     sizes = [os.path.getsize(os.path.join(step_dir, n)) for n in names]

@@ -30,18 +30,22 @@ LAYOUTS = {
     "pp2": (2, "data = 1; tensor = 1; pipeline = 2; zero = 0; micro_batch = 1"),
     "pp2_v2": (2, "data = 1; tensor = 1; pipeline = 2; virtual_stages = 2; schedule = interleaved; zero = 0; "
                   "micro_batch = 1"),
+    # 4 layers on 3 stages: 1, 2, 1 (docs/planner.md, "Uneven stages").
+    "pp3": (3, "data = 1; tensor = 1; pipeline = 3; zero = 0; micro_batch = 1"),
     "dp2_tp2": (4, "data = 2; tensor = 2; pipeline = 1; zero = 0; micro_batch = 2"),
     "tp2_pp2": (4, "data = 1; tensor = 2; pipeline = 2; zero = 0; micro_batch = 2"),
     "dp2_pp2_z3": (4, "data = 2; tensor = 1; pipeline = 2; zero = 3; micro_batch = 1"),
     "dp4_z2": (4, "data = 4; tensor = 1; pipeline = 1; zero = 2; micro_batch = 1"),
 }
 
-# Four sources, each resumed under three other layouts: every layout appears.
+# Four sources, each resumed under three other layouts: every layout appears;
+# and the uneven stages of pp3 both ways.
 PAIRS = [
     ("one", "dp2_tp2"), ("one", "dp2_pp2_z3"), ("one", "tp2_sp"),
     ("dp2_tp2", "one"), ("dp2_tp2", "pp2_v2"), ("dp2_tp2", "dp4_z2"),
     ("pp2_v2", "dp2_z1"), ("pp2_v2", "tp2_pp2"), ("pp2_v2", "one"),
     ("dp2_pp2_z3", "pp2"), ("dp2_pp2_z3", "dp2_tp2"), ("dp2_pp2_z3", "tp2_sp"),
+    ("pp3", "pp2_v2"), ("dp2_tp2", "pp3"),
 ]
 
 
