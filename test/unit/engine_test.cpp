@@ -270,7 +270,16 @@ constexpr auto kGpipe = PipelineSchedule::Gpipe;
 
 auto Shape(int64_t t, int64_t d, int64_t p, int64_t v, PipelineSchedule k, int64_t zero, int64_t m, bool sp,
            model::Arch arch = model::Arch::Gpt2, int64_t layers = 4) -> PlanShape {
-  return {t, d, p, v, k, zero, 2, m, sp, Tiny(arch, layers)};
+  return {.tensor = t,
+          .data = d,
+          .pipeline = p,
+          .chunks = v,
+          .schedule = k,
+          .zero = zero,
+          .micro_batch = 2,
+          .micro_batches = m,
+          .sequence_parallel = sp,
+          .model = Tiny(arch, layers)};
 }
 
 // Stages of unequal depth: `blocks` as the compiler splits the layers
