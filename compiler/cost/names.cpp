@@ -1,3 +1,4 @@
+#include "cost/predict.h"
 #include "cost/shape.h"
 
 namespace avf::cost {
@@ -33,6 +34,15 @@ auto Name(Recompute r) -> std::string_view {
     case Recompute::Full: return "full";
   }
   return "none";
+}
+
+auto Name(LayoutClass c) -> std::string_view {
+  switch (c) {
+    case LayoutClass::Sharded: return "Sharded";
+    case LayoutClass::ModelParallel: return "ModelParallel";
+    case LayoutClass::DataParallel: return "DataParallel";
+  }
+  return "DataParallel";
 }
 
 }  // namespace avf::cost

@@ -95,7 +95,9 @@ auto LayerForward(const ModelShape& m, const Layout& l, Attention attention, Pre
   return cost;
 }
 
-auto StageWork(const Workload& w, const Layout& l, const Hardware& hw, const Calibration& c) -> MicroBatchWork {
+// `most`: the most layers any stage holds (MaxStageLayers).
+auto StageWork(const Workload& w, const Layout& l, const Hardware& hw, double most, const Calibration& c)
+    -> MicroBatchWork {
   const ModelShape& m = w.model;
   double tokens = D(l.micro_batch) * D(m.seq_len);
   LayerCost layer = LayerForward(m, l, w.attention, w.precision, c);
@@ -125,7 +127,6 @@ auto StageWork(const Workload& w, const Layout& l, const Hardware& hw, const Cal
   // or, when the split is uneven, one with more layers.
   double per_layer = layer_forward + layer_backward + layer_recompute;
   double last = D(StageLayers(m.layers, l.pipeline, ChunksPerStage(l), l.pipeline - 1));
-  double most = D(MaxStageLayers(m.layers, l.pipeline, ChunksPerStage(l)));
   bool last_paces = last * per_layer + logits_forward + logits_backward >= most * per_layer;
   double layers = last_paces ? last : most;
   double logits = last_paces ? 1.0 : 0.0;
@@ -139,13 +140,12 @@ auto StageWork(const Workload& w, const Layout& l, const Hardware& hw, const Cal
 // (or reduce-scatter + all-gather pairs under sequence parallelism, the same
 // bytes) forward and two backward per layer; full recomputation repeats the
 // forward pair.
-auto TensorComm(const Workload& w, const Layout& l, const Hardware& hw) -> double {
+auto TensorComm(const Workload& w, const Layout& l, const Hardware& hw, double layers) -> double {
   if (l.tensor <= 1) return 0;
   const ModelShape& m = w.model;
   double bytes = D(l.micro_batch) * D(m.seq_len) * D(m.hidden) * ActivationBytes(w.precision);
   double per_layer = l.recompute == Recompute::Full ? 6.0 : 4.0;
   Link link = LinkFor(SpanOf(1, l.tensor, hw), hw);
-  double layers = D(MaxStageLayers(m.layers, l.pipeline, ChunksPerStage(l)));
   return layers * per_layer * AllReduce(bytes, l.tensor, link);
 }
 
@@ -202,10 +202,9 @@ auto ExposedGradientSync(const Workload& w, const Layout& l, int64_t micro_batch
 // parameters per micro-batch, one collective per layer (each pays the ring's
 // latency). Prefetching runs them during the compute, which hides `overlap`
 // of its length.
-auto ExposedZero3(const Workload& w, const Layout& l, double param_bytes, const Link& link, const MicroBatchWork& work,
+auto ExposedZero3(const Layout& l, double layers, double param_bytes, const Link& link, const MicroBatchWork& work,
                   const Calibration& c) -> double {
   if (l.zero < 3 || l.data <= 1) return 0;
-  double layers = D(MaxStageLayers(w.model.layers, l.pipeline, ChunksPerStage(l)));
   double one = HalfRing(param_bytes, l.data, link) + layers * D(l.data - 1) * link.latency;
   return Exposed(3.0 * one, work.total, c);
 }
@@ -266,14 +265,16 @@ auto TimeWithSpan(const Workload& w, const Layout& l, const Hardware& hw, const 
                   const Calibration& c) -> TimeBreakdown {
   TimeBreakdown t;
   int64_t m = MicroBatches(w, l);
-  MicroBatchWork work = StageWork(w, l, hw, c);
-  double tensor_mb = TensorComm(w, l, hw);
+  // The busiest stage's layers: every per-layer term is paid that many times.
+  double most = D(MaxStageLayers(w.model.layers, l.pipeline, ChunksPerStage(l)));
+  MicroBatchWork work = StageWork(w, l, hw, most, c);
+  double tensor_mb = TensorComm(w, l, hw, most);
   if (w.overlap_tensor_comm) tensor_mb = Exposed(tensor_mb, work.total, c);
   double pipeline_mb = PipelineComm(w, l, hw);
   double params = ParamsPerGpu(w.model, l);
   double param_bytes = params * (w.precision == Precision::Fp32 ? 4 : 2);
   Link data_link = LinkFor(data_span, hw);
-  double zero3_mb = ExposedZero3(w, l, param_bytes, data_link, work, c);
+  double zero3_mb = ExposedZero3(l, most, param_bytes, data_link, work, c);
 
   double per_mb = work.total + tensor_mb + pipeline_mb + zero3_mb;
   t.compute = D(m) * work.total;
@@ -298,15 +299,6 @@ auto ClassOf(const Layout& l) -> LayoutClass {
   if (l.zero >= 3 && l.data > 1) return LayoutClass::Sharded;
   if (l.tensor > 1 || l.pipeline > 1) return LayoutClass::ModelParallel;
   return LayoutClass::DataParallel;
-}
-
-auto Name(LayoutClass c) -> std::string_view {
-  switch (c) {
-    case LayoutClass::Sharded: return "Sharded";
-    case LayoutClass::ModelParallel: return "ModelParallel";
-    case LayoutClass::DataParallel: return "DataParallel";
-  }
-  return "DataParallel";
 }
 
 auto StepTimeBand(LayoutClass c) -> Band {

@@ -290,7 +290,9 @@ struct Usable {
   Case c;
 };
 
-auto Usables(const std::vector<std::vector<std::string>>& records, bool print_skips) -> std::vector<Usable> {
+// The rows the model predicts; `skipped` gets a line for each of the others.
+auto Usables(const std::vector<std::vector<std::string>>& records, std::vector<std::string>& skipped)
+    -> std::vector<Usable> {
   std::vector<Usable> out;
   for (size_t i = 1; i < records.size(); ++i) {
     Row row;
@@ -298,7 +300,7 @@ auto Usables(const std::vector<std::vector<std::string>>& records, bool print_sk
     Usable u{i, row["model"].substr(0, 34), {}};
     std::string skip = Build(row, u.c);
     if (skip.empty()) out.push_back(std::move(u));
-    else if (print_skips) fmt::print("{:<4} {:<34} skipped: {}\n", i, u.model, skip);
+    else skipped.push_back(fmt::format("{:<4} {:<34} skipped: {}\n", i, u.model, skip));
   }
   return out;
 }
@@ -482,7 +484,8 @@ auto main(int argc, char** argv) -> int {
     std::fprintf(stderr, "avf-calibrate: %s has no rows\n", argv[1]);
     return 2;
   }
-  std::vector<Usable> rows = Usables(records, false);
+  std::vector<std::string> skipped;
+  std::vector<Usable> rows = Usables(records, skipped);
   if (rows.empty()) {
     std::fprintf(stderr, "avf-calibrate: no usable rows\n");
     return 2;
@@ -493,7 +496,7 @@ auto main(int argc, char** argv) -> int {
   }
   fmt::print("{:<4} {:<34} {:>6} {:>3} {:>3} {:>5} {:>12} {:>12} {:>8} {:>9}\n", "row", "model", "gpus", "tp", "pp",
              "dp", "predicted", "measured", "error", "mem GB");
-  Usables(records, true);
+  for (const std::string& line : skipped) fmt::print("{}", line);
   avf::cost::Calibration cal = fit ? Fit(rows) : avf::cost::kCalibration;
   int not_fitting = 0;
   for (const Usable& u : rows) {
