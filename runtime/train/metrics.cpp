@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 
@@ -78,8 +79,12 @@ auto StepOfLine(llvm::StringRef line) -> std::optional<int64_t> {
   return step;
 }
 
-// Rewrites `path` with its lines of steps up to `step` only.
+// Rewrites `path` with its lines of steps up to `step` only. Anything but a
+// regular file (a terminal, a pipe, /dev/null) is only appended to: reading
+// one could block or never end.
 auto KeepThrough(const std::string& path, int64_t step, int64_t& dropped) -> llvm::Error {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return llvm::Error::success();
   std::ifstream in(path);
   if (!in) return llvm::Error::success();
   std::string kept, line;

@@ -62,8 +62,11 @@ struct Loop {
   parallel::Engine::CommSeconds comm{};
 
   auto OneStep(double& loss, double& norm, int& stop) -> llvm::Error;
-  // The seconds training was held by the checkpoint of this step.
+  // The seconds training was held by writing this step's checkpoint; it is
+  // committed by Seal, after the step's metrics line, so that a committed
+  // step always has its line.
   auto Checkpoint(bool last) -> llvm::Expected<double>;
+  auto Seal(bool last) -> llvm::Error;
   auto Commit(int64_t at) -> llvm::Error;
   auto Resume() -> llvm::Error;
   void Report(const StepMetrics& m);
@@ -93,21 +96,18 @@ auto Loop::Commit(int64_t at) -> llvm::Error {
 auto Loop::Checkpoint(bool last) -> llvm::Expected<double> {
   Clock::time_point start = Clock::now();
   last_checkpoint = start;
-  if (async) {
-    llvm::Expected<double> held = async->Start(step);
-    if (!held || !last) return held;
-    if (llvm::Error e = async->Finish()) return e;
-    return std::chrono::duration<double>(Clock::now() - start).count();
-  }
+  if (async) return async->Start(step);
   if (llvm::Error e = SaveCheckpoint(checkpoints, *engine, step, snapshot)) return e;
   // Every rank's file is written before rank 0 commits the step.
   if (options.world) {
     if (llvm::Error e = options.world->Barrier()) return e;
   }
-  if (options.rank == 0) {
-    if (llvm::Error e = Commit(step)) return e;
-  }
   return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+auto Loop::Seal(bool last) -> llvm::Error {
+  if (async) return last ? async->Finish() : llvm::Error::success();
+  return options.rank == 0 ? Commit(step) : llvm::Error::success();
 }
 
 auto Loop::Resume() -> llvm::Error {
@@ -185,6 +185,9 @@ auto Run(Loop& loop, TrainResult& result) -> llvm::Error {
                   p.predicted.step_time_high_s};
     if (loop.metrics) {
       if (llvm::Error e = loop.metrics->Append(m)) return e;
+    }
+    if (result.checkpointed) {
+      if (llvm::Error e = loop.Seal(last)) return e;
     }
     if (loop.options.rank == 0) loop.Report(m);
     if (result.first_loss == 0) result.first_loss = loss;

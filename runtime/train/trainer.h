@@ -46,7 +46,7 @@ struct TrainResult {
   double first_loss = 0, last_loss = 0;
   bool stopped = false;                // a stop signal ended the run before its last step
   int stop_signal = 0;                 // the signal some rank was asked to stop on (the largest)
-  bool checkpointed = false;           // the last step's checkpoint is committed
+  bool checkpointed = false;           // the last step wrote a checkpoint (committed after its metrics line)
   int64_t stage = 0;                   // this rank's pipeline stage
   parallel::Engine::MemoryUse memory;  // what this rank held
 };
