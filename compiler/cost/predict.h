@@ -68,7 +68,7 @@ struct Prediction {
   GroupSpan data_span;        // where the data-parallel ring runs
 };
 
-// The time model's fitted constants (docs/planner.md, "Calibration"). They
+// The time model's fitted constants (docs/calibration.md). They
 // were fitted once, together, over every usable row of
 // ../shared/data/published-runs.csv (`avf-calibrate --fit`), never per row.
 struct Calibration {
@@ -82,7 +82,12 @@ struct Calibration {
   double balance_exponent = 0;
   // Fraction of the peak the attention core (QK^T and AV, scores in on-chip
   // memory for flash) reaches: head_dim-deep products, the softmax between.
+  // A flash kernel reaches
+  //   attention_efficiency * (kReferenceBalance / B)^attention_balance_exponent
+  // falling faster than the GEMMs: the kernels the calibration runs used keep
+  // an H100's tensor cores half as busy as an A100's.
   double attention_efficiency = 0;
+  double attention_balance_exponent = 0;
   // HBM bytes the memory-bound kernels (norms, activation functions, residual
   // adds, rotary embeddings, casts) move per token, layer and hidden unit,
   // forward and backward together.
@@ -96,12 +101,13 @@ struct Calibration {
 
 inline constexpr Calibration kCalibration{
     .matmul_efficiency = 0.809,
-    .narrow_width = 245,
-    .balance_exponent = 0.432,
-    .attention_efficiency = 0.304,
-    .elementwise_bytes = 212,
+    .narrow_width = 297,
+    .balance_exponent = 0.224,
+    .attention_efficiency = 0.347,
+    .attention_balance_exponent = 0.960,
+    .elementwise_bytes = 146.3,
     .overlap = 0.999,
-    .interference = 0.577,
+    .interference = 0.828,
 };
 
 // A100 SXM: 312 TFLOP/s over 2,039 GB/s.

@@ -94,6 +94,14 @@ struct Workload {
   // The runtime overlaps tensor-parallel collectives with the matrix
   // multiplications around them (Megatron --tp-comm-overlap, async TP).
   bool overlap_tensor_comm = false;
+  // Data-parallel gradients are reduced in fp32 rather than at the training
+  // precision (FSDP's reduce_dtype, Megatron's bf16 default); avf-run reduces
+  // at the training precision.
+  bool reduce_in_fp32 = false;
+  // The memory-bound kernels run in fp32 whatever the training precision
+  // (autocast mixed precision: norms and softmax in fp32, so the residual
+  // stream is fp32 too); avf-run keeps them at the training precision.
+  bool fp32_elementwise = false;
 };
 
 }  // namespace avf::cost

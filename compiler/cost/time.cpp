@@ -75,8 +75,8 @@ constexpr double kLogitBytes = 16;
 // products of the plain backward: 5 units of forward-product work, against 4.
 constexpr double kFlashBackwardUnits = 2.5;
 
-auto LayerForward(const ModelShape& m, const Layout& l, Attention attention, Precision precision, const Calibration& c)
-    -> LayerCost {
+auto LayerForward(const Workload& w, const Layout& l, const Calibration& c) -> LayerCost {
+  const ModelShape& m = w.model;
   ParamCounts counts = CountParams(m);
   double t = D(l.tensor);
   LayerCost cost;
@@ -84,11 +84,12 @@ auto LayerForward(const ModelShape& m, const Layout& l, Attention attention, Pre
   // Causal: FlashAttention skips the blocks above the diagonal, a plain
   // implementation multiplies the whole s x s matrix and masks it.
   double core = AttentionFlopsPerTokenLayer(m) / t;
-  cost.attention = attention == Attention::Flash ? core / 2 : core;
+  cost.attention = w.attention == Attention::Flash ? core / 2 : core;
   double spread = l.sequence_parallel ? 1.0 / t : kReplicatedShare + (1 - kReplicatedShare) / t;
   // Forward share of the fitted forward+backward traffic: a third, like the FLOPs.
-  cost.memory = c.elementwise_bytes / 3.0 * D(m.hidden) * spread * ActivationBytes(precision) / 2;
-  if (attention == Attention::Materialized) {
+  double element = w.fp32_elementwise ? 4.0 : ActivationBytes(w.precision);
+  cost.memory = c.elementwise_bytes / 3.0 * D(m.hidden) * spread * element / 2;
+  if (w.attention == Attention::Materialized) {
     // Scores written, read by the softmax, probabilities written (16-bit).
     cost.memory += 6.0 * D(m.heads) / t * D(m.seq_len);
   }
@@ -100,11 +101,14 @@ auto StageWork(const Workload& w, const Layout& l, const Hardware& hw, double mo
     -> MicroBatchWork {
   const ModelShape& m = w.model;
   double tokens = D(l.micro_batch) * D(m.seq_len);
-  LayerCost layer = LayerForward(m, l, w.attention, w.precision, c);
+  LayerCost layer = LayerForward(w, l, c);
   double matmul_rate = hw.peak_flops * ComputeEfficiency(m, l, hw, c);
   // A flash kernel runs at its own fitted rate; materialized attention is
   // two batched GEMMs with the softmax between (its traffic is in memory).
-  double attention_rate = w.attention == Attention::Flash ? hw.peak_flops * c.attention_efficiency : matmul_rate;
+  double attention_rate = w.attention == Attention::Flash
+                              ? hw.peak_flops * c.attention_efficiency *
+                                    std::pow(kReferenceBalance / MachineBalance(hw), c.attention_balance_exponent)
+                              : matmul_rate;
   double bandwidth = hw.hbm_bandwidth > 0 ? hw.hbm_bandwidth : 1e30;
   double matmul_s = layer.matmul / matmul_rate;
   double attention_s = layer.attention / attention_rate;
@@ -178,35 +182,42 @@ auto Exposed(double comm, double window, const Calibration& c) -> double {
   return comm - hidden + c.interference * hidden;
 }
 
-// Gradients are reduced at the training precision while a backward pass
-// runs: once per step, in the last micro-batch, for ZeRO-0/1 (which keep a
-// whole gradient buffer); after every micro-batch for ZeRO-2, whose
-// gradient shard cannot accumulate the other ranks' parts. ZeRO-1/2 split
-// the all-reduce into that reduce-scatter and an all-gather of the updated
-// parameters that the next step's first forward pass hides. A window of
-// compute hides `overlap` of its length.
-auto ExposedGradientSync(const Workload& w, const Layout& l, int64_t micro_batches, double bytes, const Link& link,
-                         const MicroBatchWork& work, const Calibration& c) -> double {
+// Bytes of one data-parallel collective over a stage's parameters.
+struct CommBytes {
+  double parameters = 0;  // gathered at the training precision
+  double gradients = 0;   // reduced at the training precision or fp32
+};
+
+// Gradients are reduced while a backward pass runs: once per
+// step, in the last micro-batch, for ZeRO-0/1 (which keep a whole gradient
+// buffer); after every micro-batch for ZeRO-2, whose gradient shard cannot
+// accumulate the other ranks' parts. ZeRO-1/2 split the all-reduce into that
+// reduce-scatter and an all-gather of the updated parameters (`param_bytes`)
+// that the next step's first forward pass hides. A window of compute hides
+// `overlap` of its length.
+auto ExposedGradientSync(const Workload& w, const Layout& l, int64_t micro_batches, const CommBytes& bytes,
+                         const Link& link, const MicroBatchWork& work, const Calibration& c) -> double {
   if (l.data <= 1) return 0;
   double backward_window = w.overlap_data_comm ? work.total - work.forward : 0.0;
   double forward_window = w.overlap_data_comm ? work.forward : 0.0;
-  if (l.zero == 0) return Exposed(AllReduce(bytes, l.data, link), backward_window, c);
+  if (l.zero == 0) return Exposed(AllReduce(bytes.gradients, l.data, link), backward_window, c);
   double scatters = l.zero == 2 ? D(micro_batches) : 1.0;
-  double scatter = HalfRing(bytes, l.data, link);
-  double gather = HalfRing(bytes, l.data, link);
+  double scatter = HalfRing(bytes.gradients, l.data, link);
+  double gather = HalfRing(bytes.parameters, l.data, link);
   return scatters * Exposed(scatter, backward_window, c) + Exposed(gather, forward_window, c);
 }
 
 // ZeRO-3 gathers the parameters before each micro-batch's forward and again
-// before its backward, and reduce-scatters its gradients: 3 x the stage's
-// parameters per micro-batch, one collective per layer (each pays the ring's
-// latency). Prefetching runs them during the compute, which hides `overlap`
-// of its length.
-auto ExposedZero3(const Layout& l, double layers, double param_bytes, const Link& link, const MicroBatchWork& work,
+// before its backward, and reduce-scatters its gradients, one collective per
+// layer each (each pays the ring's latency). Prefetching runs them during the
+// compute, which hides `overlap` of its length.
+auto ExposedZero3(const Layout& l, double layers, const CommBytes& bytes, const Link& link, const MicroBatchWork& work,
                   const Calibration& c) -> double {
   if (l.zero < 3 || l.data <= 1) return 0;
-  double one = HalfRing(param_bytes, l.data, link) + layers * D(l.data - 1) * link.latency;
-  return Exposed(3.0 * one, work.total, c);
+  double latency = layers * D(l.data - 1) * link.latency;
+  double gathers = 2 * (HalfRing(bytes.parameters, l.data, link) + latency);
+  double scatter = HalfRing(bytes.gradients, l.data, link) + latency;
+  return Exposed(gathers + scatter, work.total, c);
 }
 
 }  // namespace
@@ -272,9 +283,11 @@ auto TimeWithSpan(const Workload& w, const Layout& l, const Hardware& hw, const 
   if (w.overlap_tensor_comm) tensor_mb = Exposed(tensor_mb, work.total, c);
   double pipeline_mb = PipelineComm(w, l, hw);
   double params = ParamsPerGpu(w.model, l);
-  double param_bytes = params * (w.precision == Precision::Fp32 ? 4 : 2);
+  CommBytes bytes;
+  bytes.parameters = params * (w.precision == Precision::Fp32 ? 4 : 2);
+  bytes.gradients = w.reduce_in_fp32 ? params * 4 : bytes.parameters;
   Link data_link = LinkFor(data_span, hw);
-  double zero3_mb = ExposedZero3(l, most, param_bytes, data_link, work, c);
+  double zero3_mb = ExposedZero3(l, most, bytes, data_link, work, c);
 
   double per_mb = work.total + tensor_mb + pipeline_mb + zero3_mb;
   t.compute = D(m) * work.total;
@@ -283,7 +296,7 @@ auto TimeWithSpan(const Workload& w, const Layout& l, const Hardware& hw, const 
   double v = l.schedule == Schedule::Interleaved ? D(l.virtual_stages) : 1.0;
   t.bubble = D(l.pipeline - 1) / v * per_mb;
   t.data_comm = D(m) * zero3_mb;
-  if (l.zero < 3) t.data_comm += ExposedGradientSync(w, l, m, param_bytes, data_link, work, c);
+  if (l.zero < 3) t.data_comm += ExposedGradientSync(w, l, m, bytes, data_link, work, c);
   double owned = l.zero >= 1 ? params / D(l.data) : params;
   t.optimizer = hw.hbm_bandwidth > 0 ? owned * OptimizerTraffic(w) / hw.hbm_bandwidth : 0;
   return t;

@@ -209,6 +209,10 @@ void ApplyNotes(const Row& r, Case& c) {
   // Megatron's parameter-gather overlap needs its distributed optimizer (ZeRO-1).
   if (Has(r, "notes", "--overlap-param-gather") && !Number(r, "zero_stage")) c.layout.zero = 1;
   if (Has(r, "notes", "DDP impl=local")) c.work.overlap_data_comm = false;
+  // FSDP's reduce_dtype: fp32 in llm-foundry's DEFAULT mixed precision and
+  // in torchtitan's; bf16 in llm-foundry's PURE.
+  if (Has(r, "notes", "mp_mode DEFAULT") || Has(r, "source", "torchtitan")) c.work.reduce_in_fp32 = true;
+  if (Has(r, "notes", "precision=amp_")) c.work.fp32_elementwise = true;
   for (const char* overlap : {"--tp-comm-overlap", "async TP", "AsyncTP"}) {
     if (Has(r, "notes", overlap)) c.work.overlap_tensor_comm = true;
   }
@@ -355,8 +359,9 @@ auto FitObjective(const Errors& e) -> double {
 auto Fit(const std::vector<Usable>& rows) -> avf::cost::Calibration {
   avf::cost::Calibration best = avf::cost::kCalibration;
   double best_score = FitObjective(ErrorsOf(rows, best));
-  double* fields[] = {&best.matmul_efficiency, &best.narrow_width, &best.attention_efficiency, &best.elementwise_bytes,
-                      &best.overlap,           &best.interference, &best.balance_exponent};
+  double* fields[] = {
+      &best.matmul_efficiency, &best.narrow_width, &best.attention_efficiency, &best.elementwise_bytes,
+      &best.overlap,           &best.interference, &best.balance_exponent,     &best.attention_balance_exponent};
   for (double step = 0.2; step > 0.002; step /= 2) {
     for (bool improved = true; improved;) {
       improved = false;
@@ -415,8 +420,8 @@ void PrintBands(const std::vector<Usable>& rows) {
   fmt::print("\n#undef CALIBRATION_BAND\n");
 }
 
-// The planner's accuracy targets per class of rows (docs/planner.md,
-// "Calibration"), checked with --targets.
+// The planner's accuracy targets per class of rows (docs/calibration.md),
+// checked with --targets.
 struct Targets {
   bool enforce = false;
   double zero3_median = 0.10;
@@ -518,9 +523,10 @@ auto main(int argc, char** argv) -> int {
   if (fit) {
     fmt::print(
         "fitted: matmul_efficiency {:.3f}, narrow_width {:.0f}, balance_exponent {:.3f}, "
-        "attention_efficiency {:.3f}, elementwise_bytes {:.1f}, overlap {:.3f}, interference {:.3f}\n",
-        cal.matmul_efficiency, cal.narrow_width, cal.balance_exponent, cal.attention_efficiency, cal.elementwise_bytes,
-        cal.overlap, cal.interference);
+        "attention_efficiency {:.3f}, attention_balance_exponent {:.3f}, elementwise_bytes {:.1f}, overlap {:.3f}, "
+        "interference {:.3f}\n",
+        cal.matmul_efficiency, cal.narrow_width, cal.balance_exponent, cal.attention_efficiency,
+        cal.attention_balance_exponent, cal.elementwise_bytes, cal.overlap, cal.interference);
   }
   return 100 * Median(e.all) <= bound && not_fitting == 0 && targets_met ? 0 : 1;
 }

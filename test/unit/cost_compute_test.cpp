@@ -1,6 +1,7 @@
 // The compute term of the time model (docs/planner.md, "Compute", "Uneven
-// stages"): what a flash-attention kernel runs, the memory-bound kernels at
-// the HBM bandwidth, and the busiest stage of an uneven pipeline.
+// stages"): what a flash-attention kernel runs and how its rate falls with
+// the machine balance, the memory-bound kernels at the HBM bandwidth (in
+// fp32 under autocast), and the busiest stage of an uneven pipeline.
 #include <cstdint>
 
 #include <gtest/gtest.h>
@@ -55,6 +56,38 @@ TEST(CostTime, MemoryBoundKernelsAtHbmBandwidth) {
   double tokens = 8.0 * 1024.0;
   double bytes = tokens * (48.0 * 120.0 * 1600.0 + 16.0 * 50257.0);
   ExpectRel(PredictTime(w, l, hw, with).compute - without, bytes / 2039e9, 1e-9);
+}
+
+// Where autocast keeps the memory-bound kernels in fp32, a bf16 job moves
+// twice their bytes; the output layer's (fp32 already) stay.
+TEST(CostTime, Fp32ElementwiseDoublesTheMemoryBoundBytes) {
+  Workload w = Work(Gpt2_1558M(), 1, 8);
+  Hardware hw = Node8();
+  hw.hbm_bandwidth = 2039e9;
+  Layout l = MakeLayout(1, 1, 1, 8);
+  Calibration with = kPlain;
+  with.elementwise_bytes = 120;
+  double bf16 = PredictTime(w, l, hw, with).compute;
+  w.fp32_elementwise = true;
+  double layers = 8.0 * 1024.0 * 48.0 * 120.0 * 1600.0;
+  ExpectRel(PredictTime(w, l, hw, with).compute - bf16, layers / 2039e9, 1e-9);
+}
+
+// A flash kernel's fraction of the peak falls with the machine balance by
+// its own exponent: at twice the A100's balance and exponent 1, the
+// attention takes twice as long and nothing else changes.
+TEST(CostTime, FlashAttentionRateFallsWithMachineBalance) {
+  ModelShape m = Gpt2_1558M();
+  Workload w = Work(m, 1, 8);
+  Hardware hw = Node8();
+  hw.hbm_bandwidth = 312e12 / (2 * kReferenceBalance);
+  Layout l = MakeLayout(1, 1, 1, 2);
+  double balanced = PredictTime(w, l, hw, kPlain).compute;
+  Calibration steep = kPlain;
+  steep.attention_balance_exponent = 1;
+  double core = 48.0 * 4.0 * 1024.0 * 1600.0;
+  double attention = 8.0 * 1024.0 * (1.0 + 2.5) * (core / 2) / (312e12 * 0.5);
+  ExpectRel(PredictTime(w, l, hw, steep).compute - balanced, attention, 1e-9);
 }
 
 // ---- Uneven pipeline stages -----------------------------------------------------

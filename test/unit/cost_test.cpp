@@ -588,6 +588,22 @@ TEST(CostTime, ZeroThreeGathersEveryMicroBatch) {
   ExpectRel(PredictTime(c.w, c.l, c.hw, half_hidden).data_comm, m * (per_mb + 0.25 * 0.5 * t.compute / m), 1e-9);
 }
 
+// Gradients reduced in fp32 (FSDP's reduce_dtype) send 4 bytes a parameter;
+// the parameters are still gathered at the training precision.
+TEST(CostTime, Fp32ReductionSendsFourBytesAGradient) {
+  DataCase c = Data16();
+  double all_reduce = PredictTime(c.w, c.l, c.hw).data_comm;
+  c.w.reduce_in_fp32 = true;
+  ExpectRel(PredictTime(c.w, c.l, c.hw).data_comm, 2.0 * all_reduce, 1e-12);
+  c.l.zero = 1;  // a reduce-scatter of 4 bytes, an all-gather of 2
+  ExpectRel(PredictTime(c.w, c.l, c.hw).data_comm, 1.5 * all_reduce, 1e-12);
+  c.l.zero = 3;  // two gathers of 2 bytes, a reduce-scatter of 4
+  Calibration unhidden = kPlain;
+  unhidden.overlap = 0;
+  double half = 15.0 / 16.0 * c.grad_bytes / 200e9;
+  ExpectRel(PredictTime(c.w, c.l, c.hw, unhidden).data_comm, 4.0 * half, 1e-12);
+}
+
 TEST(CostTime, ZeroThreePaysTheLatencyOncePerLayer) {
   DataCase c = Data16();
   c.w.global_batch = 64;  // m = 4

@@ -97,6 +97,7 @@ inline constexpr Calibration kPlain{
     .narrow_width = 256,
     .balance_exponent = 0,
     .attention_efficiency = 0.5,
+    .attention_balance_exponent = 0,
     .elementwise_bytes = 0,
     .overlap = 1,
     .interference = 0,
