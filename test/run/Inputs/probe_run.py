@@ -19,6 +19,7 @@ usage: probe_run.py ACTION RUN_DIR -- AVIFLOWC_COMMAND...
 RUN_DIR must be absolute: the run's processes are those whose arguments
 hold it.
 """
+import fcntl
 import os
 import signal
 import subprocess
@@ -61,6 +62,23 @@ def run_processes(run_dir):
         if state != "Z" and (run_dir in args or holds_file(entry, lock)):
             found[int(entry)] = args
     return found
+
+
+def lock_free(run_dir):
+    """Whether the run's lock can be taken now. A killed process's threads
+    may still hold its files after its main thread is a zombie, so no
+    process list can say it: only trying the lock can."""
+    try:
+        fd = os.open(os.path.join(run_dir, ".avf-run.lock"), os.O_RDWR)
+    except OSError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def ranks(run_dir, rank):
@@ -169,6 +187,8 @@ def main():
     print(f"ended within 30 s: {time.time() - started < 30}")
     # Processes a killed aviflowc leaves must stop on their own.
     wait_until(lambda: not run_processes(run_dir), 30 if action in ("kill-run", "lock") else 1)
+    if action == "lock":
+        wait_until(lambda: lock_free(run_dir), 30)
     print(f"processes left: {len(run_processes(run_dir))}")
     log.seek(0)
     sys.stdout.write(log.read())
