@@ -374,6 +374,17 @@ void ReadDeployJob(const Decl& job, DeploySpec& d) {
   }
 }
 
+void ReadTrainer(const Decl& job, TrainerSpec& t) {
+  const RecordValue* r = Sub(job.fields, "trainer");
+  t.kind_range = job.name_range;
+  if (!r) return;
+  llvm::SMRange rec = RangeOf(job.fields, "trainer", job.name_range);
+  t.kind = FromName(Text(*r, "kind"), kTrainerKinds).value_or(TrainerKind::Avf);
+  t.kind_range = RangeOf(*r, "kind", rec);
+  t.version = WrittenText(*r, "version", rec);
+  t.entry = WrittenText(*r, "entry", rec);
+}
+
 }  // namespace
 
 auto ExtractJob(const Program& p, const Decl& job) -> JobSpec {
@@ -383,6 +394,7 @@ auto ExtractJob(const Program& p, const Decl& job) -> JobSpec {
   spec.at.gpus = RangeOf(f, "gpus", job.name_range);
   spec.at.batch = RangeOf(f, "batch", job.name_range);
   spec.at.precision = RangeOf(f, "precision", job.name_range);
+  spec.at.attention = RangeOf(f, "attention", job.name_range);
   spec.workload.gpus = Integer(f, "gpus").value_or(1);
   spec.workload.global_batch = Integer(f, "batch").value_or(1);
   spec.workload.precision = FromName(Text(f, "precision"), cost::kPrecisions).value_or(cost::Precision::Bf16);
@@ -406,6 +418,7 @@ auto ExtractJob(const Program& p, const Decl& job) -> JobSpec {
   ReadValidation(p, job, spec);
   ReadLength(f, spec, job.name_range);
   spec.target = FromName(Text(f, "target"), kTargets);
+  ReadTrainer(job, spec.trainer);
   ReadDeployJob(job, spec.deploy);
   return spec;
 }

@@ -22,6 +22,7 @@ auto Name(TokenFormat v) -> std::string_view { return Spell(v, {"tokens_u16", "t
 auto Name(LrSchedule v) -> std::string_view { return Spell(v, {"cosine", "linear", "constant"}); }
 auto Name(Scheduler v) -> std::string_view { return Spell(v, {"kueue", "volcano", "default"}); }
 auto Name(Target v) -> std::string_view { return Spell(v, {"kubeflow", "jobset", "slurm"}); }
+auto Name(TrainerKind v) -> std::string_view { return Spell(v, {"avf", "torchtitan", "megatron"}); }
 auto Name(FabricKind v) -> std::string_view { return Spell(v, {"nvlink", "infiniband", "ethernet"}); }
 auto Name(LengthField v) -> std::string_view { return Spell(v, {"steps", "tokens", "epochs"}); }
 

@@ -26,6 +26,7 @@ enum class Scheduler : uint8_t { Kueue, Volcano, Default };
 enum class Target : uint8_t { Kubeflow, JobSet, Slurm };
 enum class FabricKind : uint8_t { NvLink, Infiniband, Ethernet };
 enum class LengthField : uint8_t { Steps, Tokens, Epochs };
+enum class TrainerKind : uint8_t { Avf, Torchtitan, Megatron };
 
 inline constexpr std::array kStorageKinds{StorageKind::Ceph,   StorageKind::S3,     StorageKind::Minio,
                                           StorageKind::Beegfs, StorageKind::Lustre, StorageKind::Nfs,
@@ -36,6 +37,7 @@ inline constexpr std::array kSchedulers{Scheduler::Kueue, Scheduler::Volcano, Sc
 inline constexpr std::array kTargets{Target::Kubeflow, Target::JobSet, Target::Slurm};
 inline constexpr std::array kFabricKinds{FabricKind::NvLink, FabricKind::Infiniband, FabricKind::Ethernet};
 inline constexpr std::array kLengthFields{LengthField::Steps, LengthField::Tokens, LengthField::Epochs};
+inline constexpr std::array kTrainerKinds{TrainerKind::Avf, TrainerKind::Torchtitan, TrainerKind::Megatron};
 
 auto Name(StorageKind v) -> std::string_view;
 auto Name(TokenFormat v) -> std::string_view;
@@ -44,6 +46,7 @@ auto Name(Scheduler v) -> std::string_view;
 auto Name(Target v) -> std::string_view;
 auto Name(FabricKind v) -> std::string_view;
 auto Name(LengthField v) -> std::string_view;
+auto Name(TrainerKind v) -> std::string_view;
 
 // ceph, s3 and minio hold objects (endpoint and bucket); the others are
 // file systems the pods mount.
@@ -138,7 +141,7 @@ struct ValidationSpec {
 
 // Where the checks point: a field's written value, else the declaration.
 struct SpecRanges {
-  llvm::SMRange gpus, batch, precision, length;
+  llvm::SMRange gpus, batch, precision, attention, length;
   llvm::SMRange model_decl, heads, kv_heads, layers, vocab;
   llvm::SMRange cluster_decl, nodes, node_decl, node_gpus;
   llvm::SMRange dataset_decl, dataset_source, dataset_tokens, format, stage_to;
@@ -186,6 +189,16 @@ struct DeploySpec {
   Written image, tools_image, k8s_namespace, queue, priority;
 };
 
+// `trainer { kind; version; entry }`: the program the training pods run.
+// avf-run executes plan.json; torchtitan and Megatron-LM get the plan
+// translated into their own configuration (compiler/trainers/).
+struct TrainerSpec {
+  TrainerKind kind = TrainerKind::Avf;
+  Written version;           // as written; empty: the pinned version
+  Written entry;             // as written; empty: the trainer's default entry point
+  llvm::SMRange kind_range;  // the written kind, or the job's name
+};
+
 struct JobSpec {
   std::string name;
   SpecRanges at;
@@ -205,6 +218,7 @@ struct JobSpec {
   std::optional<double> price_per_gpu_hour;
   std::string currency = "USD";  // ISO 4217 code of the price
   std::optional<Target> target;  // nullopt: not written
+  TrainerSpec trainer;
   DeploySpec deploy;
 };
 

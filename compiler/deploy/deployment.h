@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "check/job_spec.h"
+#include "deploy/trainer_paths.h"
 
 namespace avf::deploy {
 
@@ -216,8 +217,15 @@ struct Deployment {
   SecurityProfile security;
   std::vector<std::string> command;  // avf-run and its flags
   std::string run_dir;               // avf-run's --run-dir; "" for the container's folder
-  std::vector<EnvVar> env;           // NCCL and aviflow settings
-  std::vector<Volume> volumes;       // of the training pods
+  TrainerPaths trainer_paths;        // the same folders, for another trainer's configuration
+  // The trainer the pods run. For torchtitan and Megatron-LM, `command` runs
+  // torchrun with the translated configuration, `trainer_config` (the driver
+  // fills it from the plan and trainer_paths), named `trainer_config_name`
+  // beside plan.json.
+  check::TrainerKind trainer = check::TrainerKind::Avf;
+  std::string trainer_config_name, trainer_config;
+  std::vector<EnvVar> env;      // NCCL and aviflow settings
+  std::vector<Volume> volumes;  // of the training pods
   std::vector<Claim> claims;
   std::vector<std::pair<std::string, std::string>> node_selector;
   std::vector<Toleration> tolerations;

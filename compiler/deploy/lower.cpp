@@ -337,6 +337,7 @@ void AddInputs(LowerContext& c) {
   Deployment& o = c.out;
   const check::JobSpec& j = c.job;
   std::string data = o.staging ? o.staging->dest_dir : PathInPods(o, j.dataset.source);
+  o.trainer_paths.data_dir = data;
   if (!data.empty()) o.command.insert(o.command.end(), {"--data-dir", data});
   if (j.validation) {
     // The training dataset as held-out data (W0729) is read where training reads it.
@@ -346,6 +347,7 @@ void AddInputs(LowerContext& c) {
   }
   if (j.init) {
     std::string dir = PathInPods(o, *j.init);
+    o.trainer_paths.init_dir = dir;
     if (!dir.empty()) o.command.insert(o.command.end(), {"--init", dir});
   }
 }
@@ -373,7 +375,11 @@ void LowerCommand(LowerContext& c) {
     }
   }
   if (!o.run_dir.empty()) o.command.insert(o.command.end(), {"--run-dir", o.run_dir});
-  if (c.job.deploy.preflight) LowerPreflight(c);
+  o.trainer_paths.checkpoint_dir = dir;
+  o.trainer_paths.output_dir = o.run_dir;
+  // The preflight is avf-run's: another trainer starts training at once.
+  if (c.job.deploy.preflight && c.job.trainer.kind == check::TrainerKind::Avf) LowerPreflight(c);
+  LowerTrainerCommand(c);
 }
 
 }  // namespace

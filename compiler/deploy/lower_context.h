@@ -42,6 +42,12 @@ void LowerStorage(LowerContext& c);
 // and resources are lowered.
 void LowerSiteNeeds(LowerContext& c);
 
+// The training pods' command for torchtitan or Megatron-LM in place of
+// avf-run's, and the name of its configuration file (lower_trainer.cpp);
+// after the avf-run command is lowered (the trainer paths).
+void LowerTrainerCommand(LowerContext& c);
+auto TrainerConfigFile(check::TrainerKind kind) -> std::string;
+
 // `80GB` -> "74505Mi": bytes as a Kubernetes quantity, rounded down to MiB
 // (to GiB when that is exact) so a request never exceeds what was asked.
 auto Quantity(double bytes) -> std::string;

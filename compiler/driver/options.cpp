@@ -22,7 +22,7 @@ constexpr const char* kDescription =
     "                                    plan-configmap.yaml, rbac.yaml (or slurm.sbatch)\n"
     "  aviflowc check FILE.avf           parse and check, write nothing\n"
     "  aviflowc plan FILE.avf            the chosen layout, predictions and the best alternatives\n"
-    "  aviflowc emit KIND FILE.avf       one artifact to standard output: plan, argo, k8s or slurm\n"
+    "  aviflowc emit KIND FILE.avf       one artifact to standard output: plan, argo, k8s, slurm or trainer\n"
     "  aviflowc run FILE.avf --local     compile, then train the job here with avf-run (CPU)\n"
     "  aviflowc --dump=KIND FILE.avf     print a phase's result: tokens, ast or sema\n\n"
     "Exit status: 0 success (warnings allowed), 1 the input has errors, 2 usage or I/O errors.";
@@ -96,11 +96,9 @@ void ApplySpellings(const Spellings& s, Options& o) {
   o.color = colors.at(s.color);
   o.format = s.format == "json" ? DiagnosticsFormat::Json : DiagnosticsFormat::Text;
   o.plan_format = s.plan_format == "json" ? PlanFormat::Json : PlanFormat::Table;
-  static const std::map<std::string, EmitKind> emits{{"", EmitKind::Plan},
-                                                     {"plan", EmitKind::Plan},
-                                                     {"argo", EmitKind::Argo},
-                                                     {"k8s", EmitKind::K8s},
-                                                     {"slurm", EmitKind::Slurm}};
+  static const std::map<std::string, EmitKind> emits{{"", EmitKind::Plan},       {"plan", EmitKind::Plan},
+                                                     {"argo", EmitKind::Argo},   {"k8s", EmitKind::K8s},
+                                                     {"slurm", EmitKind::Slurm}, {"trainer", EmitKind::Trainer}};
   o.emit = emits.at(s.emit);
 }
 
@@ -129,9 +127,9 @@ auto ParseCommandLine(int argc, const char* const* argv) -> ParsedCommandLine {
       ->check(CLI::IsMember({"table", "json"}))
       ->type_name("FORMAT");
   CLI::App* emit = AddFileCommand(app, "emit", "Write one artifact of one job to standard output");
-  emit->add_option("kind", spellings.emit, "argo, k8s, plan or slurm")
+  emit->add_option("kind", spellings.emit, "argo, k8s, plan, slurm or trainer (the trainer's own configuration)")
       ->required()
-      ->check(CLI::IsMember({"argo", "k8s", "plan", "slurm"}))
+      ->check(CLI::IsMember({"argo", "k8s", "plan", "slurm", "trainer"}))
       ->type_name("KIND");
   emit->add_option("file", o.input, "The .avf file")->required()->type_name("FILE.avf");
   CLI::App* run = AddFileCommand(app, "run", "Compile FILE.avf, then execute its plan on this machine (--local)");

@@ -13,7 +13,7 @@ namespace avf::driver {
 
 enum class Command { Check, Plan, Emit, Compile, Run };
 enum class PlanFormat { Table, Json };
-enum class EmitKind { Plan, Argo, K8s, Slurm };
+enum class EmitKind { Plan, Argo, K8s, Slurm, Trainer };
 enum class Dump { None, Tokens, Ast, Sema };
 enum class ColorMode { Auto, Always, Never };
 enum class DiagnosticsFormat { Text, Json };

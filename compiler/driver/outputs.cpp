@@ -11,6 +11,7 @@
 #include "deploy/lower.h"
 #include "emit/manifests.h"
 #include "emit/plan_json.h"
+#include "emit/trainer_config.h"
 
 namespace avf::driver {
 
@@ -28,10 +29,12 @@ auto SourceName(const std::string& input) -> std::string {
 }
 
 // The artifact an `emit` command asks for, whatever the job's target: a
-// Slurm job's Kubernetes object is a PyTorchJob.
+// Slurm job's Kubernetes object is a PyTorchJob. A trainer's configuration
+// names the folders of the job's own target.
 auto TargetFor(const Options& o, const check::JobSpec& job) -> std::optional<deploy::Target> {
   if (o.command != Command::Emit) return std::nullopt;
   if (o.emit == EmitKind::Slurm) return deploy::Target::Slurm;
+  if (o.emit == EmitKind::Trainer) return job.target.value_or(deploy::Target::Kubeflow);
   return job.target == deploy::Target::JobSet ? deploy::Target::JobSet : deploy::Target::Kubeflow;
 }
 
@@ -39,6 +42,9 @@ void AddFiles(const Options& o, const deploy::Deployment& d, std::vector<OutputF
   std::string dir = (llvm::Twine(o.output_dir) + "/" + d.job).str();
   auto add = [&](const char* name, std::string text) { files.push_back({dir + "/" + name, std::move(text)}); };
   add("plan.json", d.plan_json);
+  if (d.target == deploy::Target::Slurm && !d.trainer_config_name.empty()) {
+    add(d.trainer_config_name.c_str(), d.trainer_config);
+  }
   if (d.target == deploy::Target::Slurm) {
     add("slurm.sbatch", emit::SlurmScript(d));
     return;
@@ -49,8 +55,18 @@ void AddFiles(const Options& o, const deploy::Deployment& d, std::vector<OutputF
   add("rbac.yaml", emit::RbacYaml(d));
 }
 
-auto EmitOne(const Options& o, const deploy::Deployment& d) -> std::string {
+auto EmitOne(const Options& o, const plan::Plan& plan, const deploy::Deployment& d, diag::DiagnosticEngine& diags)
+    -> std::string {
   switch (o.emit) {
+    case EmitKind::Trainer:
+      if (plan.job.trainer.kind == check::TrainerKind::Avf) {
+        diags.Report(diag::DiagId::NoTrainerConfig, plan.job.name_range, plan.job.name)
+            .Help(
+                "`aviflowc emit plan` writes what avf-run reads; `trainer { kind = torchtitan; }` or "
+                "`megatron` makes the pods run another trainer");
+        return "";
+      }
+      return emit::TrainerConfigText(plan, d.trainer_paths);
     case EmitKind::Argo: return emit::WorkflowYaml(d, o.template_workflow);
     case EmitKind::K8s: return emit::JobYaml(d);
     case EmitKind::Slurm: return emit::SlurmScript(d);
@@ -161,8 +177,9 @@ void WriteArtifacts(const Options& o, const std::vector<plan::Plan>& plans, diag
     deploy::LowerOptions lower{SourceName(o.input), json, Sha256(json), TargetFor(o, plan.job)};
     std::optional<deploy::Deployment> d = deploy::Lower(plan, lower, diags);
     if (!d) continue;
+    d->trainer_config = emit::TrainerConfigText(plan, d->trainer_paths);
     if (d->target != deploy::Target::Slurm) names.emplace_back(&plan, d->k8s_namespace + "/" + d->name);
-    if (o.command == Command::Emit) printed += EmitOne(o, *d);
+    if (o.command == Command::Emit) printed += EmitOne(o, plan, *d, diags);
     else AddFiles(o, *d, files);
   }
   CheckNameClashes(names, diags);

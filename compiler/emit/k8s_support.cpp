@@ -21,6 +21,10 @@ void WriteConfigMap(YamlWriter& y, const Deployment& d) {
     y.MapField("data", [&] {
       y.Key("plan.json");
       y.Text(d.plan_json);
+      if (!d.trainer_config_name.empty()) {
+        y.Key(d.trainer_config_name);
+        y.Text(d.trainer_config);
+      }
     });
   });
 }

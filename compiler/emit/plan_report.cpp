@@ -13,6 +13,7 @@
 #include "emit/plan_fields.h"
 #include "plan/planner.h"
 #include "plan/search.h"
+#include "trainers/trainer.h"
 
 namespace avf::emit {
 
@@ -134,6 +135,10 @@ void WriteHeader(const plan::Plan& plan, llvm::raw_ostream& out) {
                      check::CountText(static_cast<double>(plan.figures.parameters)),
                      check::CountText(plan.figures.flops_per_token), cost::Name(j.workload.precision),
                      j.workload.global_batch, m.seq_len);
+  if (j.trainer.kind == check::TrainerKind::Avf) return;
+  out << fmt::format("trainer {} {}: layouts it cannot run are left out; predicted with gradients reduced in {}\n",
+                     check::Name(j.trainer.kind), trainers::PinnedVersion(j.trainer.kind),
+                     j.workload.reduce_in_fp32 ? "fp32" : cost::Name(j.workload.precision));
 }
 
 void WriteMemory(const Candidate& c, double capacity, llvm::raw_ostream& out) {

@@ -175,7 +175,7 @@ auto TrainSection(const Deployment& d) -> std::string {
   std::string env;
   for (const deploy::EnvVar& e : d.env) env += fmt::format("export {}={}\n", e.name, ShellQuote(e.value));
   return fmt::format(
-      "# 2. train: one avf-run per node starts one rank per GPU\n"
+      "# 2. train: one {} per node starts one rank per GPU\n"
       "{}"
       "export MASTER_ADDR=\"$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\"\n"
       "export MASTER_PORT={}\n"
@@ -185,7 +185,8 @@ auto TrainSection(const Deployment& d) -> std::string {
       "{}"
       "srun --kill-on-bad-exit=1 sh -c 'PET_NODE_RANK=\"$SLURM_NODEID\" exec \"$0\" \"$@\"' {}\n"
       "unset {}\n\n",
-      env, d.port, d.nodes, d.procs_per_node, KeyCheck(d), TokenLines(d.token), command, d.token.env);
+      d.trainer == check::TrainerKind::Avf ? "avf-run" : "torchrun", env, d.port, d.nodes, d.procs_per_node,
+      KeyCheck(d), TokenLines(d.token), command, d.token.env);
 }
 
 // avf-run (on the PATH, as for training) verifies the kept checkpoints, then

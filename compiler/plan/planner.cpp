@@ -14,6 +14,7 @@
 #include "plan/search.h"
 #include "plan/tables.h"
 #include "plan_format/rank_layout.h"
+#include "trainers/trainer.h"
 
 namespace avf::plan {
 
@@ -236,8 +237,72 @@ auto LayoutDifference(const cost::Layout& from, const cost::Layout& to) -> std::
   return out;
 }
 
-auto PlanJob(const check::JobSpec& job, const PlanOptions& options, diag::DiagnosticEngine& diags)
+// Where a trainer's limit points: the field at fault as written, else the
+// trainer's kind.
+auto LimitRange(const check::JobSpec& job, const std::string& field) -> std::pair<llvm::SMRange, bool> {
+  const check::ParallelChoices& p = job.parallel;
+  const std::pair<std::string_view, const check::IntChoice*> ints[] = {
+      {"data", &p.data},         {"tensor", &p.tensor},
+      {"pipeline", &p.pipeline}, {"virtual_stages", &p.virtual_stages},
+      {"zero", &p.zero},         {"micro_batch", &p.micro_batch}};
+  for (const auto& [name, choice] : ints) {
+    if (field == name && choice->written) return {choice->range, true};
+  }
+  if (field == "schedule" && p.schedule.written) return {p.schedule.range, true};
+  if (field == "recompute" && p.recompute.written) return {p.recompute.range, true};
+  if (field == "sequence_parallel" && p.sequence_parallel.written) return {p.sequence_parallel.range, true};
+  // Written when the range is not the job's name, which stands for a default.
+  auto written = [&](llvm::SMRange r) { return r.Start != job.name_range.Start; };
+  if (field == "attention" && written(job.at.attention)) return {job.at.attention, true};
+  if (field == "precision" && written(job.at.precision)) return {job.at.precision, true};
+  if (field == "model") return {job.at.model_decl, false};
+  if (field == "encrypt") return {job.at.encrypt, false};
+  if (field == "validation") return {job.at.validation_data, false};
+  if (field == "init") return {job.at.init, false};
+  if (field == "stage_to") return {job.at.stage_to, false};
+  if (field == "export" || field == "keep") return {job.at.checkpoint_dir, false};
+  return {job.trainer.kind_range, false};
+}
+
+// E0731: the job, or the best layout it allows, is one its trainer cannot run.
+void ReportUntrainable(const check::JobSpec& job, const Untrainable& u, diag::DiagnosticEngine& diags) {
+  check::TrainerKind kind = job.trainer.kind;
+  auto [range, at_field] = LimitRange(job, u.limit.field);
+  auto d = diags.Report(DiagId::TrainerCannotExpress, range, check::Name(kind), trainers::PinnedVersion(kind),
+                        u.limit.what, u.limit.why);
+  if (range.Start != job.trainer.kind_range.Start) {
+    d.Note(job.trainer.kind_range, fmt::format("the job runs {} here", check::Name(kind)));
+  }
+  if (u.limit.fix.empty()) {
+    d.Help(fmt::format("train this job with avf-run (remove `trainer`), or change `{}`", u.limit.field));
+    return;
+  }
+  d.Help(fmt::format("write `{}`", u.limit.fix));
+  std::string prefix = u.limit.field + " = ";
+  if (at_field && u.limit.fix.rfind(prefix, 0) == 0) d.Fix(range, u.limit.fix.substr(prefix.size()));
+}
+
+// E0730: a `version` other than the one the translation is written for.
+auto CheckTrainerVersion(const check::JobSpec& job, diag::DiagnosticEngine& diags) -> bool {
+  const check::TrainerSpec& t = job.trainer;
+  std::string_view pinned = trainers::PinnedVersion(t.kind);
+  if (t.version.value.empty() || t.version.value == pinned) return true;
+  diags.Report(DiagId::TrainerVersionUnknown, t.version.range, check::Name(t.kind), pinned, t.version.value)
+      .Help(fmt::format("write `version = \"{}\"`, or leave `version` out", pinned))
+      .Fix(t.version.range, fmt::format("\"{}\"", pinned));
+  return false;
+}
+
+auto PlanJob(const check::JobSpec& written, const PlanOptions& options, diag::DiagnosticEngine& diags)
     -> std::optional<Plan> {
+  if (!CheckTrainerVersion(written, diags)) return std::nullopt;
+  // Predicted as the trainer runs it (its reductions' precision).
+  check::JobSpec job = written;
+  job.workload = trainers::AsRunBy(job.trainer.kind, job.workload);
+  if (auto limit = trainers::JobLimit(job)) {
+    ReportUntrainable(job, Untrainable{Candidate{}, *limit}, diags);
+    return std::nullopt;
+  }
   // The chosen layout, the runner-up and the alternatives, each of which
   // may be tied with the one before.
   size_t keep = 2 * (options.alternatives + 2);
@@ -245,6 +310,12 @@ auto PlanJob(const check::JobSpec& job, const PlanOptions& options, diag::Diagno
   SearchResult constrained = Search(job, job.parallel, all_auto ? keep : 1);
   // With every field `auto` the constrained search is the whole space.
   auto whole_space = [&] { return all_auto ? constrained : Search(job, AllAuto(job.parallel), keep); };
+  const std::optional<Untrainable>& untrainable = constrained.untrainable;
+  if (constrained.best.empty() && untrainable &&
+      (untrainable->candidate.prediction.fits || constrained.evaluated == 0)) {
+    ReportUntrainable(job, *untrainable, diags);
+    return std::nullopt;
+  }
   if (constrained.evaluated == 0) {
     ReportNoValid(job, whole_space(), diags);
     return std::nullopt;

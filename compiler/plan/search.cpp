@@ -76,6 +76,12 @@ class Collector {
     best.insert(std::upper_bound(best.begin(), best.end(), c, Better), std::move(c));
     if (best.size() > keep_) best.pop_back();
   }
+  void Exclude(Candidate c, trainers::Limit limit) {
+    const std::optional<Untrainable>& u = result_.untrainable;
+    bool better = !u || (c.prediction.fits && !u->candidate.prediction.fits) ||
+                  (c.prediction.fits == u->candidate.prediction.fits && Better(c, u->candidate));
+    if (better) result_.untrainable = Untrainable{std::move(c), std::move(limit)};
+  }
   auto Take() -> SearchResult { return std::move(result_); }
 
  private:
@@ -109,8 +115,12 @@ void EnumerateInner(Space& s, cost::Layout l) {
                                                                                         : std::vector<bool>{false};
         for (bool sp : EnumDomain(s.choices.sequence_parallel, sp_domain)) {
           l.sequence_parallel = sp;
-          Candidate c{l, cost::Predict(w, l, s.job.hardware), ""};
-          s.out.Add(std::move(c));
+          Candidate c{l, cost::Predict(trainers::AsRunBy(s.job.trainer.kind, w, l), l, s.job.hardware), ""};
+          if (auto limit = trainers::LimitOf(s.job.trainer.kind, l, w)) {
+            s.out.Exclude(std::move(c), std::move(*limit));
+          } else {
+            s.out.Add(std::move(c));
+          }
         }
       }
     }

@@ -318,6 +318,17 @@ const RecordSchema kStaging{
         F("cleanup").Bool().DefaultBool(false).Doc("delete the staged copy when the workflow ends"),
     }};
 
+const RecordSchema kTrainer{
+    "trainer",
+    {
+        F("kind")
+            .Enum({"avf", "torchtitan", "megatron"})
+            .DefaultEnum("avf")
+            .Doc("the program the training pods run: avf-run, or the plan translated for torchtitan or Megatron-LM"),
+        F("version").String().Doc("the trainer's release the translation is for (default: the one aviflowc pins)"),
+        F("entry").String().Doc("torchtitan's module or Megatron-LM's script in the image (default: docs/trainers.md)"),
+    }};
+
 const RecordSchema kJob{
     "job",
     {
@@ -344,6 +355,7 @@ const RecordSchema kJob{
         F("queue").String(),
         F("priority").String(),
         F("target").Enum({"kubeflow", "jobset", "slurm"}).DefaultEnum("kubeflow"),
+        F("trainer").Record(kTrainer),
         F("tools_image").String().Doc("image with rclone and a POSIX shell for staging and export (default: `image`)"),
         F("max_restarts").Count().Min(0).Max(1000).Default(3).Doc("whole-job restarts before the run fails"),
         F("preflight")

@@ -1,0 +1,58 @@
+// The training pods of a job whose trainer is torchtitan or Megatron-LM:
+// torchrun on every node, with the rendezvous the pods already have (the
+// operator's or JobSet's MASTER_ADDR and PET_* variables, srun's on Slurm),
+// reading the plan translated into the trainer's own configuration beside
+// plan.json.
+#include <string>
+
+#include "deploy/lower_context.h"
+#include "trainers/megatron.h"
+
+namespace avf::deploy {
+
+namespace {
+
+auto DefaultEntry(check::TrainerKind kind) -> std::string {
+  return kind == check::TrainerKind::Torchtitan ? "torchtitan.train" : std::string(trainers::kMegatronEntry);
+}
+
+// Single-quoted for the shell: 'it'\''s'.
+auto Quoted(const std::string& word) -> std::string {
+  std::string out = "'";
+  for (char ch : word) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return out + "'";
+}
+
+}  // namespace
+
+auto TrainerConfigFile(check::TrainerKind kind) -> std::string {
+  return kind == check::TrainerKind::Torchtitan ? "torchtitan.toml" : "megatron.args";
+}
+
+void LowerTrainerCommand(LowerContext& c) {
+  Deployment& o = c.out;
+  const check::TrainerSpec& t = c.job.trainer;
+  o.trainer = t.kind;
+  if (t.kind == check::TrainerKind::Avf) return;
+  o.trainer_config_name = TrainerConfigFile(t.kind);
+  std::string entry = t.entry.value.empty() ? DefaultEntry(t.kind) : t.entry.value;
+  // Beside plan.json: the ConfigMap's mount, or the batch script's folder.
+  std::string config = o.target == Target::Slurm ? "\"${AVF_PLAN%/*}\"/" + o.trainer_config_name
+                                                 : "/etc/aviflow/" + o.trainer_config_name;
+  std::string torchrun =
+      "exec torchrun --nnodes=\"$PET_NNODES\" --nproc-per-node=\"$PET_NPROC_PER_NODE\" "
+      "--node-rank=\"$PET_NODE_RANK\" --master-addr=\"$MASTER_ADDR\" --master-port=\"$MASTER_PORT\" ";
+  std::string script = t.kind == check::TrainerKind::Torchtitan
+                           ? torchrun + "-m " + Quoted(entry) + " --job.config_file " + config
+                           // One argument per line: a value with spaces stays one argument.
+                           : "mapfile -t args < " + config + "\n" + torchrun + Quoted(entry) + " \"${args[@]}\"";
+  o.command = {"bash", "-c", script};
+  const cost::Layout& l = c.plan.chosen.layout;
+  if (t.kind == check::TrainerKind::Megatron && l.tensor > 1 && l.zero <= 1) {
+    o.env.push_back(EnvVar::Literal("CUDA_DEVICE_MAX_CONNECTIONS", "1",
+                                    "Megatron-LM refuses tensor parallelism without it: its communication "
+                                    "overlaps compute only when kernels run in issue order"));
+  }
+}
+
+}  // namespace avf::deploy
