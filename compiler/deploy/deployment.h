@@ -141,9 +141,10 @@ struct Staging {
 struct Export {
   Remote dest;
   std::string dest_path;
-  std::string checkpoint_dir;      // in the pods
-  std::string checkpoint_storage;  // the tier that holds it
-  std::optional<int64_t> keep;     // newest N committed checkpoints that verify; nullopt: all
+  std::string checkpoint_dir;                            // in the pods
+  std::string checkpoint_storage;                        // the tier that holds it
+  std::optional<int64_t> keep;                           // newest N committed checkpoints that verify; nullopt: all
+  check::TrainerKind trainer = check::TrainerKind::Avf;  // whose checkpoints: how a complete one is told
 };
 
 struct Toleration {

@@ -205,6 +205,7 @@ void LowerExport(LowerContext& c, const Volume& ckpt_tier) {
   e.checkpoint_dir = Join(ckpt_tier.mount_path, ck.dir->path);
   e.checkpoint_storage = ckpt_tier.storage;
   e.keep = ck.keep;
+  e.trainer = c.job.trainer.kind;
   c.out.export_checkpoints = std::move(e);
 }
 

@@ -228,7 +228,7 @@ auto ExportStep(const Deployment& d) -> ToolStep {
           Retry::Always,
           &e.dest,
           {kExportListVolume},
-          InitStep{"verify-checkpoints", d.image, VerifyCheckpointsScript(e), {list}}};
+          InitStep{"verify-checkpoints", d.image, ListCheckpointsScript(e), {list}}};
 }
 
 void WriteTask(YamlWriter& y, std::string_view name, std::string_view depends, std::string_view when = "") {

@@ -295,11 +295,46 @@ auto VerifyCheckpointsScript(const deploy::Export& e) -> std::string {
              kExportListEnv);
 }
 
+auto CompletedCheckpointsScript(const deploy::Export& e) -> std::string {
+  std::string list =
+      e.trainer == check::TrainerKind::Torchtitan
+          ? "# torchtitan's checkpoints: step-N folders whose .metadata is written (the save completed)\n"
+            "for d in \"$dir\"/step-*; do\n"
+            "  if [ -f \"$d/.metadata\" ]; then basename \"$d\"; fi\n"
+            "done | sort -t- -k2,2n > \"$found\"\n"
+          : "# Megatron-LM's checkpoints: iter_N folders up to the iteration its tracker names (written\n"
+            "# once a save completed)\n"
+            "last=\"$(cat \"$dir/latest_checkpointed_iteration.txt\" 2>/dev/null || echo -1)\"\n"
+            "case \"$last\" in ''|*[!0-9-]*) last=-1 ;; esac\n"
+            "for d in \"$dir\"/iter_*; do\n"
+            "  n=\"${d##*/iter_}\"\n"
+            "  case \"$n\" in ''|*[!0-9]*) continue ;; esac\n"
+            "  if [ -d \"$d\" ] && [ \"$(expr \"$n\" + 0)\" -le \"$last\" ]; then basename \"$d\"; fi\n"
+            "done | sort > \"$found\"\n";
+  std::string keep = e.keep ? fmt::format("tail -n {} \"$found\"", *e.keep) : "cat \"$found\"";
+  return fmt::format(
+      "set -eu\n"
+      "dir={0}\n"
+      "found=\"$(mktemp)\"\n"
+      "{1}"
+      "if [ ! -s \"$found\" ]; then\n"
+      "  echo \"error: no completed checkpoint in $dir\" >&2\n"
+      "  exit 1\n"
+      "fi\n"
+      "{2} > \"${3}\"\n"
+      "while read -r name; do echo \"$name is complete\"; done < \"${3}\"\n",
+      ShellQuote(e.checkpoint_dir), list, keep, kExportListEnv);
+}
+
+auto ListCheckpointsScript(const deploy::Export& e) -> std::string {
+  return e.trainer == check::TrainerKind::Avf ? VerifyCheckpointsScript(e) : CompletedCheckpointsScript(e);
+}
+
 auto ExportScript(const deploy::Export& e) -> std::string {
   return fmt::format(
       "set -eu\n"
       "dir={0}\n"
-      "# the checkpoints to export, oldest first: the newest committed ones that verified\n"
+      "# the checkpoints to export, oldest first: the newest complete ones (verified, for avf-run's)\n"
       "list=\"${1}\"\n"
       "if [ ! -s \"$list\" ]; then\n"
       "  echo \"error: no verified checkpoint of $dir to export\" >&2\n"

@@ -51,6 +51,14 @@ auto SealStagedScript(const deploy::Staging& s) -> std::string;
 // otherwise than by refusing a checkpoint (status 1). Needs avf-run: on
 // Kubernetes it runs in the job's `image`.
 auto VerifyCheckpointsScript(const deploy::Export& e) -> std::string;
+// The same list for another trainer's checkpoints, which avf-run cannot
+// verify: the newest `keep` (all without it) that the trainer completed —
+// torchtitan's step-N folders holding the .metadata its save writes last,
+// Megatron-LM's iter_N folders up to latest_checkpointed_iteration.txt.
+// Fails when there is none. Needs only a POSIX shell.
+auto CompletedCheckpointsScript(const deploy::Export& e) -> std::string;
+// VerifyCheckpointsScript for avf-run's checkpoints, else CompletedCheckpointsScript.
+auto ListCheckpointsScript(const deploy::Export& e) -> std::string;
 // Copies the checkpoints in $AVF_EXPORT_LIST, then the run folder, to the export tier.
 auto ExportScript(const deploy::Export& e) -> std::string;
 // Deletes the staged copy.

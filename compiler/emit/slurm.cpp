@@ -198,7 +198,7 @@ auto ExportSection(const Deployment& d) -> std::string {
       "export {}=\"$steps/export-list\"\n"
       "sh \"$steps/verify-checkpoints.sh\"\n"
       "{}sh \"$steps/export-checkpoints.sh\"\n",
-      e.dest.storage, StepFile("verify-checkpoints.sh", VerifyCheckpointsScript(e)),
+      e.dest.storage, StepFile("verify-checkpoints.sh", ListCheckpointsScript(e)),
       StepFile("export-checkpoints.sh", ExportScript(e)), kExportListEnv, RemoteExports(e.dest, ""));
 }
 

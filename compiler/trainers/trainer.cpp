@@ -50,11 +50,6 @@ auto SharedJobLimit(const check::JobSpec& job) -> std::optional<Limit> {
     return Limit{"encrypt", "encrypted checkpoints",
                  "it writes its checkpoints as plain files; only avf-run encrypts them at rest", ""};
   }
-  if (job.checkpoint.enabled && job.checkpoint.export_to) {
-    return Limit{"export", "the checkpoint export step",
-                 "the export copies the checkpoints `avf-run checkpoint verify` accepts, and it reads only avf-run's",
-                 ""};
-  }
   if (job.validation) {
     return Limit{"validation", "held-out validation", "it is not translated: the trainer reads its own held-out data",
                  ""};
