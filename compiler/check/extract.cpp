@@ -395,6 +395,7 @@ auto ExtractJob(const Program& p, const Decl& job) -> JobSpec {
   spec.at.batch = RangeOf(f, "batch", job.name_range);
   spec.at.precision = RangeOf(f, "precision", job.name_range);
   spec.at.attention = RangeOf(f, "attention", job.name_range);
+  spec.at.model = RangeOf(f, "model", job.name_range);
   spec.workload.gpus = Integer(f, "gpus").value_or(1);
   spec.workload.global_batch = Integer(f, "batch").value_or(1);
   spec.workload.precision = FromName(Text(f, "precision"), cost::kPrecisions).value_or(cost::Precision::Bf16);

@@ -142,7 +142,7 @@ struct ValidationSpec {
 // Where the checks point: a field's written value, else the declaration.
 struct SpecRanges {
   llvm::SMRange gpus, batch, precision, attention, length;
-  llvm::SMRange model_decl, heads, kv_heads, layers, vocab;
+  llvm::SMRange model, model_decl, heads, kv_heads, layers, vocab;  // model: the job's `model = NAME`
   llvm::SMRange cluster_decl, nodes, node_decl, node_gpus;
   llvm::SMRange dataset_decl, dataset_source, dataset_tokens, format, stage_to;
   llvm::SMRange gpu_decl;

@@ -255,7 +255,7 @@ auto LimitRange(const check::JobSpec& job, const std::string& field) -> std::pai
   auto written = [&](llvm::SMRange r) { return r.Start != job.name_range.Start; };
   if (field == "attention" && written(job.at.attention)) return {job.at.attention, true};
   if (field == "precision" && written(job.at.precision)) return {job.at.precision, true};
-  if (field == "model") return {job.at.model_decl, false};
+  if (field == "model") return {job.at.model, false};
   if (field == "encrypt") return {job.at.encrypt, false};
   if (field == "validation") return {job.at.validation_data, false};
   if (field == "init") return {job.at.init, false};
