@@ -46,7 +46,6 @@ void LowerSiteNeeds(LowerContext& c);
 // avf-run's, and the name of its configuration file (lower_trainer.cpp);
 // after the avf-run command is lowered (the trainer paths).
 void LowerTrainerCommand(LowerContext& c);
-auto TrainerConfigFile(check::TrainerKind kind) -> std::string;
 
 // `80GB` -> "74505Mi": bytes as a Kubernetes quantity, rounded down to MiB
 // (to GiB when that is exact) so a request never exceeds what was asked.

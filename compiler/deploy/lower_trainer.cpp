@@ -6,28 +6,23 @@
 #include <string>
 
 #include "deploy/lower_context.h"
+#include "deploy/shell_quote.h"
 #include "trainers/megatron.h"
+#include "trainers/torchtitan.h"
 
 namespace avf::deploy {
 
 namespace {
 
 auto DefaultEntry(check::TrainerKind kind) -> std::string {
-  return kind == check::TrainerKind::Torchtitan ? "torchtitan.train" : std::string(trainers::kMegatronEntry);
+  return std::string(kind == check::TrainerKind::Torchtitan ? trainers::kTorchtitanEntry : trainers::kMegatronEntry);
 }
-
-// Single-quoted for the shell: 'it'\''s'.
-auto Quoted(const std::string& word) -> std::string {
-  std::string out = "'";
-  for (char ch : word) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
-  return out + "'";
-}
-
-}  // namespace
 
 auto TrainerConfigFile(check::TrainerKind kind) -> std::string {
   return kind == check::TrainerKind::Torchtitan ? "torchtitan.toml" : "megatron.args";
 }
+
+}  // namespace
 
 void LowerTrainerCommand(LowerContext& c) {
   Deployment& o = c.out;
@@ -43,9 +38,9 @@ void LowerTrainerCommand(LowerContext& c) {
       "exec torchrun --nnodes=\"$PET_NNODES\" --nproc-per-node=\"$PET_NPROC_PER_NODE\" "
       "--node-rank=\"$PET_NODE_RANK\" --master-addr=\"$MASTER_ADDR\" --master-port=\"$MASTER_PORT\" ";
   std::string script = t.kind == check::TrainerKind::Torchtitan
-                           ? torchrun + "-m " + Quoted(entry) + " --job.config_file " + config
+                           ? torchrun + "-m " + ShellQuote(entry) + " --job.config_file " + config
                            // One argument per line: a value with spaces stays one argument.
-                           : "mapfile -t args < " + config + "\n" + torchrun + Quoted(entry) + " \"${args[@]}\"";
+                           : "mapfile -t args < " + config + "\n" + torchrun + ShellQuote(entry) + " \"${args[@]}\"";
   o.command = {"bash", "-c", script};
   const cost::Layout& l = c.plan.chosen.layout;
   if (t.kind == check::TrainerKind::Megatron && l.tensor > 1 && l.zero <= 1) {

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "cost/stages.h"
+#include "emit/trainer_config.h"
 
 namespace avf::emit {
 
@@ -126,23 +127,13 @@ void Zero(Words& out, int zero) {
   Flag(out, "--ckpt-format", "fsdp_dtensor");
 }
 
-// Megatron-LM saves every N iterations, and after the last one: the job's
-// interval in steps; a time interval at the predicted step time (it has no
-// time-based flag); with neither, only the last step's, as avf-run.
-auto SaveInterval(const plan::Plan& plan) -> int64_t {
-  const check::CheckpointSpec& c = plan.job.checkpoint;
-  if (c.every_steps) return *c.every_steps;
-  double step = plan.chosen.prediction.step_time;
-  if (c.every_seconds && step > 0)
-    return std::max<int64_t>(1, static_cast<int64_t>(std::floor(*c.every_seconds / step)));
-  return std::max<int64_t>(1, plan.totals.steps);
-}
-
+// Megatron-LM saves every N iterations, and after the last one; it has no
+// time-based flag (CheckpointEverySteps).
 void Checkpoints(Words& out, const plan::Plan& plan, const std::string& dir) {
   if (dir.empty()) return;
   Flag(out, "--save", dir);
   Flag(out, "--load", dir);
-  Flag(out, "--save-interval", SaveInterval(plan));
+  Flag(out, "--save-interval", CheckpointEverySteps(plan));
   // Asynchronous saving works in the torch_dist format only (not ZeRO-2/3's).
   if (plan.job.checkpoint.async && plan.chosen.layout.zero < 2) Flag(out, "--async-save");
 }

@@ -145,15 +145,6 @@ auto Prologue(const Staging& s) -> std::string {
 
 }  // namespace
 
-auto ShellQuote(std::string_view text) -> std::string {
-  std::string out = "'";
-  for (char c : text) {
-    if (c == '\'') out += "'\\''";
-    else out += c;
-  }
-  return out + "'";
-}
-
 auto RemotePath(const deploy::Remote& r, const std::string& path) -> std::string {
   if (r.is_local()) return path.empty() ? r.local_root : r.local_root + "/" + path;
   return r.name + ":" + r.bucket + (path.empty() ? "" : "/" + path);

@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "deploy/deployment.h"
+#include "deploy/shell_quote.h"
 
 namespace avf::emit {
 
-// `it's` -> `'it'\''s'`: one shell word whatever the text.
-auto ShellQuote(std::string_view text) -> std::string;
+using deploy::ShellQuote;
 
 // rclone's name of `path` in a remote: `avfsrc:bucket/path`, or a directory.
 auto RemotePath(const deploy::Remote& r, const std::string& path) -> std::string;

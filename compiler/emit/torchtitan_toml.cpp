@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "emit/trainer_config.h"
 #include "trainers/torchtitan.h"
 
 namespace avf::emit {
@@ -219,22 +220,11 @@ void WriteCompile(Toml& t, const plan::Plan& plan) {
   t.Key("enable", true);
 }
 
-// A wall-clock `every` becomes steps at the predicted step time, at least
-// as often as asked; without `every`, only the last step saves.
-auto CheckpointInterval(const plan::Plan& plan) -> int64_t {
-  const check::CheckpointSpec& c = Job(plan).checkpoint;
-  if (c.every_steps) return std::max<int64_t>(1, *c.every_steps);
-  double step = plan.chosen.prediction.step_time;
-  if (c.every_seconds && step > 0)
-    return std::max<int64_t>(1, static_cast<int64_t>(std::floor(*c.every_seconds / step)));
-  return std::max<int64_t>(1, Job(plan).steps);
-}
-
 void WriteSaving(Toml& t, const plan::Plan& plan, const deploy::TrainerPaths& paths) {
   const check::CheckpointSpec& c = Job(plan).checkpoint;
   t.Key("folder", paths.checkpoint_dir);
   if (c.every_seconds && !c.every_steps) t.Comment("`every` in time, as steps at the predicted step time");
-  t.Key("interval", CheckpointInterval(plan));
+  t.Key("interval", CheckpointEverySteps(plan));
   int64_t keep = c.keep.value_or(0);
   if (keep == 1) t.Comment("keep = 1: torchtitan keeps at least 2, the last one may still be writing");
   t.Key("keep_latest_k", keep == 1 ? int64_t{2} : keep);

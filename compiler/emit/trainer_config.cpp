@@ -1,5 +1,8 @@
 #include "emit/trainer_config.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include <llvm/Support/raw_ostream.h>
 
 #include "emit/megatron_args.h"
@@ -7,13 +10,14 @@
 
 namespace avf::emit {
 
-auto TrainerConfigName(check::TrainerKind kind) -> std::string_view {
-  switch (kind) {
-    case check::TrainerKind::Torchtitan: return "torchtitan.toml";
-    case check::TrainerKind::Megatron: return "megatron.args";
-    case check::TrainerKind::Avf: break;
+auto CheckpointEverySteps(const plan::Plan& plan) -> int64_t {
+  const check::CheckpointSpec& c = plan.job.checkpoint;
+  if (c.every_steps) return std::max<int64_t>(1, *c.every_steps);
+  double step = plan.chosen.prediction.step_time;
+  if (c.every_seconds && step > 0) {
+    return std::max<int64_t>(1, static_cast<int64_t>(std::floor(*c.every_seconds / step)));
   }
-  return "";
+  return std::max<int64_t>(1, plan.totals.steps);
 }
 
 auto TrainerConfigText(const plan::Plan& plan, const deploy::TrainerPaths& paths) -> std::string {

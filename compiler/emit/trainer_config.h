@@ -3,16 +3,18 @@
 // it beside plan.json (docs/trainers.md).
 #pragma once
 
+#include <cstdint>
 #include <string>
-#include <string_view>
 
 #include "deploy/trainer_paths.h"
 #include "plan/plan.h"
 
 namespace avf::emit {
 
-// The file's name: torchtitan.toml, megatron.args; "" for avf-run.
-auto TrainerConfigName(check::TrainerKind kind) -> std::string_view;
+// Steps between two checkpoints for a trainer that saves by steps only: the
+// job's `every` in steps; a wall-clock `every` as steps at the predicted step
+// time (at least as often as asked); without `every`, the last step only.
+auto CheckpointEverySteps(const plan::Plan& plan) -> int64_t;
 
 // torchtitan's TOML job config, or Megatron-LM's arguments one per line (a
 // value with spaces stays one line); "" for avf-run.

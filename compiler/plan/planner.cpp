@@ -265,21 +265,21 @@ auto LimitRange(const check::JobSpec& job, const std::string& field) -> std::pai
 }
 
 // E0731: the job, or the best layout it allows, is one its trainer cannot run.
-void ReportUntrainable(const check::JobSpec& job, const Untrainable& u, diag::DiagnosticEngine& diags) {
+void ReportUntrainable(const check::JobSpec& job, const trainers::Limit& limit, diag::DiagnosticEngine& diags) {
   check::TrainerKind kind = job.trainer.kind;
-  auto [range, at_field] = LimitRange(job, u.limit.field);
+  auto [range, at_field] = LimitRange(job, limit.field);
   auto d = diags.Report(DiagId::TrainerCannotExpress, range, check::Name(kind), trainers::PinnedVersion(kind),
-                        u.limit.what, u.limit.why);
+                        limit.what, limit.why);
   if (range.Start != job.trainer.kind_range.Start) {
     d.Note(job.trainer.kind_range, fmt::format("the job runs {} here", check::Name(kind)));
   }
-  if (u.limit.fix.empty()) {
-    d.Help(fmt::format("train this job with avf-run (remove `trainer`), or change `{}`", u.limit.field));
+  if (limit.fix.empty()) {
+    d.Help(fmt::format("train this job with avf-run (remove `trainer`), or change `{}`", limit.field));
     return;
   }
-  d.Help(fmt::format("write `{}`", u.limit.fix));
-  std::string prefix = u.limit.field + " = ";
-  if (at_field && u.limit.fix.rfind(prefix, 0) == 0) d.Fix(range, u.limit.fix.substr(prefix.size()));
+  d.Help(fmt::format("write `{}`", limit.fix));
+  std::string prefix = limit.field + " = ";
+  if (at_field && limit.fix.rfind(prefix, 0) == 0) d.Fix(range, limit.fix.substr(prefix.size()));
 }
 
 // E0730: a `version` other than the one the translation is written for.
@@ -300,7 +300,7 @@ auto PlanJob(const check::JobSpec& written, const PlanOptions& options, diag::Di
   check::JobSpec job = written;
   job.workload = trainers::AsRunBy(job.trainer.kind, job.workload);
   if (auto limit = trainers::JobLimit(job)) {
-    ReportUntrainable(job, Untrainable{Candidate{}, *limit}, diags);
+    ReportUntrainable(job, *limit, diags);
     return std::nullopt;
   }
   // The chosen layout, the runner-up and the alternatives, each of which
@@ -313,7 +313,7 @@ auto PlanJob(const check::JobSpec& written, const PlanOptions& options, diag::Di
   const std::optional<Untrainable>& untrainable = constrained.untrainable;
   if (constrained.best.empty() && untrainable &&
       (untrainable->candidate.prediction.fits || constrained.evaluated == 0)) {
-    ReportUntrainable(job, *untrainable, diags);
+    ReportUntrainable(job, untrainable->limit, diags);
     return std::nullopt;
   }
   if (constrained.evaluated == 0) {

@@ -12,6 +12,8 @@
 namespace avf::trainers {
 
 inline constexpr std::string_view kTorchtitanVersion = "0.2.2";
+// The module torchrun runs unless `trainer { entry }` names another.
+inline constexpr std::string_view kTorchtitanEntry = "torchtitan.train";
 
 // The name the TOML gives training.dataset. No torchtitan dataset reads
 // aviflowc's token shards: the image must register a reader under this name

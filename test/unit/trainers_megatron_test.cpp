@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "cost/stages.h"
+#include "cost_test_util.h"
 #include "emit/megatron_args.h"
 #include "trainers/megatron.h"
 
@@ -18,44 +19,14 @@ namespace {
 
 using Words = std::vector<std::string>;
 
-auto Llama() -> cost::ModelShape {
-  cost::ModelShape m;
-  m.arch = cost::Arch::Llama;
-  m.layers = 32;
-  m.hidden = 4096;
-  m.heads = 32;
-  m.kv_heads = 8;
-  m.ffn = 14336;
-  m.vocab = 128256;
-  m.seq_len = 8192;
-  m.tied_embeddings = false;
-  return m;
-}
+using namespace cost::test_shapes;  // NOLINT(google-build-using-namespace): the shared shapes
 
-auto Gpt2() -> cost::ModelShape {
-  cost::ModelShape m;
-  m.arch = cost::Arch::Gpt2;
-  m.layers = 12;
-  m.hidden = 768;
-  m.heads = 12;
-  m.kv_heads = 12;
-  m.ffn = 3072;
-  m.vocab = 50257;
-  m.seq_len = 1024;
-  m.tied_embeddings = true;
-  return m;
-}
-
-auto WorkloadOf(const cost::ModelShape& m) -> cost::Workload {
-  cost::Workload w;
-  w.model = m;
-  return w;
-}
+auto WorkloadOf(const cost::ModelShape& m) -> cost::Workload { return Work(m, 1, 1); }
 
 // ---- MegatronLimit -------------------------------------------------------------
 
 TEST(MegatronLimit, ExpressesEveryZeroStageScheduleAndRecompute) {
-  cost::Workload w = WorkloadOf(Llama());
+  cost::Workload w = WorkloadOf(Llama3_8B());
   cost::Layout l;
   l.tensor = 8;
   l.pipeline = 4;
@@ -78,7 +49,7 @@ TEST(MegatronLimit, GPipeRunsAsOneFOneB) {
   cost::Layout l;
   l.pipeline = 4;
   l.schedule = cost::Schedule::GPipe;
-  auto limit = MegatronLimit(l, WorkloadOf(Llama()));
+  auto limit = MegatronLimit(l, WorkloadOf(Llama3_8B()));
   ASSERT_TRUE(limit);
   EXPECT_EQ(limit->field, "schedule");
   EXPECT_EQ(limit->what, "the GPipe schedule");
@@ -89,7 +60,7 @@ TEST(MegatronLimit, ChunksNeedAPipeline) {
   cost::Layout l;
   l.schedule = cost::Schedule::Interleaved;
   l.virtual_stages = 2;
-  auto limit = MegatronLimit(l, WorkloadOf(Llama()));
+  auto limit = MegatronLimit(l, WorkloadOf(Llama3_8B()));
   ASSERT_TRUE(limit);
   EXPECT_EQ(limit->field, "virtual_stages");
   EXPECT_EQ(limit->fix, "virtual_stages = 1");
@@ -99,19 +70,19 @@ TEST(MegatronLimit, ChunksNeedAPipeline) {
 TEST(MegatronLimit, VocabularyThatTensorDoesNotSplit) {
   cost::Layout l;
   l.tensor = 4;
-  auto limit = MegatronLimit(l, WorkloadOf(Gpt2()));
+  auto limit = MegatronLimit(l, WorkloadOf(Gpt2_124M()));
   ASSERT_TRUE(limit);
   EXPECT_EQ(limit->field, "tensor");
   EXPECT_EQ(limit->what, "a vocabulary of 50257 tokens over tensor parallelism 4");
   EXPECT_EQ(limit->fix, "tensor = 1");
 
-  cost::ModelShape m = Gpt2();
+  cost::ModelShape m = Gpt2_124M();
   m.vocab = 50304;  // 2^7 x 393
   EXPECT_FALSE(MegatronLimit(l, WorkloadOf(m)));
 }
 
 TEST(MegatronLimit, MlpWidthThatTensorDoesNotSplit) {
-  cost::ModelShape m = Llama();
+  cost::ModelShape m = Llama3_8B();
   m.ffn = 11010;  // 2 x 5 x 1101: splits over 2, not over 4 or 8
   cost::Layout l;
   l.tensor = 8;
@@ -123,7 +94,7 @@ TEST(MegatronLimit, MlpWidthThatTensorDoesNotSplit) {
 }
 
 TEST(MegatronLimit, FlashAttentionNeedsSixteenBits) {
-  cost::Workload w = WorkloadOf(Gpt2());
+  cost::Workload w = WorkloadOf(Gpt2_124M());
   w.precision = cost::Precision::Fp32;
   auto limit = MegatronLimit(cost::Layout{}, w);
   ASSERT_TRUE(limit);
@@ -140,7 +111,7 @@ TEST(MegatronLimit, ReachedThroughLimitOf) {
   cost::Layout l;
   l.pipeline = 2;
   l.schedule = cost::Schedule::GPipe;
-  EXPECT_TRUE(LimitOf(check::TrainerKind::Megatron, l, WorkloadOf(Llama())));
+  EXPECT_TRUE(LimitOf(check::TrainerKind::Megatron, l, WorkloadOf(Llama3_8B())));
   EXPECT_EQ(PinnedVersion(check::TrainerKind::Megatron), "core_v0.15.3");
 }
 
@@ -150,7 +121,7 @@ TEST(MegatronLimit, ReachedThroughLimitOf) {
 // split evenly), ZeRO-1, selective recompute, sequence parallel.
 auto LlamaPlan() -> plan::Plan {
   plan::Plan p;
-  p.job.workload = WorkloadOf(Llama());
+  p.job.workload = WorkloadOf(Llama3_8B());
   p.job.workload.gpus = 16;
   p.job.workload.global_batch = 64;
   p.job.steps = 1000;
@@ -180,7 +151,7 @@ auto LlamaPlan() -> plan::Plan {
 // pretrained weights.
 auto Gpt2Plan() -> plan::Plan {
   plan::Plan p;
-  p.job.workload = WorkloadOf(Gpt2());
+  p.job.workload = WorkloadOf(Gpt2_124M());
   p.job.workload.model.vocab = 50304;
   p.job.workload.precision = cost::Precision::Fp32;
   p.job.workload.attention = cost::Attention::Materialized;

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include "cost_test_util.h"
 #include "emit/torchtitan_toml.h"
 #include "plan/tables.h"
 #include "trainers/torchtitan.h"
@@ -16,40 +17,12 @@
 namespace avf::trainers {
 namespace {
 
-auto Llama3_8B() -> cost::ModelShape {
-  cost::ModelShape m;
-  m.arch = cost::Arch::Llama;
-  m.layers = 32;
-  m.hidden = 4096;
-  m.heads = 32;
-  m.kv_heads = 8;
-  m.ffn = 14336;
-  m.vocab = 128256;
-  m.seq_len = 8192;
-  m.tied_embeddings = false;
-  return m;
-}
+using namespace cost::test_shapes;  // NOLINT(google-build-using-namespace): the shared shapes
 
 // torchtitan's debugmodel flavor: 6 layers of width 256.
-auto DebugModel() -> cost::ModelShape {
-  cost::ModelShape m = Llama3_8B();
-  m.layers = 6;
-  m.hidden = 256;
-  m.heads = 16;
-  m.kv_heads = 16;
-  m.ffn = 768;
-  m.vocab = 2048;
-  m.seq_len = 256;
-  return m;
-}
+auto DebugModel() -> cost::ModelShape { return cost::test_shapes::Llama(6, 256, 16, 16, 768, 2048, 256); }
 
-auto Workload(cost::ModelShape m) -> cost::Workload {
-  cost::Workload w;
-  w.model = m;
-  w.gpus = 64;
-  w.global_batch = 256;
-  return w;
-}
+auto Workload(const cost::ModelShape& m) -> cost::Workload { return Work(m, 64, 256); }
 
 // 64 GPUs: tensor 8 with sequence parallelism, FSDP over 8 data ranks.
 auto Fsdp() -> cost::Layout {
