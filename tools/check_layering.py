@@ -28,6 +28,7 @@ RUNTIME_LAYERS = {
     "runtime/rendezvous": 1,   # the rank-0 key/value store
     "runtime/plan_format": 0,  # the plan.json and launch contract, shared with the compiler
     "runtime/numeric": 0,      # number formats (bf16), header-only
+    "runtime/trainers": 0,     # Python for other trainers' pods, no C++ (aviflowc embeds the files)
     "runtime/optim": 1,        # AdamW, schedules, clipping
     "runtime/crypto": 2,       # SHA-256, key files, sealed (encrypted) files over OpenSSL
     "runtime/backend": 2,      # the compute backend interface (the optimizer's element types)

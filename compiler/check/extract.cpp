@@ -282,6 +282,7 @@ void ReadCheckpoint(const Program& p, const RecordValue& job, CheckpointSpec& c,
   c.encrypt_secret = Text(*r, "encrypt");
   at.checkpoint_dir = RangeOf(*r, "dir", RangeOf(job, "checkpoint", at.gpus));
   at.encrypt = RangeOf(*r, "encrypt", at.checkpoint_dir);
+  at.checkpoint_keep = RangeOf(*r, "keep", at.checkpoint_dir);
 }
 
 // Optimizer steps from whichever of steps / tokens / epochs the job sets.

@@ -147,7 +147,7 @@ struct SpecRanges {
   llvm::SMRange dataset_decl, dataset_source, dataset_tokens, format, stage_to;
   llvm::SMRange gpu_decl;
   llvm::SMRange hot_decl, hot_capacity, checkpoint_dir, topology;
-  llvm::SMRange encrypt, init;
+  llvm::SMRange encrypt, checkpoint_keep, init;
   // validation.data as written, and the held-out dataset's fields
   llvm::SMRange validation_data, validation_source, validation_format, validation_stage_to;
 };

@@ -225,6 +225,8 @@ struct Deployment {
   // beside plan.json.
   check::TrainerKind trainer = check::TrainerKind::Avf;
   std::string trainer_config_name, trainer_config;
+  // The Python files its pods run beside the configuration (name, text).
+  std::vector<std::pair<std::string, std::string>> trainer_files;
   std::vector<EnvVar> env;      // NCCL and aviflow settings
   std::vector<Volume> volumes;  // of the training pods
   std::vector<Claim> claims;

@@ -44,6 +44,7 @@ void AddFiles(const Options& o, const deploy::Deployment& d, std::vector<OutputF
   add("plan.json", d.plan_json);
   if (d.target == deploy::Target::Slurm && !d.trainer_config_name.empty()) {
     add(d.trainer_config_name.c_str(), d.trainer_config);
+    for (const auto& [name, text] : d.trainer_files) add(name.c_str(), text);
   }
   if (d.target == deploy::Target::Slurm) {
     add("slurm.sbatch", emit::SlurmScript(d));

@@ -25,6 +25,10 @@ void WriteConfigMap(YamlWriter& y, const Deployment& d) {
         y.Key(d.trainer_config_name);
         y.Text(d.trainer_config);
       }
+      for (const auto& [name, text] : d.trainer_files) {
+        y.Key(name);
+        y.Text(text);
+      }
     });
   });
 }

@@ -143,11 +143,13 @@ auto Under(const std::string& dir, std::string_view name) -> std::string {
   return dir + "/" + std::string(name);
 }
 
-// pretrain_gpt.py reads indexed .bin/.idx files; the prefix is what
-// preprocess_data.py writes for `--output-prefix DIR/megatron`. All of it
-// trains (Megatron-LM's default split holds 3.1% back).
+// pretrain_gpt.py reads indexed datasets: the view of the shards that
+// avf_megatron_data.py writes on each node, every shard weighted by its
+// tokens. All of it trains (Megatron-LM's default split holds 3.1% back).
+// An empty cache folder makes every rank build its sample indices.
 void Data(Words& out, const deploy::TrainerPaths& paths) {
-  Flag(out, "--data-path", Under(paths.data_dir, "megatron_text_document"));
+  Flag(out, "--data-args-path", Under(paths.megatron_view_dir, "data_args"));
+  Flag(out, "--data-cache-path", paths.megatron_cache_dir);
   Flag(out, "--split", "100,0,0");
 }
 

@@ -122,7 +122,7 @@ void WriteTraining(Toml& t, const plan::Plan& plan, const deploy::TrainerPaths& 
   const check::JobSpec& job = Job(plan);
   const cost::Layout& l = Layout(plan);
   t.Table("training");
-  t.Comment("a reader of aviflowc's token shards the image registers under this name (docs/trainers.md)");
+  t.Comment("aviflowc's token shards, read by avf_token_shards.py from the plan's ConfigMap (docs/trainers.md)");
   t.Key("dataset", trainers::kTorchtitanDataset);
   t.Key("dataset_path", paths.data_dir);
   if (l.pipeline > 1) {
@@ -268,7 +268,7 @@ void WriteTorchtitanToml(const plan::Plan& plan, const deploy::TrainerPaths& pat
   WriteCompile(t, plan);
   WriteCheckpoint(t, plan, paths);
   t.Table("experimental");
-  t.Comment("the image's module that reads the token shards (docs/trainers.md)");
+  t.Comment("registers the llama3 train spec with a reader of the token shards (avf_token_shards.py)");
   t.Key("custom_import", trainers::kTorchtitanShardModule);
 }
 

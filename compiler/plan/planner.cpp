@@ -260,7 +260,7 @@ auto LimitRange(const check::JobSpec& job, const std::string& field) -> std::pai
   if (field == "validation") return {job.at.validation_data, false};
   if (field == "init") return {job.at.init, false};
   if (field == "stage_to") return {job.at.stage_to, false};
-  if (field == "keep") return {job.at.checkpoint_dir, false};
+  if (field == "keep") return {job.at.checkpoint_keep, false};
   return {job.trainer.kind_range, false};
 }
 

@@ -62,11 +62,6 @@ auto MegatronJobLimit(const check::JobSpec& job) -> std::optional<Limit> {
     return Limit{"optimizer", "a job without a learning rate", "Megatron-LM has no default --lr",
                  "optimizer { lr = 3e-4 }"};
   }
-  if (job.dataset.stage_to) {
-    return Limit{"stage_to", "staged data",
-                 "the stage-in copies token shards, and Megatron-LM reads its own indexed .bin/.idx files in place",
-                 ""};
-  }
   if (job.init) {
     return Limit{"init", "`init` weights in the Hugging Face layout",
                  "--pretrained-checkpoint reads a Megatron-LM checkpoint, not a transformers folder", ""};

@@ -177,7 +177,8 @@ auto Gpt2Plan() -> plan::Plan {
 }
 
 TEST(MegatronArguments, Llama) {
-  deploy::TrainerPaths paths{"/data/docs", "/ckpt/pretrain", "", "/out"};
+  deploy::TrainerPaths paths{"/data/docs", "/ckpt/pretrain", "",
+                             "/out",       "/tmp/view",      "/ckpt/pretrain/run/megatron_cache"};
   Words expected{"--num-layers",
                  "32",
                  "--hidden-size",
@@ -247,8 +248,10 @@ TEST(MegatronArguments, Llama) {
                  "--save-interval",
                  "500",
                  "--async-save",
-                 "--data-path",
-                 "/data/docs/megatron_text_document",
+                 "--data-args-path",
+                 "/tmp/view/data_args",
+                 "--data-cache-path",
+                 "/ckpt/pretrain/run/megatron_cache",
                  "--split",
                  "100,0,0",
                  "--tokenizer-type",
@@ -262,7 +265,7 @@ TEST(MegatronArguments, Llama) {
 
 TEST(MegatronArguments, Gpt2) {
   // A Megatron-LM job has no `init` (trainers::JobLimit): the folder is not read.
-  deploy::TrainerPaths paths{"/mnt/hot/toy/", "/ckpt/gpt2", "/init/gpt2", "/out"};
+  deploy::TrainerPaths paths{"/mnt/hot/toy/", "/ckpt/gpt2", "/init/gpt2", "/out", "/tmp/view/", ""};
   Words expected{"--num-layers",
                  "12",
                  "--hidden-size",
@@ -325,8 +328,10 @@ TEST(MegatronArguments, Gpt2) {
                  "/ckpt/gpt2",
                  "--save-interval",
                  "257",
-                 "--data-path",
-                 "/mnt/hot/toy/megatron_text_document",
+                 "--data-args-path",
+                 "/tmp/view/data_args",
+                 "--data-cache-path",
+                 "",
                  "--split",
                  "100,0,0",
                  "--tokenizer-type",

@@ -1,0 +1,2 @@
+class IterableDataset:
+    """Double: a dataset that is iterated."""
