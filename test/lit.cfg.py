@@ -71,3 +71,10 @@ except OSError:
 # (test/run/Inputs/hf_reference.py).
 if subprocess.run([config.python_executable, "-c", "import numpy"], capture_output=True).returncode == 0:
     config.available_features.add("numpy")
+
+# `promtool`: Prometheus's rule checker is on the PATH (test/monitoring checks
+# and unit-tests the emitted alerts with it); `prometheus`: the server itself,
+# for the end-to-end scrape of a running avf-run.
+for tool in ("promtool", "prometheus"):
+    if shutil.which(tool, path=config.environment["PATH"]):
+        config.available_features.add(tool)

@@ -25,6 +25,7 @@ import sys
 # of a lower layer. kernels/ (top level) is a runtime folder too.
 RUNTIME_LAYERS = {
     "runtime/io": 1,           # opening input files: regular files only, never blocking
+    "runtime/exposition": 1,   # Prometheus's text format and the /metrics endpoint (civetweb)
     "runtime/rendezvous": 1,   # the rank-0 key/value store
     "runtime/plan_format": 0,  # the plan.json and launch contract, shared with the compiler
     "runtime/numeric": 0,      # number formats (bf16), header-only

@@ -12,6 +12,8 @@ packages=(
   clang-14 libclang-rt-14-dev clang-format-14
   cmake ninja-build g++ python3 python3-jsonschema python3-numpy git
   libopenblas-dev libdnnl-dev ocl-icd-opencl-dev
+  libmicrohttpd-dev pkg-config
+  prometheus slurm-wlm munge
 )
 
 missing=()

@@ -375,6 +375,20 @@ void ReadDeployJob(const Decl& job, DeploySpec& d) {
   }
 }
 
+void ReadMonitoring(const Decl& job, MonitoringSpec& m) {
+  m.port_range = job.name_range;
+  const RecordValue* r = Sub(job.fields, "monitoring");
+  if (!r) return;
+  m.port = Integer(*r, "port").value_or(m.port);
+  m.port_range = RangeOf(*r, "port", RangeOf(job.fields, "monitoring", job.name_range));
+  m.alerts = Flag(*r, "alerts");
+  m.dashboard = Flag(*r, "dashboard");
+  m.stall_factor = Number(*r, "stall_factor").value_or(m.stall_factor);
+  m.mfu_fraction = Number(*r, "mfu_fraction").value_or(m.mfu_fraction);
+  m.mfu_for = Number(*r, "mfu_for").value_or(m.mfu_for);
+  m.checkpoint_factor = Number(*r, "checkpoint_factor").value_or(m.checkpoint_factor);
+}
+
 void ReadTrainer(const Decl& job, TrainerSpec& t) {
   const RecordValue* r = Sub(job.fields, "trainer");
   t.kind_range = job.name_range;
@@ -422,6 +436,7 @@ auto ExtractJob(const Program& p, const Decl& job) -> JobSpec {
   spec.target = FromName(Text(f, "target"), kTargets);
   ReadTrainer(job, spec.trainer);
   ReadDeployJob(job, spec.deploy);
+  ReadMonitoring(job, spec.deploy.monitoring);
   return spec;
 }
 

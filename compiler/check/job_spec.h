@@ -159,6 +159,19 @@ struct Written {
   llvm::SMRange range;
 };
 
+// `monitoring { ... }`: avf-run's Prometheus endpoint and the job's alerts.
+// The thresholds are the plan's predictions times these factors.
+struct MonitoringSpec {
+  int64_t port = 9400;  // local rank i serves on port + i
+  llvm::SMRange port_range;
+  bool alerts = true;
+  bool dashboard = false;
+  double stall_factor = 10;
+  double mfu_fraction = 0.5;
+  double mfu_for = 1800;  // seconds
+  double checkpoint_factor = 3;
+};
+
 // What the manifests need beyond the plan: scheduling, pod resources, NCCL
 // and fabric settings, staging. Read here so that deploy/ sees no sema.
 struct DeploySpec {
@@ -187,6 +200,7 @@ struct DeploySpec {
   std::optional<double> deadline;  // seconds
   llvm::SMRange deadline_range;
   Written image, tools_image, k8s_namespace, queue, priority;
+  MonitoringSpec monitoring;
 };
 
 // `trainer { kind; version; entry }`: the program the training pods run.

@@ -189,6 +189,30 @@ struct SecurityProfile {
   std::optional<int64_t> fs_group;
 };
 
+// avf-run's Prometheus endpoint and what watches it (emit/monitoring.cpp):
+// local rank i of a pod (a Slurm node) serves on `port` + i, and each alert
+// threshold is the plan's prediction times the job's factor, in seconds.
+struct Monitoring {
+  int port = 9400;
+  int64_t ports = 1;            // one per rank of a node
+  std::string address_env;      // Kubernetes: the pod's IP, for --metrics-address
+  int64_t scrape_seconds = 15;  // the PodMonitor's interval
+  bool alerts = true;           // the PrometheusRule
+  bool dashboard = false;       // the Grafana dashboard's ConfigMap
+  int64_t stall_seconds = 0;    // no step finished (also the data position's window)
+  double mfu_below = 0;         // avf_mfu_ratio under this for `mfu_seconds`
+  double mfu_predicted = 0;
+  int64_t mfu_seconds = 0;
+  int64_t checkpoint_seconds = 0;  // no commit for this long; 0 when the job writes none on the way
+  int64_t restart_window_seconds = 3600;
+  // What the thresholds come from, for the alerts' texts.
+  double step_seconds = 0;         // predicted
+  double write_seconds = 0;        // one checkpoint's predicted write, in stall_ and checkpoint_seconds
+  double checkpoint_interval = 0;  // predicted seconds between two checkpoints
+  double stall_factor = 10, checkpoint_factor = 3;
+  auto port_name(int64_t local_rank) const -> std::string { return "metrics-" + std::to_string(local_rank); }
+};
+
 // The folder in the checkpoint folder where avf-run writes metrics.jsonl and
 // its memory reports (--run-dir).
 inline constexpr std::string_view kRunFolder = "run";
@@ -236,6 +260,8 @@ struct Deployment {
   std::optional<Staging> staging;
   std::optional<Export> export_checkpoints;
   std::optional<CheckpointKey> checkpoint_key;
+  // Only avf-run serves metrics: none for another trainer.
+  std::optional<Monitoring> monitoring;
   JobToken token;
   // The site's needs (job.pod, cluster.pod_networks).
   std::vector<std::string> image_pull_secrets;

@@ -455,6 +455,7 @@ auto Lower(const plan::Plan& plan, const LowerOptions& options, diag::Diagnostic
   LowerStorage(c);
   LowerToken(c);
   LowerCommand(c);
+  LowerMonitoring(c);
   LowerSiteNeeds(c);
   if (diags.error_count() > errors || c.repeated_error) return std::nullopt;
   return out;

@@ -42,6 +42,11 @@ void LowerStorage(LowerContext& c);
 // and resources are lowered.
 void LowerSiteNeeds(LowerContext& c);
 
+// avf-run's metrics endpoint (its flags, the pod's IP) and the alerts'
+// thresholds, for a job that runs avf-run (lower_monitoring.cpp); after the
+// command is lowered, before the site's environment.
+void LowerMonitoring(LowerContext& c);
+
 // The training pods' command for torchtitan or Megatron-LM in place of
 // avf-run's, and the name of its configuration file (lower_trainer.cpp);
 // after the avf-run command is lowered (the trainer paths).

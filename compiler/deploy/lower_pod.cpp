@@ -72,6 +72,8 @@ void LowerEnv(LowerContext& c) {
                           ? "it is written `NAME=value`, NAME of letters, digits and `_`"
                       : plan_format::IsLaunchVariable(kv.key) || kv.key == o.token.env
                           ? "avf-run reads it to find its rank and the rendezvous; aviflowc sets it"
+                      : o.monitoring && kv.key == o.monitoring->address_env
+                          ? "avf-run serves its metrics on this address, the pod's IP; aviflowc sets it"
                           : "";
     if (why.empty() && std::find(seen.begin(), seen.end(), kv.key) != seen.end()) why = "it is set twice";
     if (!why.empty()) {

@@ -153,10 +153,19 @@ auto WaitForNodes(int nodes) -> int {
   return status_out;
 }
 
+// Node `n`'s avf-run: its ranks serve metrics from metrics_port + its first
+// rank (avf-run adds the local rank).
+auto NodeArgs(std::vector<std::string> args, int64_t n, NodeShape shape, int metrics_port) -> std::vector<std::string> {
+  if (metrics_port == 0) return args;
+  args.insert(args.end(), {"--metrics-port", std::to_string(metrics_port + n * shape.ranks_per_node)});
+  return args;
+}
+
 // Starts one avf-run per node of the plan (each the node's launcher, which
 // starts and supervises that node's ranks), passes SIGTERM and SIGINT on to
 // them, and returns their status.
-auto LaunchNodes(const std::vector<std::string>& args, NodeShape shape, diag::DiagnosticEngine& diags) -> int {
+auto LaunchNodes(const std::vector<std::string>& args, NodeShape shape, int metrics_port, diag::DiagnosticEngine& diags)
+    -> int {
   if (shape.nodes > pf::kMaxChildren) {
     diags.Report(diag::DiagId::CannotRunRuntime, {}, args[0],
                  fmt::format("the plan has {} nodes; a local run starts at most {}", shape.nodes, pf::kMaxChildren));
@@ -167,7 +176,8 @@ auto LaunchNodes(const std::vector<std::string>& args, NodeShape shape, diag::Di
   pf::ForwardStopSignals();
   for (int64_t n = 0; n < shape.nodes; ++n) {
     std::string error;
-    if (pf::SpawnChild(static_cast<int>(n), args, NodeEnvironment(n, shape, port, token), error) < 0) {
+    if (pf::SpawnChild(static_cast<int>(n), NodeArgs(args, n, shape, metrics_port),
+                       NodeEnvironment(n, shape, port, token), error) < 0) {
       pf::ForwardSignal(SIGTERM);
       WaitForNodes(static_cast<int>(n));
       diags.Report(diag::DiagId::CannotRunRuntime, {}, args[0], error.empty() ? "it did not start" : error);
@@ -246,7 +256,7 @@ auto RunLocal(const Options& o, const plan::Plan& plan, diag::DiagnosticEngine& 
   stream.flush();
   if (!WriteOutputFiles({{dir + "/plan.json", json}}, diags)) return -1;
   llvm::outs().flush();
-  return LaunchNodes(AvfRunArgs(o, job, dir), ShapeOf(plan), diags);
+  return LaunchNodes(AvfRunArgs(o, job, dir), ShapeOf(plan), o.metrics_port, diags);
 }
 
 }  // namespace avf::driver

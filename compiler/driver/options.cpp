@@ -19,10 +19,11 @@ constexpr const char* kDescription =
     "aviflowc compiles .avf training-job descriptions: it checks a job against its\n"
     "cluster before anything is scheduled.\n\n"
     "  aviflowc FILE.avf [-o DIR]        compile every job: DIR/<job>/plan.json, workflow.yaml, job.yaml,\n"
-    "                                    plan-configmap.yaml, rbac.yaml (or slurm.sbatch)\n"
+    "                                    plan-configmap.yaml, rbac.yaml, monitoring.yaml (or slurm.sbatch)\n"
     "  aviflowc check FILE.avf           parse and check, write nothing\n"
     "  aviflowc plan FILE.avf            the chosen layout, predictions and the best alternatives\n"
-    "  aviflowc emit KIND FILE.avf       one artifact to standard output: plan, argo, k8s, slurm or trainer\n"
+    "  aviflowc emit KIND FILE.avf       one artifact to standard output: plan, argo, k8s, slurm, trainer or\n"
+    "                                    monitoring\n"
     "  aviflowc run FILE.avf --local     compile, then train the job here with avf-run (CPU)\n"
     "  aviflowc --dump=KIND FILE.avf     print a phase's result: tokens, ast or sema\n\n"
     "Exit status: 0 success (warnings allowed), 1 the input has errors, 2 usage or I/O errors.";
@@ -96,9 +97,13 @@ void ApplySpellings(const Spellings& s, Options& o) {
   o.color = colors.at(s.color);
   o.format = s.format == "json" ? DiagnosticsFormat::Json : DiagnosticsFormat::Text;
   o.plan_format = s.plan_format == "json" ? PlanFormat::Json : PlanFormat::Table;
-  static const std::map<std::string, EmitKind> emits{{"", EmitKind::Plan},       {"plan", EmitKind::Plan},
-                                                     {"argo", EmitKind::Argo},   {"k8s", EmitKind::K8s},
-                                                     {"slurm", EmitKind::Slurm}, {"trainer", EmitKind::Trainer}};
+  static const std::map<std::string, EmitKind> emits{{"", EmitKind::Plan},
+                                                     {"plan", EmitKind::Plan},
+                                                     {"argo", EmitKind::Argo},
+                                                     {"k8s", EmitKind::K8s},
+                                                     {"slurm", EmitKind::Slurm},
+                                                     {"trainer", EmitKind::Trainer},
+                                                     {"monitoring", EmitKind::Monitoring}};
   o.emit = emits.at(s.emit);
 }
 
@@ -127,9 +132,11 @@ auto ParseCommandLine(int argc, const char* const* argv) -> ParsedCommandLine {
       ->check(CLI::IsMember({"table", "json"}))
       ->type_name("FORMAT");
   CLI::App* emit = AddFileCommand(app, "emit", "Write one artifact of one job to standard output");
-  emit->add_option("kind", spellings.emit, "argo, k8s, plan, slurm or trainer (the trainer's own configuration)")
+  emit->add_option("kind", spellings.emit,
+                   "argo, k8s, plan, slurm, trainer (the trainer's own configuration) or monitoring (the PodMonitor "
+                   "and alerts)")
       ->required()
-      ->check(CLI::IsMember({"argo", "k8s", "plan", "slurm", "trainer"}))
+      ->check(CLI::IsMember({"argo", "k8s", "plan", "slurm", "trainer", "monitoring"}))
       ->type_name("KIND");
   emit->add_option("file", o.input, "The .avf file")->required()->type_name("FILE.avf");
   CLI::App* run = AddFileCommand(app, "run", "Compile FILE.avf, then execute its plan on this machine (--local)");
@@ -148,6 +155,10 @@ auto ParseCommandLine(int argc, const char* const* argv) -> ParsedCommandLine {
                   "The key of a job with `checkpoint { encrypt = secret(...) }`: 32 raw bytes or 64 hex digits, as "
                   "`openssl rand -hex 32` writes it")
       ->type_name("FILE");
+  run->add_option("--metrics-port", o.metrics_port,
+                  "Rank R serves Prometheus metrics at http://127.0.0.1:PORT+R/metrics (default: none)")
+      ->check(CLI::Range(1, 65535))
+      ->type_name("PORT");
   std::map<std::string, std::string> forwarded;
   AddForwardedRunOptions(*run, forwarded);
   app.require_subcommand(0, 1);

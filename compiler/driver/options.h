@@ -13,7 +13,7 @@ namespace avf::driver {
 
 enum class Command { Check, Plan, Emit, Compile, Run };
 enum class PlanFormat { Table, Json };
-enum class EmitKind { Plan, Argo, K8s, Slurm, Trainer };
+enum class EmitKind { Plan, Argo, K8s, Slurm, Trainer, Monitoring };
 enum class Dump { None, Tokens, Ast, Sema };
 enum class ColorMode { Auto, Always, Never };
 enum class DiagnosticsFormat { Text, Json };
@@ -41,6 +41,9 @@ struct Options {
   // `run --local --checkpoint-key-file`: the key of a job whose checkpoints
   // are encrypted (a local run reads no Kubernetes Secret); passed to avf-run.
   std::string checkpoint_key_file;
+  // `run --local --metrics-port P`: rank r serves Prometheus metrics on
+  // 127.0.0.1:P+r (each node launcher gets its first rank's port); 0: none.
+  int metrics_port = 0;
   // `run --local` options passed on to avf-run as given, once checked:
   // {"--seed", "7"}, {"--peer-timeout", "30"}, {"--join-timeout", "60"}.
   std::vector<std::pair<std::string, std::string>> forwarded;

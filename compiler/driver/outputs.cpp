@@ -54,6 +54,7 @@ void AddFiles(const Options& o, const deploy::Deployment& d, std::vector<OutputF
   add("job.yaml", emit::JobYaml(d));
   add("plan-configmap.yaml", emit::PlanConfigMapYaml(d));
   add("rbac.yaml", emit::RbacYaml(d));
+  if (d.monitoring) add("monitoring.yaml", emit::MonitoringYaml(d));
 }
 
 auto EmitOne(const Options& o, const plan::Plan& plan, const deploy::Deployment& d, diag::DiagnosticEngine& diags)
@@ -68,6 +69,14 @@ auto EmitOne(const Options& o, const plan::Plan& plan, const deploy::Deployment&
         return "";
       }
       return emit::TrainerConfigText(plan, d.trainer_paths);
+    case EmitKind::Monitoring:
+      if (!d.monitoring) {
+        diags
+            .Report(diag::DiagId::NoMonitoring, plan.job.trainer.kind_range, plan.job.name, Name(plan.job.trainer.kind))
+            .Help("the PodMonitor and the alerts read avf-run's metrics; watch another trainer with its own exporter");
+        return "";
+      }
+      return emit::MonitoringYaml(d);
     case EmitKind::Argo: return emit::WorkflowYaml(d, o.template_workflow);
     case EmitKind::K8s: return emit::JobYaml(d);
     case EmitKind::Slurm: return emit::SlurmScript(d);

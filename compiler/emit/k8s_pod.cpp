@@ -29,8 +29,7 @@ void WritePodAffinity(YamlWriter& y, const Deployment& d) {
   auto term = [&] {
     y.MapField("labelSelector", [&] {
       y.MapField("matchLabels", [&] {
-        y.Field(JobLabelKey(), d.name);
-        y.Field(kRoleLabel, kTrainerRole);
+        for (const auto& [k, v] : TrainerPodSelector(d)) y.Field(k, v);
       });
     });
     y.Field("topologyKey", p.leaf_label);
@@ -128,6 +127,14 @@ void WritePodSecurity(YamlWriter& y, const Deployment& d, bool root) {
   });
 }
 
+void WritePort(YamlWriter& y, std::string_view name, int64_t port) {
+  y.Map([&] {
+    y.Field("name", name);
+    y.Field("containerPort", port);
+    y.Field("protocol", "TCP");
+  });
+}
+
 void WriteTrainerContainer(YamlWriter& y, const Deployment& d, const TrainerPod& pod) {
   y.Map([&] {
     y.Field("name", pod.container);
@@ -141,11 +148,12 @@ void WriteTrainerContainer(YamlWriter& y, const Deployment& d, const TrainerPod&
     env.push_back(deploy::EnvVar::FromField("AVF_NODE_NAME", "spec.nodeName"));
     WriteEnv(y, env);
     y.SeqField("ports", [&] {
-      y.Map([&] {
-        y.Field("name", "pytorchjob-port");
-        y.Field("containerPort", int64_t{d.port});
-        y.Field("protocol", "TCP");
-      });
+      WritePort(y, "pytorchjob-port", d.port);
+      if (!d.monitoring) return;
+      // Local rank i's Prometheus endpoint, named for the PodMonitor.
+      for (int64_t i = 0; i < d.monitoring->ports; ++i) {
+        WritePort(y, d.monitoring->port_name(i), d.monitoring->port + i);
+      }
     });
     WriteResources(y, d.resources);
     WriteTrainerSecurity(y, d);
@@ -210,6 +218,10 @@ void WriteInitContainer(YamlWriter& y, const Deployment& d, const TrainerPod& po
 auto NodeNameEnv() -> deploy::EnvVar { return deploy::EnvVar::FromField("NODE_NAME", "spec.nodeName"); }
 
 auto JobLabelKey() -> std::string_view { return "aviflow.dev/job"; }
+
+auto TrainerPodSelector(const Deployment& d) -> std::vector<std::pair<std::string, std::string>> {
+  return {{std::string(JobLabelKey()), d.name}, {std::string(kRoleLabel), std::string(kTrainerRole)}};
+}
 
 void WriteSelectorAndTolerations(YamlWriter& y, const Deployment& d) {
   if (!d.node_selector.empty()) {

@@ -63,5 +63,8 @@ void WriteToolsSecurity(YamlWriter& y, const deploy::Deployment& d);
 
 // The training object's label selector value for pod affinity and cleanup.
 auto JobLabelKey() -> std::string_view;
+// The labels that select exactly this job's training pods (not the
+// workflow's step pods): pod affinity, the PodMonitor.
+auto TrainerPodSelector(const deploy::Deployment& d) -> std::vector<std::pair<std::string, std::string>>;
 
 }  // namespace avf::emit

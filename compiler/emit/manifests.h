@@ -35,6 +35,11 @@ auto PlanConfigMapYaml(const deploy::Deployment& d) -> std::string;
 // rbac.yaml: the workflow's ServiceAccount, Role and RoleBinding.
 auto RbacYaml(const deploy::Deployment& d) -> std::string;
 
+// monitoring.yaml: the PodMonitor of avf-run's metrics ports and the job's
+// alerts (a PrometheusRule), for the Prometheus Operator; "" for a job that
+// does not run avf-run.
+auto MonitoringYaml(const deploy::Deployment& d) -> std::string;
+
 // slurm.sbatch: the same job as a Slurm batch script.
 auto SlurmScript(const deploy::Deployment& d) -> std::string;
 

@@ -169,6 +169,21 @@ auto KeyCheck(const Deployment& d) -> std::string {
       CommandWord(d.checkpoint_key->file));
 }
 
+// Each node's avf-run serves its metrics on the node's own address, looked
+// up inside the srun'ed script, on that node: the first IPv4 address of
+// `hostname -i` (the resolver's) that is not a loopback one, else of
+// `hostname -I` (the interfaces'), else 127.0.0.1; AVF_METRICS_ADDRESS,
+// exported by the submitter, overrides it (0.0.0.0: every interface).
+auto NodeAddressLookup(const Deployment& d) -> std::string {
+  if (!d.monitoring) return "";
+  return "for addr in $(hostname -i 2>/dev/null) $(hostname -I 2>/dev/null) 127.0.0.1; do "
+         "case \"$addr\" in 127.*|*:*) ;; *) break ;; esac; done; ";
+}
+
+auto MetricsAddress(const Deployment& d) -> std::string {
+  return d.monitoring ? " --metrics-address \"${AVF_METRICS_ADDRESS:-$addr}\"" : "";
+}
+
 auto TrainSection(const Deployment& d) -> std::string {
   std::string command;
   for (const std::string& word : d.command) command += (command.empty() ? "" : " ") + CommandWord(word);
@@ -183,10 +198,10 @@ auto TrainSection(const Deployment& d) -> std::string {
       "export PET_NPROC_PER_NODE={}\n"
       "{}"
       "{}"
-      "srun --kill-on-bad-exit=1 sh -c 'PET_NODE_RANK=\"$SLURM_NODEID\" exec \"$0\" \"$@\"' {}\n"
+      "srun --kill-on-bad-exit=1 sh -c '{}PET_NODE_RANK=\"$SLURM_NODEID\" exec \"$0\" \"$@\"{}' {}\n"
       "unset {}\n\n",
       d.trainer == check::TrainerKind::Avf ? "avf-run" : "torchrun", env, d.port, d.nodes, d.procs_per_node,
-      KeyCheck(d), TokenLines(d.token), command, d.token.env);
+      KeyCheck(d), TokenLines(d.token), NodeAddressLookup(d), MetricsAddress(d), command, d.token.env);
 }
 
 // avf-run (on the PATH, as for training) verifies the kept checkpoints, then

@@ -329,6 +329,34 @@ const RecordSchema kTrainer{
         F("entry").String().Doc("torchtitan's module or Megatron-LM's script in the image (default: docs/trainers.md)"),
     }};
 
+const RecordSchema kMonitoring{
+    "monitoring",
+    {
+        F("port").Count().Min(1024).Max(65535).Default(9400).Doc(
+            "avf-run's metrics port of local rank 0; local rank i serves on `port` + i"),
+        F("alerts").Bool().DefaultBool(true).Doc("write the PrometheusRule of the job's alerts"),
+        F("dashboard").Bool().DefaultBool(false).Doc("write a Grafana dashboard as a ConfigMap"),
+        F("stall_factor")
+            .Number()
+            .Min(1)
+            .Max(1000)
+            .DefaultReal(10)
+            .Doc("no step for this many predicted step times (at least 5 minutes) is a stall"),
+        F("mfu_fraction")
+            .Number()
+            .Min(0, true)
+            .Max(1)
+            .DefaultReal(0.5)
+            .Doc("MFU below this fraction of the prediction for `mfu_for` alerts"),
+        F("mfu_for").Time().DefaultReal(1800).Doc("how long MFU stays low before it alerts"),
+        F("checkpoint_factor")
+            .Number()
+            .Min(1)
+            .Max(1000)
+            .DefaultReal(3)
+            .Doc("no commit for this many checkpoint intervals alerts"),
+    }};
+
 const RecordSchema kJob{
     "job",
     {
@@ -369,6 +397,7 @@ const RecordSchema kJob{
         F("resources").Record(kResources),
         F("staging").Record(kStaging),
         F("pod").Record(kPod),
+        F("monitoring").Record(kMonitoring),
     }};
 
 auto FormatNumber(double v) -> std::string { return fmt::format("{}", v); }

@@ -72,11 +72,19 @@ class Engine {
   struct CommSeconds {
     double tensor = 0, pipeline = 0, data = 0;
   };
+  // The same of this rank alone, with the pipeline waits split: `bubble`
+  // is what it waited on its neighbours in the schedule's ramps (before its
+  // first backward, after its last forward), `pipeline` the rest; and the
+  // seconds of the optimizer's update.
+  struct OwnSeconds {
+    double tensor = 0, pipeline = 0, bubble = 0, data = 0, optimizer = 0;
+  };
   struct StepResult {
     double loss = 0;       // the step's mean loss over every data rank's micro-batches
     double grad_norm = 0;  // of the whole model, before clipping
     int stop_signal = 0;   // 0, or the largest stop code a rank asked for (every rank gets the same)
     CommSeconds comm;
+    OwnSeconds own;
   };
   // `micro_batches` are this data rank's (micro_batches_per_step of them,
   // each micro_batch x seq_len); every rank of the data rank passes the same.

@@ -248,10 +248,7 @@ auto TypedEngine<T>::Step(const std::vector<data::Batch>& micro_batches, int sto
   slot_of_.assign(m, -1), backwards_left_.assign(m, shape_.chunks);
   free_slots_.clear();
   for (int64_t s = slots_ - 1; s >= 0; --s) free_slots_.push_back(s);
-  for (size_t i = 0; i < ops_.size(); ++i) {
-    llvm::Error e = ops_[i].kind == OpKind::kForward ? Forward(ops_[i], micro_batches) : Backward(ops_[i], i);
-    if (e) return e;
-  }
+  if (llvm::Error e = RunSchedule(micro_batches)) return e;
   for (auto& link : senders_) {
     AsyncSender* sender = link.second.get();
     if (llvm::Error e = Timed(waited_.pipeline, [&] { return sender->Flush(); })) return e;
@@ -268,8 +265,30 @@ auto TypedEngine<T>::Step(const std::vector<data::Batch>& micro_batches, int sto
   }
   auto result = Agree(step_loss_ / static_cast<double>(m), stop_signal);
   if (!result) return result.takeError();
-  if (llvm::Error e = Update(result->grad_norm)) return e;
+  result->own = {waited_.tensor, waited_.pipeline - bubble_, bubble_, waited_.data, 0};
+  if (llvm::Error e = Timed(result->own.optimizer, [&] { return Update(result->grad_norm); })) return e;
   return *result;
+}
+
+// The step's operations in schedule order; the pipeline waits of the ops
+// before this stage's first backward and after its last forward (the ramps,
+// where a stage waits for its neighbours' first and last micro-batches)
+// count as the bubble.
+template <typename T>
+auto TypedEngine<T>::RunSchedule(const std::vector<data::Batch>& micro_batches) -> llvm::Error {
+  size_t first_backward = ops_.size(), last_forward = 0;
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    if (ops_[i].kind == OpKind::kForward) last_forward = i;
+    else first_backward = std::min(first_backward, i);
+  }
+  bubble_ = 0;
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    double before = waited_.pipeline;
+    llvm::Error e = ops_[i].kind == OpKind::kForward ? Forward(ops_[i], micro_batches) : Backward(ops_[i], i);
+    if (e) return e;
+    if (i < first_backward || i > last_forward) bubble_ += waited_.pipeline - before;
+  }
+  return llvm::Error::success();
 }
 
 // Each micro-batch through this stage's chunks, micro-batches in order: every

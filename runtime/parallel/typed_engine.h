@@ -48,6 +48,7 @@ class TypedEngine final : public Engine {
   auto master_count() const -> int64_t;
   auto InitialSlice(uint64_t seed, const OwnedSlice& slice) -> Buffer<float>;
   void PlanSlots();
+  auto RunSchedule(const std::vector<data::Batch>& micro_batches) -> llvm::Error;
   auto Forward(const PipelineOp& op, const std::vector<data::Batch>& batches) -> llvm::Error;
   auto Backward(const PipelineOp& op, size_t index) -> llvm::Error;
   auto Receive(int64_t from_stage, T* into) -> llvm::Error;
@@ -98,6 +99,7 @@ class TypedEngine final : public Engine {
   std::vector<int64_t> slot_of_, backwards_left_, free_slots_;
   double step_loss_ = 0;
   CommSeconds waited_;  // this rank's, in the step so far
+  double bubble_ = 0;   // of waited_.pipeline, the waits in the schedule's ramps
   int64_t zero_ = 0;
   // ZeRO 2 and 3: this rank's slice of the reduced gradients; at 3, its
   // slice of the parameters in fp32 (`param_slice_`, the master in bf16) and,

@@ -24,6 +24,7 @@
 #include "data/shard_format.h"
 #include "data/shard_writer.h"
 #include "data/tokenizer.h"
+#include "exposition/metrics_server.h"
 #include "parallel/schedule.h"
 #include "plan/check_plan.h"
 #include "plan/identity.h"
@@ -37,6 +38,7 @@
 #include "run/memory_report.h"
 #include "run/preflight.h"
 #include "run/preflight_device.h"
+#include "run/run_report.h"
 #include "run/world.h"
 #include "train/trainer.h"
 
@@ -57,6 +59,10 @@ struct RunFlags {
   bool preflight = false;
   std::string preflight_device;  // gpu or cpu; "" for this build's (as `preflight --device`)
   std::optional<double> min_bus_gbps;
+  // Prometheus metrics (docs/operations.md): local rank i serves on
+  // metrics_port + i; 0 serves none.
+  int metrics_port = 0;
+  std::string metrics_address = "127.0.0.1";
 };
 
 struct PreflightFlags {
@@ -262,6 +268,18 @@ auto StartRank(const std::string& plan_path, const avf::runtime::IdentityFlags& 
   return {.file = std::move(*file), .identity = *identity};
 }
 
+// This rank's metrics endpoint, before it joins the others: a taken port
+// ends the run at once, named.
+auto StartMetrics(const RunFlags& f, const avf::runtime::RankIdentity& id)
+    -> llvm::Expected<std::unique_ptr<avf::exposition::MetricsServer>> {
+  if (f.metrics_port == 0) return nullptr;
+  int port = f.metrics_port + static_cast<int>(id.local_rank);
+  auto server = avf::exposition::MetricsServer::Start(f.metrics_address, port);
+  if (!server) return server.takeError();
+  llvm::outs() << fmt::format("avf-run: rank {} serves metrics at {}\n", id.rank, (*server)->endpoint());
+  return server;
+}
+
 auto Run(const RunFlags& f, const std::vector<std::string>& args) -> int {
   // Node 0's launcher locks the job's folders for its ranks (rank 0 among them).
   Start start = StartRank(f.plan, f.identity, args,
@@ -278,7 +296,11 @@ auto Run(const RunFlags& f, const std::vector<std::string>& args) -> int {
   if (llvm::Error e = identity->rank == 0 ? LockFolders(f) : CreateFolder(f.run_dir)) {
     return Report(std::move(e));
   }
+  auto metrics_server = StartMetrics(f, *identity);
+  if (!metrics_server) return Report(metrics_server.takeError());
   avf::train::TrainOptions o;
+  o.metrics_server = metrics_server->get();
+  o.run_dir = f.run_dir;
   o.data_dir = f.data_dir;
   o.checkpoint_dir = f.checkpoint_dir;
   std::optional<avf::crypto::Key> key;
@@ -352,8 +374,10 @@ auto Run(const RunFlags& f, const std::vector<std::string>& args) -> int {
   if (!result) return Report(result.takeError());
   if (llvm::Error e = avf::run::WriteMemoryReport(f.run_dir, identity->rank, plan, *result))
     return Report(std::move(e));
-  if (identity->rank == 0 && result->last_step > result->first_step)
+  if (identity->rank == 0 && result->last_step > result->first_step) {
     avf::run::PrintMemory(llvm::outs(), 0, plan, *result);
+    avf::run::PrintMeasuredAgainstPredicted(llvm::outs(), plan, *result);
+  }
   return Finish(plan, *result, identity->rank);
 }
 
@@ -493,6 +517,13 @@ auto main(int argc, char** argv) -> int {
       ->check(CLI::IsMember({"latest", "never"}));
   app.add_option("--run-dir", run.run_dir, "Folder for metrics.jsonl (default: .)")->type_name("DIR");
   app.add_option("--metrics", run.metrics, "The metrics file (default: RUN_DIR/metrics.jsonl)")->type_name("FILE");
+  app.add_option("--metrics-port", run.metrics_port,
+                 "Serve Prometheus metrics at http://ADDRESS:PORT+LOCAL_RANK/metrics (default 0: none)")
+      ->type_name("PORT")
+      ->check(CLI::Range(0, 65535));
+  app.add_option("--metrics-address", run.metrics_address,
+                 "The IPv4 address the metrics are served on: the pod's (default 127.0.0.1)")
+      ->type_name("ADDRESS");
   app.add_option("--max-steps", run.max_steps, "Stop after N steps (default: the plan's)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--seed", run.seed, "Seed of the parameter initialisation (default 1234)")->check(Seed());

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include <fmt/format.h>
+#include <llvm/Support/FileSystem.h>
 
 #include "checkpoint/store.h"
 #include "data/batches.h"
@@ -13,7 +14,9 @@
 #include "plan/plan.h"
 #include "train/async_checkpoints.h"
 #include "train/checkpointing.h"
+#include "train/exported_metrics.h"
 #include "train/metrics.h"
+#include "train/run_starts.h"
 #include "train/validation.h"
 
 namespace avf::train {
@@ -60,6 +63,8 @@ struct Loop {
   SavedState snapshot{};  // reused by every synchronous checkpoint
 
   parallel::Engine::CommSeconds comm{};
+  parallel::Engine::OwnSeconds own{};
+  std::unique_ptr<RankExporter> exporter{};
 
   auto OneStep(double& loss, double& norm, int& stop) -> llvm::Error;
   // The seconds training was held by writing this step's checkpoint; it is
@@ -70,6 +75,9 @@ struct Loop {
   auto Commit(int64_t at) -> llvm::Error;
   auto Resume() -> llvm::Error;
   void Report(const StepMetrics& m);
+  // Before the first step: this rank's start, counted in the run folder.
+  auto StartExporting() -> llvm::Error;
+  void Observe(const StepMetrics& m);
 };
 
 auto Loop::OneStep(double& loss, double& norm, int& stop) -> llvm::Error {
@@ -77,7 +85,7 @@ auto Loop::OneStep(double& loss, double& norm, int& stop) -> llvm::Error {
   if (llvm::Error e = loader->Load(step, plan.layout.micro_batch, batches)) return e;
   auto result = engine->Step(batches, options.stop_signal ? options.stop_signal->load() : 0);
   if (!result) return result.takeError();
-  loss = result->loss, norm = result->grad_norm, stop = result->stop_signal, comm = result->comm;
+  loss = result->loss, norm = result->grad_norm, stop = result->stop_signal, comm = result->comm, own = result->own;
   if (!std::isfinite(loss) || !std::isfinite(norm)) {
     return Fail(
         fmt::format("step {}: the loss or the gradient is not finite (loss {}, gradient norm {}); lower the "
@@ -89,6 +97,7 @@ auto Loop::OneStep(double& loss, double& norm, int& stop) -> llvm::Error {
 
 auto Loop::Commit(int64_t at) -> llvm::Error {
   if (llvm::Error e = CommitCheckpoint(checkpoints, at)) return e;
+  exporter->Committed(UnixNow());
   std::optional<int64_t> keep = plan.checkpoint ? plan.checkpoint->keep : std::nullopt;
   return keep ? checkpoint::Prune(options.checkpoint_dir, *keep) : llvm::Error::success();
 }
@@ -96,6 +105,7 @@ auto Loop::Commit(int64_t at) -> llvm::Error {
 auto Loop::Checkpoint(bool last) -> llvm::Expected<double> {
   Clock::time_point start = Clock::now();
   last_checkpoint = start;
+  exporter->CheckpointStarted(UnixNow());
   if (async) return async->Start(step);
   if (llvm::Error e = SaveCheckpoint(checkpoints, *engine, step, snapshot)) return e;
   // Every rank's file is written before rank 0 commits the step.
@@ -115,6 +125,31 @@ auto Loop::Resume() -> llvm::Error {
   if (!resumed) return resumed.takeError();
   if (*resumed) step = **resumed;
   return llvm::Error::success();
+}
+
+auto Loop::StartExporting() -> llvm::Error {
+  int64_t restarts = 0;
+  if (!options.run_dir.empty()) {
+    llvm::Expected<int64_t> before = RecordStart(options.run_dir, options.rank, step, UnixNow());
+    if (!before) return before.takeError();
+    restarts = *before;
+  }
+  // The resumed checkpoint's commit: when its COMMITTED file was written.
+  double committed = 0;
+  llvm::sys::fs::file_status status;
+  std::string marker = checkpoint::StepDir(options.checkpoint_dir, step) + "/COMMITTED";
+  if (step > 0 && !llvm::sys::fs::status(marker, status)) {
+    committed = std::chrono::duration<double>(status.getLastModificationTime().time_since_epoch()).count();
+  }
+  exporter->Started(step, restarts, committed);
+  exporter->Publish();
+  return llvm::Error::success();
+}
+
+void Loop::Observe(const StepMetrics& m) {
+  const data::SequenceOrder& order = loader->order();
+  exporter->Stepped(m, own, engine->Memory(), order.epoch(step), order.first_sequence(step));
+  exporter->Publish();
 }
 
 void Loop::Report(const StepMetrics& m) {
@@ -186,6 +221,7 @@ auto Run(Loop& loop, TrainResult& result) -> llvm::Error {
     if (loop.metrics) {
       if (llvm::Error e = loop.metrics->Append(m)) return e;
     }
+    loop.Observe(m);
     if (result.checkpointed) {
       if (llvm::Error e = loop.Seal(last)) return e;
     }
@@ -267,10 +303,13 @@ auto Train(const parallel::RunnablePlan& runnable, const TrainOptions& options, 
     }
     loop.metrics.emplace(std::move(*metrics));
   }
+  loop.exporter = std::make_unique<RankExporter>(plan, options.rank, options.metrics_server);
+  if (llvm::Error e = loop.StartExporting()) return e;
   TrainResult result;
   if (llvm::Error e = Run(loop, result)) return e;
   result.stage = loop.engine->stage();
   result.memory = loop.engine->Memory();
+  result.totals = loop.exporter->totals();
   return result;
 }
 

@@ -15,6 +15,11 @@
 #include "crypto/key_file.h"
 #include "parallel/engine.h"
 #include "parallel/runnable.h"
+#include "train/exported_metrics.h"
+
+namespace avf::exposition {
+class MetricsServer;
+}
 
 namespace avf::train {
 
@@ -24,9 +29,12 @@ struct TrainOptions {
   std::string plan_sha256;                      // of plan.json, recorded in the checkpoints
   const crypto::Key* checkpoint_key = nullptr;  // seals the checkpoints' data files
   bool resume = false;                          // from the newest committed checkpoint, if any
-  std::string init_dir;         // pretrained weights (transformers layout), when no checkpoint is resumed
-  std::string validation_dir;   // the shards of the plan's validation dataset
-  std::string metrics_path;     // JSON lines, one per step
+  std::string init_dir;        // pretrained weights (transformers layout), when no checkpoint is resumed
+  std::string validation_dir;  // the shards of the plan's validation dataset
+  std::string metrics_path;    // JSON lines, one per step
+  std::string run_dir;         // each rank's starts are recorded here (run_starts.h); "": not recorded
+  // Where this rank's Prometheus metrics are served (exported_metrics.h); null: not served.
+  exposition::MetricsServer* metrics_server = nullptr;
   uint64_t seed = 1234;         // parameter initialisation
   int64_t max_steps = 0;        // stop after this many steps (0: the plan's)
   bool terminal = false;        // redraw one progress line instead of printing lines
@@ -49,6 +57,7 @@ struct TrainResult {
   bool checkpointed = false;           // the last step wrote a checkpoint (committed after its metrics line)
   int64_t stage = 0;                   // this rank's pipeline stage
   parallel::Engine::MemoryUse memory;  // what this rank held
+  RunTotals totals;                    // this rank's sums over the steps of this run
 };
 
 // `options.world` is the plan's world (null for a one-rank plan) and

@@ -48,6 +48,7 @@ void EmitAll(const avf::plan::Plan& plan, avf::diag::DiagnosticEngine& diags) {
     }
     bytes += avf::emit::WorkflowYaml(*d, false).size() + avf::emit::WorkflowYaml(*d, true).size();
     bytes += avf::emit::JobYaml(*d).size() + avf::emit::PlanConfigMapYaml(*d).size() + avf::emit::RbacYaml(*d).size();
+    bytes += avf::emit::MonitoringYaml(*d).size();
     if (bytes == 0) __builtin_trap();  // every artifact has at least its header
   }
 }
