@@ -232,7 +232,7 @@ auto TypedEngine<T>::Agree(double loss, int stop_signal) -> llvm::Expected<StepR
     if (shared[kStops + code] > 0) agreed = code;
   }
   CommSeconds mean{shared[2] / ranks, shared[3] / ranks, shared[4] / ranks};
-  return StepResult{shared[1], std::sqrt(static_cast<double>(shared[0])), agreed, mean};
+  return StepResult{shared[1], std::sqrt(static_cast<double>(shared[0])), agreed, mean, {}};
 }
 
 template <typename T>

@@ -346,7 +346,7 @@ TEST(MegatronArguments, Gpt2) {
 TEST(MegatronArguments, ZeroTwoShardsGradientsNotParameters) {
   plan::Plan p = Gpt2Plan();
   p.chosen.layout.zero = 2;
-  Words words = emit::MegatronArguments(p, deploy::TrainerPaths{"/d", "", "", ""});
+  Words words = emit::MegatronArguments(p, deploy::TrainerPaths{"/d", "", "", "", "", ""});
   auto at = std::find(words.begin(), words.end(), "--data-parallel-sharding-strategy");
   ASSERT_NE(at, words.end());
   EXPECT_EQ(*(at + 1), "optim_grads");
@@ -358,7 +358,7 @@ TEST(MegatronArguments, ZeroTwoShardsGradientsNotParameters) {
 TEST(MegatronArguments, CheckpointWithoutIntervalSavesTheLastStep) {
   plan::Plan p = Gpt2Plan();
   p.job.checkpoint.every_seconds.reset();
-  Words words = emit::MegatronArguments(p, deploy::TrainerPaths{"/d", "/c", "", ""});
+  Words words = emit::MegatronArguments(p, deploy::TrainerPaths{"/d", "/c", "", "", "", ""});
   auto at = std::find(words.begin(), words.end(), "--save-interval");
   ASSERT_NE(at, words.end());
   EXPECT_EQ(*(at + 1), "300");
@@ -369,7 +369,7 @@ TEST(MegatronArguments, EveryFlagIsOneOfThePinnedRelease) {
   EXPECT_TRUE(IsMegatronFlag("--persistent-save-interval"));  // an alias
   EXPECT_FALSE(IsMegatronFlag("--num-layer"));
   EXPECT_FALSE(IsMegatronFlag("--zero-stage"));
-  deploy::TrainerPaths paths{"/data", "/ckpt", "/init", "/out"};
+  deploy::TrainerPaths paths{"/data", "/ckpt", "/init", "/out", "", ""};
   std::vector<plan::Plan> plans{LlamaPlan(), Gpt2Plan()};
   plan::Plan fp16 = LlamaPlan();
   fp16.job.workload.precision = cost::Precision::Fp16;
@@ -416,7 +416,7 @@ TEST(MegatronArguments, LayoutReproducesOurSplit) {
     p.chosen.layout.pipeline = c.pipeline;
     p.chosen.layout.virtual_stages = c.chunks_per_stage;
     p.chosen.layout.schedule = c.chunks_per_stage > 1 ? cost::Schedule::Interleaved : cost::Schedule::OneFOneB;
-    Words words = emit::MegatronArguments(p, deploy::TrainerPaths{"/d", "", "", ""});
+    Words words = emit::MegatronArguments(p, deploy::TrainerPaths{"/d", "", "", "", "", ""});
     auto at = std::find(words.begin(), words.end(), "--pipeline-model-parallel-layout");
     ASSERT_NE(at, words.end()) << c.layers << " on " << c.pipeline << " x " << c.chunks_per_stage;
     std::string layout = *(at + 1);
@@ -429,7 +429,7 @@ TEST(MegatronArguments, LayoutReproducesOurSplit) {
   p.job.workload.model.layers = 126;
   p.chosen.layout.pipeline = 16;
   p.chosen.layout.schedule = cost::Schedule::OneFOneB;
-  Words words = emit::MegatronArguments(p, deploy::TrainerPaths{"/d", "", "", ""});
+  Words words = emit::MegatronArguments(p, deploy::TrainerPaths{"/d", "", "", "", "", ""});
   auto at = std::find(words.begin(), words.end(), "--pipeline-model-parallel-layout");
   ASSERT_NE(at, words.end());
   EXPECT_EQ(*(at + 1), "Et*7|t*8|t*8|t*8|t*8|t*8|t*8|t*8|t*8|t*8|t*8|t*8|t*8|t*8|t*8|t*7L");

@@ -216,7 +216,7 @@ TEST(TorchtitanToml, EveryKeyIsOneTheReleaseAccepts) {
   l.schedule = cost::Schedule::Interleaved;
   l.micro_batch = 2;
   l.recompute = cost::Recompute::Selective;
-  deploy::TrainerPaths paths{"/data/docs", "/ckpt/tt", "/models/llama3-8b-hf", "/out/tt"};
+  deploy::TrainerPaths paths{"/data/docs", "/ckpt/tt", "/models/llama3-8b-hf", "/out/tt", "", ""};
   std::string toml = Toml(PlanFor(l, Llama3_8B()), paths);
   std::vector<std::string> keys = KeysOf(toml);
   EXPECT_GT(keys.size(), 30u) << toml;
@@ -237,7 +237,7 @@ TEST(TorchtitanToml, ReplicatedWithoutCheckpointsOrPipeline) {
   cost::Layout l;
   l.data = 64;
   l.micro_batch = 2;
-  deploy::TrainerPaths paths{"/data/docs", "", "", "/out/tt"};
+  deploy::TrainerPaths paths{"/data/docs", "", "", "/out/tt", "", ""};
   plan::Plan p = PlanFor(l, DebugModel());
   p.job.optimizer = {};
   p.job.optimizer.schedule = check::LrSchedule::Constant;
