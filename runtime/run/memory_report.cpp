@@ -14,14 +14,14 @@ auto PeakRssBytes() -> int64_t {
   return getrusage(RUSAGE_SELF, &u) == 0 ? static_cast<int64_t>(u.ru_maxrss) * 1024 : -1;
 }
 
-auto Size(double bytes) -> std::string {
+}  // namespace
+
+auto ByteSize(double bytes) -> std::string {
   const char* units[] = {"B", "KB", "MB", "GB", "TB"};
   int u = 0;
   while (bytes >= 1000 && u < 4) bytes /= 1000, ++u;
   return u == 0 ? fmt::format("{:.0f} {}", bytes, units[u]) : fmt::format("{:.3g} {}", bytes, units[u]);
 }
-
-}  // namespace
 
 auto WriteMemoryReport(const std::string& run_dir, int64_t rank, const runtime::RunPlan& plan,
                        const train::TrainResult& result) -> llvm::Error {
@@ -49,8 +49,9 @@ void PrintMemory(llvm::raw_ostream& os, int64_t rank, const runtime::RunPlan& pl
       "memory of rank {} (stage {}): weights {}, gradients {}, optimizer {}, activations {} (+ {} "
       "scratch, peak RSS {}); the planner's largest stage: weights {}, gradients {}, optimizer {}, "
       "activations {}\n",
-      rank, result.stage, Size(m.weights), Size(m.gradients), Size(m.optimizer), Size(m.activations), Size(m.scratch),
-      Size(PeakRssBytes()), Size(p.weights), Size(p.gradients), Size(p.optimizer), Size(p.activations));
+      rank, result.stage, ByteSize(m.weights), ByteSize(m.gradients), ByteSize(m.optimizer), ByteSize(m.activations),
+      ByteSize(m.scratch), ByteSize(PeakRssBytes()), ByteSize(p.weights), ByteSize(p.gradients), ByteSize(p.optimizer),
+      ByteSize(p.activations));
 }
 
 }  // namespace avf::run

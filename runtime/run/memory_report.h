@@ -18,6 +18,9 @@ namespace avf::run {
 auto WriteMemoryReport(const std::string& run_dir, int64_t rank, const runtime::RunPlan& plan,
                        const train::TrainResult& result) -> llvm::Error;
 
+// "104 KB", "1.49 GB": bytes in decimal units, three digits.
+auto ByteSize(double bytes) -> std::string;
+
 // "memory of rank 0 (stage 0): weights 104 KB, ... ; planner: weights ..."
 void PrintMemory(llvm::raw_ostream& os, int64_t rank, const runtime::RunPlan& plan, const train::TrainResult& result);
 

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "run/memory_report.h"
+
 namespace avf::run {
 
 namespace {
@@ -15,12 +17,7 @@ auto Seconds(double s) -> std::string {
   return fmt::format("{:.3g} us", s * 1e6);
 }
 
-auto Bytes(double b) -> std::string {
-  const char* units[] = {"B", "KB", "MB", "GB", "TB"};
-  int u = 0;
-  while (b >= 1000 && u < 4) b /= 1000, ++u;
-  return u == 0 ? fmt::format("{:.0f} B", b) : fmt::format("{:.3g} {}", b, units[u]);
-}
+auto Bytes(int64_t b) -> std::string { return ByteSize(static_cast<double>(b)); }
 
 void Row(llvm::raw_ostream& os, const std::string& what, const std::string& measured, const std::string& predicted) {
   os << fmt::format("  {:<22} {:>12} {:>12}\n", what, measured, predicted);
@@ -30,9 +27,8 @@ void TimeRows(llvm::raw_ostream& os, const runtime::RunPlan& plan, const train::
   auto n = static_cast<double>(t.steps);
   const parallel::Engine::OwnSeconds& o = t.own;
   const runtime::PlanPredicted::Time& p = plan.predicted.time_breakdown_s;
-  double waits = o.tensor + o.pipeline + o.bubble + o.data + o.optimizer;
   Row(os, "step time", Seconds(t.step_s / n), Seconds(plan.predicted.step_time_s));
-  Row(os, "  compute", Seconds(std::max(0.0, t.step_s - waits) / n), Seconds(p.compute));
+  Row(os, "  compute", Seconds(train::ComputeSeconds(t.step_s, o) / n), Seconds(p.compute));
   Row(os, "  tensor comm", Seconds(o.tensor / n), Seconds(p.tensor_comm));
   Row(os, "  pipeline comm", Seconds(o.pipeline / n), Seconds(p.pipeline_comm));
   Row(os, "  bubble", Seconds(o.bubble / n), Seconds(p.bubble));
@@ -56,11 +52,11 @@ void ThroughputRows(llvm::raw_ostream& os, const runtime::RunPlan& plan, const t
 void MemoryRows(llvm::raw_ostream& os, const runtime::RunPlan& plan, const train::TrainResult& r) {
   const parallel::Engine::MemoryUse& m = r.memory;
   const runtime::PlanPredicted::Memory& p = plan.predicted.memory_breakdown_bytes;
-  Row(os, "weights", Bytes(static_cast<double>(m.weights)), Bytes(static_cast<double>(p.weights)));
-  Row(os, "gradients", Bytes(static_cast<double>(m.gradients)), Bytes(static_cast<double>(p.gradients)));
-  Row(os, "optimizer state", Bytes(static_cast<double>(m.optimizer)), Bytes(static_cast<double>(p.optimizer)));
-  Row(os, "activations", Bytes(static_cast<double>(m.activations)), Bytes(static_cast<double>(p.activations)));
-  Row(os, "buffers", Bytes(static_cast<double>(m.scratch)), Bytes(static_cast<double>(p.buffers)));
+  Row(os, "weights", Bytes(m.weights), Bytes(p.weights));
+  Row(os, "gradients", Bytes(m.gradients), Bytes(p.gradients));
+  Row(os, "optimizer state", Bytes(m.optimizer), Bytes(p.optimizer));
+  Row(os, "activations", Bytes(m.activations), Bytes(p.activations));
+  Row(os, "buffers", Bytes(m.scratch), Bytes(p.buffers));
 }
 
 }  // namespace

@@ -97,9 +97,8 @@ void AddStep(Families& f, const runtime::RunPlan& plan, const RankObservation& o
 void AddParts(Families& f, const runtime::RunPlan& plan, const RankObservation& o) {
   if (o.step.step == 0) return;
   const parallel::Engine::OwnSeconds& s = o.own;
-  double waits = s.tensor + s.pipeline + s.bubble + s.data + s.optimizer;
   f.Add(Id::StepPart, false,
-        {{"compute", std::max(0.0, o.step.step_time_s - waits)},
+        {{"compute", ComputeSeconds(o.step.step_time_s, s)},
          {"tensor_comm", s.tensor},
          {"pipeline_comm", s.pipeline},
          {"data_comm", s.data},
@@ -116,21 +115,21 @@ void AddParts(Families& f, const runtime::RunPlan& plan, const RankObservation& 
          {"optimizer", t.optimizer}});
 }
 
+// The planner's memory categories, in its order.
+auto ByCategory(int64_t weights, int64_t gradients, int64_t optimizer, int64_t activations, int64_t buffers)
+    -> std::vector<std::pair<std::string, double>> {
+  return {{"weights", static_cast<double>(weights)},
+          {"gradients", static_cast<double>(gradients)},
+          {"optimizer", static_cast<double>(optimizer)},
+          {"activations", static_cast<double>(activations)},
+          {"buffers", static_cast<double>(buffers)}};
+}
+
 void AddMemory(Families& f, const runtime::RunPlan& plan, const RankObservation& o) {
   const parallel::Engine::MemoryUse& m = o.memory;
-  f.Add(Id::Memory, false,
-        {{"weights", static_cast<double>(m.weights)},
-         {"gradients", static_cast<double>(m.gradients)},
-         {"optimizer", static_cast<double>(m.optimizer)},
-         {"activations", static_cast<double>(m.activations)},
-         {"buffers", static_cast<double>(m.scratch)}});
+  f.Add(Id::Memory, false, ByCategory(m.weights, m.gradients, m.optimizer, m.activations, m.scratch));
   const runtime::PlanPredicted::Memory& p = plan.predicted.memory_breakdown_bytes;
-  f.Add(Id::Memory, true,
-        {{"weights", static_cast<double>(p.weights)},
-         {"gradients", static_cast<double>(p.gradients)},
-         {"optimizer", static_cast<double>(p.optimizer)},
-         {"activations", static_cast<double>(p.activations)},
-         {"buffers", static_cast<double>(p.buffers)}});
+  f.Add(Id::Memory, true, ByCategory(p.weights, p.gradients, p.optimizer, p.activations, p.buffers));
   f.AddBoth(Id::MemoryPeak, static_cast<double>(o.memory_peak_bytes),
             static_cast<double>(plan.predicted.memory_per_gpu_bytes));
 }
@@ -150,6 +149,10 @@ void AddProgress(Families& f, const runtime::RunPlan& plan, const RankObservatio
 }
 
 }  // namespace
+
+auto ComputeSeconds(double step_s, const parallel::Engine::OwnSeconds& own) -> double {
+  return std::max(0.0, step_s - (own.tensor + own.pipeline + own.bubble + own.data + own.optimizer));
+}
 
 auto PredictedCheckpointInterval(const runtime::RunPlan& plan) -> double {
   if (!plan.checkpoint) return 0;

@@ -73,6 +73,10 @@ class RankExporter {
 
 auto UnixNow() -> double;
 
+// What a step spent computing: its time less every wait and the optimizer
+// (the checkpoint's hold is not in a step's time).
+auto ComputeSeconds(double step_s, const parallel::Engine::OwnSeconds& own) -> double;
+
 // The plan's seconds between two checkpoints: `every` as a duration, or
 // `every` steps of the predicted step time; 0 when the job does not
 // checkpoint at an interval.
