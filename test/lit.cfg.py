@@ -78,3 +78,13 @@ if subprocess.run([config.python_executable, "-c", "import numpy"], capture_outp
 for tool in ("promtool", "prometheus"):
     if shutil.which(tool, path=config.environment["PATH"]):
         config.available_features.add(tool)
+
+# `slurm`: Debian's slurm-wlm and munge are installed and this is root, who
+# alone may start slurmd and munged for a one-machine Slurm
+# (test/run/slurm_batch.test submits an emitted batch script to it).
+if all(shutil.which(t, path=config.environment["PATH"] + ":/usr/sbin")
+       for t in ("slurmctld", "slurmd", "sbatch", "munged", "rclone")) and os.geteuid() == 0:
+    config.available_features.add("slurm")
+else:
+    lit_config.note("test/run/slurm_batch.test is skipped: it needs root and slurmctld, slurmd, sbatch, munged and "
+                    "rclone (tools/install-deps.sh installs them)")

@@ -13,7 +13,7 @@ packages=(
   cmake ninja-build g++ python3 python3-jsonschema python3-numpy git
   libopenblas-dev libdnnl-dev ocl-icd-opencl-dev
   libmicrohttpd-dev pkg-config
-  prometheus slurm-wlm munge
+  prometheus slurm-wlm munge rclone
 )
 
 missing=()

@@ -349,6 +349,8 @@ void ReadDeployJob(const Decl& job, DeploySpec& d) {
   d.priority = WrittenText(f, "priority", at);
   d.max_restarts = Integer(f, "max_restarts").value_or(3);
   d.preflight = Flag(f, "preflight");
+  d.on_cpu = Text(f, "device") == "cpu";
+  d.device_range = RangeOf(f, "device", at);
   d.deadline = Number(f, "deadline");
   d.deadline_range = RangeOf(f, "deadline", at);
   if (const RecordValue* r = Sub(f, "resources")) {
@@ -379,6 +381,9 @@ void ReadMonitoring(const Decl& job, MonitoringSpec& m) {
   m.port_range = job.name_range;
   const RecordValue* r = Sub(job.fields, "monitoring");
   if (!r) return;
+  // A record the job does not write is its defaults, at the job's name.
+  llvm::SMRange record = RangeOf(job.fields, "monitoring", job.name_range);
+  if (record.Start != job.name_range.Start) m.written = record;
   m.port = Integer(*r, "port").value_or(m.port);
   m.port_range = RangeOf(*r, "port", RangeOf(job.fields, "monitoring", job.name_range));
   m.alerts = Flag(*r, "alerts");

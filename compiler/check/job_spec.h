@@ -164,6 +164,7 @@ struct Written {
 struct MonitoringSpec {
   int64_t port = 9400;  // local rank i serves on port + i
   llvm::SMRange port_range;
+  std::optional<llvm::SMRange> written;  // the record, when the job writes one
   bool alerts = true;
   bool dashboard = false;
   double stall_factor = 10;
@@ -197,6 +198,10 @@ struct DeploySpec {
   bool cleanup_staged = false;
   int64_t max_restarts = 3;
   bool preflight = true;
+  // `device = cpu`: the plan's ranks train on the nodes' CPUs (avf-run
+  // --device cpu); the pods ask for no GPU, the plan still predicts the GPUs.
+  bool on_cpu = false;
+  llvm::SMRange device_range;      // as written, or the job's name
   std::optional<double> deadline;  // seconds
   llvm::SMRange deadline_range;
   Written image, tools_image, k8s_namespace, queue, priority;

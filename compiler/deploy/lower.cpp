@@ -167,7 +167,7 @@ void LowerExtendedResources(LowerContext& c) {
 void LowerResources(LowerContext& c) {
   const check::DeploySpec& d = c.job.deploy;
   Resources& r = c.out.resources;
-  r.gpus = c.out.procs_per_node;
+  r.gpus = c.job.deploy.on_cpu ? 0 : c.out.procs_per_node;
   r.cpus = d.cpus;
   if (!r.cpus && d.node_cpus) r.cpus = std::max<int64_t>(1, static_cast<int64_t>(*d.node_cpus * kNodeShare));
   if (d.cpus && d.node_cpus && *d.cpus > *d.node_cpus) {
@@ -207,6 +207,11 @@ void AddEnv(Deployment& o, std::string name, std::string value, std::string note
 void LowerNetwork(LowerContext& c) {
   const check::DeploySpec& d = c.job.deploy;
   Deployment& o = c.out;
+  if (d.on_cpu) {
+    // Also what the preflight reads: no adapter port to check.
+    AddEnv(o, "NCCL_IB_DISABLE", "1", "`device = cpu`: the ranks talk over TCP sockets, not NCCL");
+    return;
+  }
   bool rdma = d.network_kind == check::FabricKind::Infiniband ||
               (d.network_kind == check::FabricKind::Ethernet && !d.hcas.empty());
   AddEnv(o, "NCCL_IB_DISABLE", rdma ? "0" : "1",
@@ -315,10 +320,16 @@ auto ExpectedBusBandwidth(const LowerContext& c) -> double {
 }
 
 // avf-run checks the nodes before it trains, at every start of the pods:
-// half the expected bandwidth or less names a bad link.
+// half the expected bandwidth or less names a bad link. On CPUs it checks
+// that every rank starts and the all-reduce over TCP completes; the fabric's
+// bandwidth is not what TCP between CPU ranks reaches.
 void LowerPreflight(LowerContext& c) {
   Deployment& o = c.out;
   o.command.push_back("--preflight");
+  if (c.job.deploy.on_cpu) {
+    o.command.insert(o.command.end(), {"--preflight-device", "cpu"});
+    return;
+  }
   double floor_gbps = std::floor(ExpectedBusBandwidth(c) * kPreflightShare * 10) / 10;
   if (floor_gbps > 0) o.command.insert(o.command.end(), {"--min-bus-gbps", fmt::format("{:.1f}", floor_gbps)});
 }
@@ -355,8 +366,9 @@ void AddInputs(LowerContext& c) {
 void LowerCommand(LowerContext& c) {
   Deployment& o = c.out;
   std::string plan = o.target == Target::Slurm ? "${AVF_PLAN}" : "/etc/aviflow/plan.json";
-  // A trainer pod without its GPUs fails at once rather than train on the CPU.
-  o.command = {"avf-run", "--plan", plan, "--device", "gpu"};
+  // A trainer pod without its GPUs fails at once rather than train on the
+  // CPU, unless the job asks for the CPU.
+  o.command = {"avf-run", "--plan", plan, "--device", c.job.deploy.on_cpu ? "cpu" : "gpu"};
   AddInputs(c);
   const check::CheckpointSpec& ck = c.job.checkpoint;
   std::string dir = ck.enabled && ck.dir ? PathInPods(o, *ck.dir) : "";
@@ -447,6 +459,12 @@ auto Lower(const plan::Plan& plan, const LowerOptions& options, diag::Diagnostic
   if (out.target != Target::Slurm && out.plan_json.size() > kMaxConfigMapPlanBytes) {
     diags.Report(DiagId::PlanTooLarge, plan.job.name_range, plan.job.name, out.plan_json.size(), kMaxConfigMapPlanBytes)
         .Help("the plan grows with the pipeline stages and their chunks; use `target = slurm`, or fewer chunks");
+  }
+  if (plan.job.deploy.on_cpu && plan.job.trainer.kind != check::TrainerKind::Avf) {
+    diags.Report(DiagId::CpuNeedsAvfRun, plan.job.deploy.device_range, plan.job.name, Name(plan.job.trainer.kind))
+        .Note(plan.job.trainer.kind_range, fmt::format("the job runs {} here", Name(plan.job.trainer.kind)))
+        .Help("remove `device = cpu`, or train with avf-run (remove `trainer`)");
+    return std::nullopt;
   }
   LowerResources(c);
   LowerNetwork(c);

@@ -71,7 +71,8 @@ void LowerThresholds(LowerContext& c, Monitoring& m) {
   m.write_seconds = CheckpointWriteSeconds(c.plan);
   m.stall_seconds = Ceil(std::max(s.stall_factor * p.step_time, kMinAlertSeconds) + m.write_seconds);
   m.mfu_predicted = p.mfu;
-  m.mfu_below = s.mfu_fraction * p.mfu;
+  // On CPUs the prediction (for the GPUs) is no measure: no MFU alert.
+  m.mfu_below = c.job.deploy.on_cpu ? 0 : s.mfu_fraction * p.mfu;
   m.mfu_seconds = std::max<int64_t>(1, Ceil(s.mfu_for));
   m.checkpoint_interval = CheckpointInterval(c.plan);
   if (m.checkpoint_interval > 0) {
@@ -94,8 +95,15 @@ void LowerEndpoint(Deployment& o, Monitoring& m) {
 }  // namespace
 
 void LowerMonitoring(LowerContext& c) {
-  if (c.job.trainer.kind != check::TrainerKind::Avf) return;
   const check::MonitoringSpec& s = c.job.deploy.monitoring;
+  if (c.job.trainer.kind != check::TrainerKind::Avf) {
+    if (s.written) {
+      c.Report(DiagId::MonitoringWithoutMetrics, *s.written, c.job.name, Name(c.job.trainer.kind))
+          .Note(c.job.trainer.kind_range, fmt::format("the job runs {} here", Name(c.job.trainer.kind)))
+          .Help("remove `monitoring`, or train with avf-run (remove `trainer`)");
+    }
+    return;
+  }
   Monitoring m;
   m.port = static_cast<int>(s.port);
   m.ports = c.out.procs_per_node;

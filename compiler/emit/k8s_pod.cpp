@@ -73,7 +73,7 @@ auto TopologyAnnotations(const Deployment& d) -> std::vector<std::pair<std::stri
 
 void WriteResources(YamlWriter& y, const deploy::Resources& r) {
   auto limited = [&] {
-    y.Field("nvidia.com/gpu", r.gpus);
+    if (r.gpus > 0) y.Field("nvidia.com/gpu", r.gpus);
     for (const auto& [name, count] : r.extended) y.Field(name, count);
     if (!r.memory.empty()) y.Field("memory", r.memory);
   };

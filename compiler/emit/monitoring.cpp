@@ -150,7 +150,8 @@ auto DataStuck(const Deployment& d, const Monitoring& m) -> Alert {
 
 auto Alerts(const Deployment& d) -> std::vector<Alert> {
   const Monitoring& m = *d.monitoring;
-  std::vector<Alert> alerts{Stalled(d, m), LossNotFinite(d), MfuLow(d, m)};
+  std::vector<Alert> alerts{Stalled(d, m), LossNotFinite(d)};
+  if (m.mfu_below > 0) alerts.push_back(MfuLow(d, m));
   if (m.checkpoint_seconds > 0) alerts.push_back(CheckpointOverdue(d, m));
   alerts.push_back(Restarted(d, m));
   alerts.push_back(DataStuck(d, m));

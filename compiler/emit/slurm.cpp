@@ -28,10 +28,10 @@ auto Comment(const std::string& text) -> std::string {
 }
 
 auto Directives(const Deployment& d) -> std::string {
-  std::string s = fmt::format(
-      "#SBATCH --job-name={}\n#SBATCH --nodes={}\n#SBATCH --ntasks-per-node=1\n#SBATCH --gpus-per-node={}\n"
-      "#SBATCH --exclusive\n#SBATCH --output=%x-%j.out\n",
-      d.name, d.nodes, d.procs_per_node);
+  std::string s =
+      fmt::format("#SBATCH --job-name={}\n#SBATCH --nodes={}\n#SBATCH --ntasks-per-node=1\n", d.name, d.nodes);
+  if (d.resources.gpus > 0) s += fmt::format("#SBATCH --gpus-per-node={}\n", d.resources.gpus);
+  s += "#SBATCH --exclusive\n#SBATCH --output=%x-%j.out\n";
   if (!d.queue.empty()) s += fmt::format("#SBATCH --partition={}\n", d.queue);
   if (d.resources.cpus) s += fmt::format("#SBATCH --cpus-per-task={}\n", *d.resources.cpus);
   if (d.resources.memory_mib > 0) s += fmt::format("#SBATCH --mem={}M\n", d.resources.memory_mib);
@@ -190,7 +190,7 @@ auto TrainSection(const Deployment& d) -> std::string {
   std::string env;
   for (const deploy::EnvVar& e : d.env) env += fmt::format("export {}={}\n", e.name, ShellQuote(e.value));
   return fmt::format(
-      "# 2. train: one {} per node starts one rank per GPU\n"
+      "# 2. train: one {} per node starts {}\n"
       "{}"
       "export MASTER_ADDR=\"$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\"\n"
       "export MASTER_PORT={}\n"
@@ -200,8 +200,10 @@ auto TrainSection(const Deployment& d) -> std::string {
       "{}"
       "srun --kill-on-bad-exit=1 sh -c '{}PET_NODE_RANK=\"$SLURM_NODEID\" exec \"$0\" \"$@\"{}' {}\n"
       "unset {}\n\n",
-      d.trainer == check::TrainerKind::Avf ? "avf-run" : "torchrun", env, d.port, d.nodes, d.procs_per_node,
-      KeyCheck(d), TokenLines(d.token), NodeAddressLookup(d), MetricsAddress(d), command, d.token.env);
+      d.trainer == check::TrainerKind::Avf ? "avf-run" : "torchrun",
+      d.resources.gpus > 0 ? "one rank per GPU" : fmt::format("its {} ranks on the CPUs", d.procs_per_node), env,
+      d.port, d.nodes, d.procs_per_node, KeyCheck(d), TokenLines(d.token), NodeAddressLookup(d), MetricsAddress(d),
+      command, d.token.env);
 }
 
 // avf-run (on the PATH, as for training) verifies the kept checkpoints, then
@@ -228,7 +230,8 @@ auto SlurmScript(const Deployment& d) -> std::string {
   out += Directives(d);
   out += "set -euo pipefail\n";
   out += "AVF_PLAN=\"${AVF_PLAN:-$SLURM_SUBMIT_DIR/plan.json}\"\n";
-  out += "AVF_SECRETS=\"${AVF_SECRETS:-$HOME/.aviflow/secrets}\"\n";
+  // Unquoted, so that `~` is the user's home even where HOME is not set.
+  out += "AVF_SECRETS=${AVF_SECRETS:-~/.aviflow/secrets}\n";
   out += "export AVF_PLAN AVF_SECRETS\n";
   out += "steps=\"$SLURM_SUBMIT_DIR/.aviflow-$SLURM_JOB_ID\"\n";
   out += "mkdir -p \"$steps\"\n\n";

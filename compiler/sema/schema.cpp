@@ -386,6 +386,10 @@ const RecordSchema kJob{
         F("trainer").Record(kTrainer),
         F("tools_image").String().Doc("image with rclone and a POSIX shell for staging and export (default: `image`)"),
         F("max_restarts").Count().Min(0).Max(1000).Default(3).Doc("whole-job restarts before the run fails"),
+        F("device")
+            .Enum({"gpu", "cpu"})
+            .DefaultEnum("gpu")
+            .Doc("where avf-run trains in the pods: one rank per GPU, or the same ranks on the nodes' CPUs"),
         F("preflight")
             .Bool()
             .DefaultBool(true)
