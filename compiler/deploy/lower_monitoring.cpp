@@ -6,6 +6,7 @@
 #include <string>
 
 #include "deploy/lower_context.h"
+#include "plan_format/plan_format.h"
 
 namespace avf::deploy {
 
@@ -50,15 +51,11 @@ auto CheckpointWriteSeconds(const plan::Plan& plan) -> double {
   return t->bytes / *t->write_bw;
 }
 
-// Seconds between two checkpoints as avf-run predicts them: `every` as a
-// duration, or `every` steps at the predicted step time; 0 when the job
-// writes only its last step's.
+// Seconds between two checkpoints, as avf-run exports their prediction.
 auto CheckpointInterval(const plan::Plan& plan) -> double {
   const check::CheckpointSpec& ck = plan.job.checkpoint;
   if (!plan.totals.checkpoints) return 0;
-  if (ck.every_seconds) return *ck.every_seconds;
-  if (ck.every_steps) return static_cast<double>(*ck.every_steps) * plan.chosen.prediction.step_time;
-  return 0;
+  return plan_format::PredictedCheckpointInterval(ck.every_seconds, ck.every_steps, plan.chosen.prediction.step_time);
 }
 
 void LowerThresholds(LowerContext& c, Monitoring& m) {

@@ -79,4 +79,11 @@ auto KeyPath(Key key) -> std::string {
   return KeyPath(k.parent) + (array ? "[]." : ".") + std::string(k.spelling);
 }
 
+auto PredictedCheckpointInterval(std::optional<double> every_seconds, std::optional<int64_t> every_steps,
+                                 double step_seconds) -> double {
+  if (every_seconds) return *every_seconds;
+  if (every_steps) return static_cast<double>(*every_steps) * step_seconds;
+  return 0;
+}
+
 }  // namespace avf::plan_format

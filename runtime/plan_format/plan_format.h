@@ -173,4 +173,11 @@ auto InVersion(Key key, int64_t version) -> bool;
 // "hardware.gpus_per_node", "ranks[].tensor": where the key sits, for docs and messages.
 auto KeyPath(Key key) -> std::string;
 
+// Seconds between two checkpoints as the plan predicts them: `every` as a
+// duration, else `every` steps at the predicted step time; 0 when only the
+// last step's is written. The alert's threshold (the compiler) and the
+// exported avf_checkpoint_interval_seconds_predicted (avf-run) both use it.
+auto PredictedCheckpointInterval(std::optional<double> every_seconds, std::optional<int64_t> every_steps,
+                                 double step_seconds) -> double;
+
 }  // namespace avf::plan_format

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "exposition/metrics_server.h"
+#include "plan_format/plan_format.h"
 
 namespace avf::train {
 
@@ -156,11 +157,8 @@ auto ComputeSeconds(double step_s, const parallel::Engine::OwnSeconds& own) -> d
 
 auto PredictedCheckpointInterval(const runtime::RunPlan& plan) -> double {
   if (!plan.checkpoint) return 0;
-  if (plan.checkpoint->every_seconds) return *plan.checkpoint->every_seconds;
-  if (plan.checkpoint->every_steps) {
-    return static_cast<double>(*plan.checkpoint->every_steps) * plan.predicted.step_time_s;
-  }
-  return 0;
+  return plan_format::PredictedCheckpointInterval(plan.checkpoint->every_seconds, plan.checkpoint->every_steps,
+                                                  plan.predicted.step_time_s);
 }
 
 auto ExportedFamilies(const runtime::RunPlan& plan, int rank, const RankObservation& o)

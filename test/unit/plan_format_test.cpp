@@ -173,5 +173,11 @@ TEST(LaunchFlags, SeedsAreUnsigned64BitNumbers) {
   EXPECT_EQ(SeedProblem("-5"), "`-5` is not a seed: a whole number from 0 to 18446744073709551615");
 }
 
+TEST(CheckpointInterval, DurationElseStepsAtThePredictedStepTime) {
+  EXPECT_DOUBLE_EQ(PredictedCheckpointInterval(1800.0, std::nullopt, 2.5), 1800.0);
+  EXPECT_DOUBLE_EQ(PredictedCheckpointInterval(std::nullopt, 400, 2.5), 1000.0);
+  EXPECT_DOUBLE_EQ(PredictedCheckpointInterval(std::nullopt, std::nullopt, 2.5), 0.0);
+}
+
 }  // namespace
 }  // namespace avf::plan_format
