@@ -30,11 +30,13 @@ auto SourceName(const std::string& input) -> std::string {
 
 // The artifact an `emit` command asks for, whatever the job's target: a
 // Slurm job's Kubernetes object is a PyTorchJob. A trainer's configuration
-// names the folders of the job's own target.
+// names the folders of the job's own target, and the alerts' runbooks its
+// logs.
 auto TargetFor(const Options& o, const check::JobSpec& job) -> std::optional<deploy::Target> {
   if (o.command != Command::Emit) return std::nullopt;
   if (o.emit == EmitKind::Slurm) return deploy::Target::Slurm;
-  if (o.emit == EmitKind::Trainer) return job.target.value_or(deploy::Target::Kubeflow);
+  if (o.emit == EmitKind::Trainer || o.emit == EmitKind::Monitoring)
+    return job.target.value_or(deploy::Target::Kubeflow);
   return job.target == deploy::Target::JobSet ? deploy::Target::JobSet : deploy::Target::Kubeflow;
 }
 

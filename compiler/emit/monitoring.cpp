@@ -61,7 +61,27 @@ auto TrainerPods(const Deployment& d) -> std::string {
   return fmt::format("-n {} -l {}", d.k8s_namespace, selector);
 }
 
-auto Logs(const Deployment& d) -> std::string { return fmt::format("kubectl logs {} --tail=50", TrainerPods(d)); }
+// Where a person reads the ranks' last lines: the pods' logs, or the batch
+// job's output file (slurm.sbatch's --output=%x-%j.out).
+auto Logs(const Deployment& d) -> std::string {
+  if (d.target == deploy::Target::Slurm) {
+    return fmt::format("tail -n 50 {}-JOBID.out in the folder the job was submitted from", d.name);
+  }
+  return fmt::format("kubectl logs {} --tail=50", TrainerPods(d));
+}
+
+auto LastEnd(const Deployment& d) -> std::string {
+  if (d.target == deploy::Target::Slurm) {
+    return fmt::format(
+        "the previous run's end (sacct --name={} --format=JobID,State,ExitCode,NodeList): OUT_OF_MEMORY, PREEMPTED, "
+        "NODE_FAIL, or a rank's error in its output file",
+        d.name);
+  }
+  return fmt::format(
+      "the training pods' last termination (kubectl describe pods {}): OOMKilled, 143 (preempted), or a rank's "
+      "error in the log",
+      TrainerPods(d));
+}
 
 // Seconds since the newest step; before a rank's first step, since it started training.
 auto Stalled(const Deployment& d, const Monitoring& m) -> Alert {
@@ -127,9 +147,7 @@ auto Restarted(const Deployment& d, const Monitoring& m) -> Alert {
                       Duration(m.scrape_seconds)),
           0,
           fmt::format("a rank of job {} restarted in the last {}", d.job, Human(m.restart_window_seconds)),
-          fmt::format("Look first at the training pods' last termination (kubectl describe pods {}): OOMKilled, "
-                      "143 (preempted), or a rank's error in the log.",
-                      TrainerPods(d))};
+          fmt::format("Look first at {}.", LastEnd(d))};
 }
 
 // Once the series are older than the window, the epoch or the sequence
@@ -241,8 +259,13 @@ void WriteDashboard(YamlWriter& y, const Deployment& d) {
 
 auto MonitoringYaml(const Deployment& d) -> std::string {
   if (!d.monitoring) return "";
-  YamlWriter y(HeaderComment(d, "monitoring.yaml") +
-               "\nFor the Prometheus Operator (its CRDs): kubectl apply -f monitoring.yaml");
+  // A Slurm job's Prometheus is the site's own, which reads rule files.
+  bool slurm = d.target == deploy::Target::Slurm;
+  YamlWriter y(
+      HeaderComment(d, "monitoring.yaml") +
+      (slurm ? "\nThe PrometheusRule's spec (its `groups`) is a Prometheus rules file for the site's Prometheus;\n"
+               "its scrape configuration lists the nodes' metrics ports."
+             : "\nFor the Prometheus Operator (its CRDs): kubectl apply -f monitoring.yaml"));
   WritePodMonitor(y, d);
   if (d.monitoring->alerts) {
     y.NewDocument();
