@@ -16,37 +16,15 @@ failure, and never waits more than its deadlines.
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 import urllib.parse
 import urllib.request
 
+from free_ports import free_ports
+
 DEADLINE_S = 120
-
-
-def free_ports(count):
-    """`count` consecutive ports free now (the ranks serve on P, P + 1, ...)."""
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            base = s.getsockname()[1]
-        if base + count > 65535:
-            continue
-        try:
-            probes = []
-            for p in range(base, base + count):
-                t = socket.socket()
-                t.bind(("127.0.0.1", p))
-                probes.append(t)
-            for t in probes:
-                t.close()
-            return base
-        except OSError:
-            for t in probes:
-                t.close()
-    raise SystemExit("FAIL: no free ports on 127.0.0.1")
 
 
 def api(port, path, **params):
