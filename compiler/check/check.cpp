@@ -168,6 +168,41 @@ auto Compact(double v) -> std::string {
   return text + kPrefixes[i];
 }
 
+// `elastic`: a range of whole node counts that holds the job's own, within
+// the cluster, for avf-run (which alone re-plans on the nodes it has).
+void CheckElastic(const JobSpec& s, DiagnosticEngine& diags) {
+  if (!s.elastic) return;
+  const ElasticSpec& e = *s.elastic;
+  int64_t per_node = GpusPerNode(s), own = s.workload.gpus / per_node;
+  int64_t max = e.max_nodes.value_or(own);
+  if (s.trainer.kind != TrainerKind::Avf) {
+    diags.Report(DiagId::ElasticNeedsAvfRun, e.range, s.name, Name(s.trainer.kind))
+        .Note(s.trainer.kind_range, fmt::format("the job runs {} here", Name(s.trainer.kind)))
+        .Help("remove `elastic`, or train with avf-run (remove `trainer`)");
+    return;
+  }
+  auto report = [&](llvm::SMRange at, std::string why) {
+    return diags.Report(DiagId::ElasticRange, at, s.name, e.min_nodes, max, std::move(why));
+  };
+  if (s.workload.gpus % per_node != 0) {
+    report(s.at.gpus, fmt::format("its {} GPUs are not whole nodes of {}", s.workload.gpus, per_node))
+        .Help(fmt::format("an elastic job takes whole nodes: use `gpus = {}`", (own + 1) * per_node));
+  } else if (e.min_nodes > max) {
+    report(e.min_range, "`min_nodes` is more than the most nodes")
+        .Help(e.max_nodes
+                  ? "make `min_nodes` at most `max_nodes`"
+                  : fmt::format("`max_nodes` defaults to the job's own {} nodes; make `min_nodes` at most that, "
+                                "or set `max_nodes`",
+                                own));
+  } else if (max > s.hardware.nodes) {
+    report(e.max_range, fmt::format("cluster `{}` has {} nodes", s.cluster_name, s.hardware.nodes))
+        .Note(s.at.nodes, fmt::format("`nodes = {}` is set here", s.hardware.nodes));
+  } else if (own < e.min_nodes || own > max) {
+    report(s.at.gpus, fmt::format("the job's own {} GPUs are {} nodes, outside that range", s.workload.gpus, own))
+        .Note(e.range, "the range is set here");
+  }
+}
+
 }  // namespace
 
 auto BytesText(double bytes) -> std::string { return Compact(bytes) + "B"; }
@@ -197,6 +232,7 @@ auto CheckJobs(const sema::Program& program, DiagnosticEngine& diags, std::strin
     CheckWorld(s, diags);
     CheckBatch(s, diags);
     CheckHardware(s, diags);
+    CheckElastic(s, diags);
     job.ok = diags.error_count() == errors_before;
     CheckSequenceParallel(s, diags);
     CheckData(s, data_checked, diags);

@@ -405,6 +405,18 @@ void ReadTrainer(const Decl& job, TrainerSpec& t) {
   t.entry = WrittenText(*r, "entry", rec);
 }
 
+void ReadElastic(const Decl& job, std::optional<ElasticSpec>& e) {
+  const RecordValue* r = Sub(job.fields, "elastic");
+  llvm::SMRange record = RangeOf(job.fields, "elastic", job.name_range);
+  if (!r || record.Start == job.name_range.Start) return;
+  e.emplace();
+  e->range = record;
+  e->min_nodes = Integer(*r, "min_nodes").value_or(1);
+  e->max_nodes = Integer(*r, "max_nodes");
+  e->min_range = RangeOf(*r, "min_nodes", record);
+  e->max_range = RangeOf(*r, "max_nodes", record);
+}
+
 }  // namespace
 
 auto ExtractJob(const Program& p, const Decl& job) -> JobSpec {
@@ -440,6 +452,7 @@ auto ExtractJob(const Program& p, const Decl& job) -> JobSpec {
   ReadLength(f, spec, job.name_range);
   spec.target = FromName(Text(f, "target"), kTargets);
   ReadTrainer(job, spec.trainer);
+  ReadElastic(job, spec.elastic);
   ReadDeployJob(job, spec.deploy);
   ReadMonitoring(job, spec.deploy.monitoring);
   return spec;

@@ -208,6 +208,14 @@ struct DeploySpec {
   MonitoringSpec monitoring;
 };
 
+// `elastic { min_nodes; max_nodes }`: the job trains on any node count in
+// [min_nodes, max_nodes], each with its own layout (plan::ElasticFamily).
+struct ElasticSpec {
+  int64_t min_nodes = 1;
+  std::optional<int64_t> max_nodes;  // default: the job's own node count
+  llvm::SMRange range, min_range, max_range;
+};
+
 // `trainer { kind; version; entry }`: the program the training pods run.
 // avf-run executes plan.json; torchtitan and Megatron-LM get the plan
 // translated into their own configuration (compiler/trainers/).
@@ -238,6 +246,7 @@ struct JobSpec {
   std::string currency = "USD";  // ISO 4217 code of the price
   std::optional<Target> target;  // nullopt: not written
   TrainerSpec trainer;
+  std::optional<ElasticSpec> elastic;  // nullopt: the job trains on its own node count only
   DeploySpec deploy;
 };
 

@@ -179,6 +179,27 @@ void WriteOverheads(const plan::Plan& plan, llvm::raw_ostream& out) {
   }
 }
 
+// An elastic job: the layout and prediction at every node count it may get.
+void WriteElastic(const plan::Plan& plan, llvm::raw_ostream& out) {
+  if (!plan.elastic) return;
+  const plan::ElasticFamily& f = *plan.elastic;
+  out << fmt::format("\nelastic: {} to {} nodes; the same batch of {} sequences and data order on each\n", f.min_nodes,
+                     f.max_nodes, plan.job.workload.global_batch);
+  constexpr const char* kFamilyRow = "{:>7}{:>7}{:>4}{:>4}{:>6}{:>4}{:>6}{:>5}{:>10}{:>10}{:>12}{:>7}{:>14}\n";
+  out << fmt::format(kFamilyRow, "nodes", "GPUs", "tp", "pp", "dp", "vp", "zero", "mb", "mem/GPU", "step s", "tokens/s",
+                     "MFU", "to train");
+  for (const plan::ElasticLayout& e : f.layouts) {
+    const cost::Layout& l = e.candidate.layout;
+    const cost::Prediction& p = e.candidate.prediction;
+    std::string vp = l.schedule == cost::Schedule::Interleaved ? fmt::format("{}", l.virtual_stages)
+                     : l.schedule == cost::Schedule::GPipe     ? "gp"
+                                                               : "1";
+    out << fmt::format(kFamilyRow, e.nodes, e.gpus, l.tensor, l.pipeline, l.data, vp, l.zero, l.micro_batch,
+                       Bytes(p.memory_per_gpu), StepText(p.step_time), Grouped(p.tokens_per_s),
+                       fmt::format("{:.1f}%", 100 * p.mfu), Duration(e.seconds));
+  }
+}
+
 // What each column of the table means (`plan --legend`).
 void WriteLegend(llvm::raw_ostream& out) {
   out << "columns:\n"
@@ -221,6 +242,7 @@ void WritePlanTable(const plan::Plan& plan, bool legend, llvm::raw_ostream& out)
                      Grouped(static_cast<double>(t.steps)), check::CountText(t.tokens), Duration(t.seconds),
                      DurationRange(t.seconds_low, t.seconds_high), Grouped(t.gpu_hours), cost);
   WriteOverheads(plan, out);
+  WriteElastic(plan, out);
 }
 
 namespace {
@@ -237,6 +259,30 @@ void PredictedObject(JsonWriter& j, const Candidate& c) {
     j.NumberField("mfu", p.mfu);
     j.Field("fits", p.fits);
     j.Field("binding", c.binding);
+  });
+}
+
+// null, or the layout and prediction at each node count of the family.
+void ElasticField(JsonWriter& j, const plan::Plan& plan) {
+  j.Key("elastic");
+  if (!plan.elastic) {
+    j.Null();
+    return;
+  }
+  j.Object([&] {
+    j.Field("min_nodes", plan.elastic->min_nodes);
+    j.Field("max_nodes", plan.elastic->max_nodes);
+    j.ArrayField("layouts", [&] {
+      for (const plan::ElasticLayout& e : plan.elastic->layouts) {
+        j.Object([&] {
+          j.Field("nodes", e.nodes);
+          j.Field("gpus", e.gpus);
+          LayoutField(j, e.candidate.layout);
+          PredictedObject(j, e.candidate);
+          j.NumberField("time_to_train_s", e.seconds);
+        });
+      }
+    });
   });
 }
 
@@ -274,6 +320,7 @@ void WritePlanSummaryJson(const plan::Plan& plan, llvm::raw_ostream& out) {
       }
     });
     j.Field("tied_left_out", plan.tied_left_out);
+    ElasticField(j, plan);
   });
   out << "\n";
 }

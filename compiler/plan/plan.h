@@ -96,6 +96,24 @@ struct Figures {
   int64_t tokens_per_step = 0;         // global batch x seq_len
 };
 
+// One node count of an elastic job and the layout it trains with there:
+// the job's own global batch and data order, its fixed parallel fields,
+// `data` following from the GPUs, the rest found by the same `auto` search.
+struct ElasticLayout {
+  int64_t nodes = 0;
+  int64_t gpus = 0;
+  Candidate candidate;
+  double seconds = 0;  // time to train every step at this count, with the job's overheads
+};
+
+// Every count of `elastic { min_nodes; max_nodes }` that has a layout,
+// fewest nodes first; the job's own count is among them.
+struct ElasticFamily {
+  int64_t min_nodes = 0;
+  int64_t max_nodes = 0;
+  std::vector<ElasticLayout> layouts;
+};
+
 struct Plan {
   check::JobSpec job;
   Figures figures;
@@ -118,6 +136,7 @@ struct Plan {
   std::vector<ZeroSlice> zero;
   std::vector<int64_t> stage_params;  // parameters of one tensor rank's shard, per stage
   Totals totals;
+  std::optional<ElasticFamily> elastic;
   std::string source_sha256;  // of every file the job was compiled from
 };
 

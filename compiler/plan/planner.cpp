@@ -11,6 +11,7 @@
 
 #include "cost/counts.h"
 #include "plan/batch_advice.h"
+#include "plan/elastic.h"
 #include "plan/search.h"
 #include "plan/tables.h"
 #include "plan_format/rank_layout.h"
@@ -338,6 +339,10 @@ auto PlanJob(const check::JobSpec& written, const PlanOptions& options, diag::Di
   if (options.tables) BuildTables(plan);
   FillFigures(plan);
   FillTotals(plan);
+  if (job.elastic) {
+    plan.elastic = PlanElastic(plan, diags);
+    if (!plan.elastic) return std::nullopt;
+  }
   return plan;
 }
 

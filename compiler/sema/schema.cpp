@@ -318,6 +318,18 @@ const RecordSchema kStaging{
         F("cleanup").Bool().DefaultBool(false).Doc("delete the staged copy when the workflow ends"),
     }};
 
+const RecordSchema kElastic{
+    "elastic",
+    {
+        F("min_nodes").Count().Min(1).Max(1048576).Required().Doc("the fewest nodes the job trains on"),
+        F("max_nodes")
+            .Count()
+            .Min(1)
+            .Max(1048576)
+            .Doc("the most nodes the job trains on; default the job's own (`gpus` over the node's GPUs), at most the "
+                 "cluster's"),
+    }};
+
 const RecordSchema kTrainer{
     "trainer",
     {
@@ -402,6 +414,7 @@ const RecordSchema kJob{
         F("staging").Record(kStaging),
         F("pod").Record(kPod),
         F("monitoring").Record(kMonitoring),
+        F("elastic").Record(kElastic),
     }};
 
 auto FormatNumber(double v) -> std::string { return fmt::format("{}", v); }
