@@ -264,6 +264,54 @@ void PredictedSection(JsonWriter& j, const plan::Plan& plan) {
   });
 }
 
+void ElasticLayoutObject(JsonWriter& j, const plan::ElasticLayout& e, int64_t global_batch) {
+  const cost::Layout& l = e.candidate.layout;
+  const cost::Prediction& p = e.candidate.prediction;
+  j.Object([&] {
+    j.Field(Spell(K::ElasticNodes), e.nodes);
+    j.Field(Spell(K::ElasticGpus), e.gpus);
+    j.Field(Spell(K::ElasticData), l.data);
+    j.Field(Spell(K::ElasticTensor), l.tensor);
+    j.Field(Spell(K::ElasticPipeline), l.pipeline);
+    j.Field(Spell(K::ElasticVirtualStages), l.virtual_stages);
+    j.Field(Spell(K::ElasticSchedule), FormatName(l.schedule));
+    j.Field(Spell(K::ElasticZero), l.zero);
+    j.Field(Spell(K::ElasticMicroBatch), l.micro_batch);
+    j.Field(Spell(K::ElasticMicroBatchesPerStep), global_batch / (l.data * l.micro_batch));
+    j.Field(Spell(K::ElasticRecompute), FormatName(l.recompute));
+    j.Field(Spell(K::ElasticSequenceParallel), l.sequence_parallel);
+    j.ArrayField(Spell(K::ElasticChunkLayers), [&] {
+      for (int64_t layers : e.chunk_layers) j.Int(layers);
+    });
+    j.ArrayField(Spell(K::ElasticStageParameters), [&] {
+      for (int64_t params : e.stage_params) j.Int(params);
+    });
+    j.Field(Spell(K::ElasticMemoryPerGpu), WholeBytes(p.memory_per_gpu));
+    j.NumberField(Spell(K::ElasticStepTime), p.step_time);
+    j.NumberField(Spell(K::ElasticTokensPerS), p.tokens_per_s);
+    j.NumberField(Spell(K::ElasticMfu), p.mfu);
+    j.NumberField(Spell(K::ElasticTimeToTrain), e.seconds);
+  });
+}
+
+// null, or every node count of an elastic job with its layout.
+void ElasticSection(JsonWriter& j, const plan::Plan& plan) {
+  j.Key(Spell(K::Elastic));
+  if (!plan.elastic) {
+    j.Null();
+    return;
+  }
+  j.Object([&] {
+    j.Field(Spell(K::ElasticMinNodes), plan.elastic->min_nodes);
+    j.Field(Spell(K::ElasticMaxNodes), plan.elastic->max_nodes);
+    j.ArrayField(Spell(K::ElasticLayouts), [&] {
+      for (const plan::ElasticLayout& e : plan.elastic->layouts) {
+        ElasticLayoutObject(j, e, plan.job.workload.global_batch);
+      }
+    });
+  });
+}
+
 }  // namespace
 
 void WritePlanJson(const plan::Plan& plan, llvm::raw_ostream& out) {
@@ -285,6 +333,7 @@ void WritePlanJson(const plan::Plan& plan, llvm::raw_ostream& out) {
       CheckpointSection(j, plan);
       LocationValue(j, Spell(K::Init), plan.job.init);
       PredictedSection(j, plan);
+      ElasticSection(j, plan);
     });
   }
   out << "\n";

@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 
 #include "check/check.h"
+#include "cost/counts.h"
+#include "cost/stages.h"
 #include "plan/search.h"
 
 namespace avf::plan {
@@ -56,6 +58,19 @@ auto WhyNone(const check::JobSpec& job, const SearchResult& r) -> std::string {
   return fmt::format("no layout fits in the {} of one `{}`", check::BytesText(job.hardware.gpu_memory), job.gpu_name);
 }
 
+// The layout at `nodes` nodes, with its stages' layers and parameters.
+auto Member(const check::JobSpec& job, int64_t nodes, int64_t gpus, const Candidate& c, double seconds)
+    -> ElasticLayout {
+  const cost::Layout& l = c.layout;
+  const cost::ModelShape& m = job.workload.model;
+  int64_t chunks = cost::ChunksPerStage(l);
+  ElasticLayout e{nodes, gpus, c, seconds, cost::ChunkLayerCounts(m.layers, l.pipeline * chunks), {}};
+  for (int64_t s = 0; s < l.pipeline; ++s) {
+    e.stage_params.push_back(cost::StageParamsPerRank(m, l.pipeline, l.tensor, s, chunks));
+  }
+  return e;
+}
+
 }  // namespace
 
 auto PlanElastic(const Plan& plan, diag::DiagnosticEngine& diags) -> std::optional<ElasticFamily> {
@@ -68,7 +83,7 @@ auto PlanElastic(const Plan& plan, diag::DiagnosticEngine& diags) -> std::option
   std::map<std::string, std::vector<int64_t>> missing;
   for (int64_t nodes = family.min_nodes; nodes <= family.max_nodes; ++nodes) {
     if (nodes == own) {
-      family.layouts.push_back({own, job.workload.gpus, plan.chosen, plan.totals.seconds});
+      family.layouts.push_back(Member(job, own, job.workload.gpus, plan.chosen, plan.totals.seconds));
       continue;
     }
     check::JobSpec at_count = job;
@@ -81,7 +96,7 @@ auto PlanElastic(const Plan& plan, diag::DiagnosticEngine& diags) -> std::option
       continue;
     }
     const Candidate& c = r.best.front();
-    family.layouts.push_back({nodes, at_count.workload.gpus, c, SecondsToTrain(plan, c)});
+    family.layouts.push_back(Member(job, nodes, at_count.workload.gpus, c, SecondsToTrain(plan, c)));
   }
   if (family.layouts.size() == 1) {
     auto d = diags.Report(DiagId::ElasticOnlyOwnCount, spec.range, job.name, family.min_nodes, family.max_nodes, own);

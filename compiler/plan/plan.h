@@ -104,6 +104,10 @@ struct ElasticLayout {
   int64_t gpus = 0;
   Candidate candidate;
   double seconds = 0;  // time to train every step at this count, with the job's overheads
+  // What its stages hold: layers per model chunk (chunk-major, as
+  // Plan::stages) and one tensor rank's parameters per stage.
+  std::vector<int64_t> chunk_layers;
+  std::vector<int64_t> stage_params;
 };
 
 // Every count of `elastic { min_nodes; max_nodes }` that has a layout,

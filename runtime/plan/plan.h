@@ -215,6 +215,26 @@ struct PlanPredicted {
   std::optional<double> cost;
 };
 
+// One node count of an elastic job (plan.json `elastic.layouts`): the
+// layout it trains with there (rank order: the plan's), its micro-batches,
+// its stages' layers per chunk (chunk-major) and parameters, and the
+// prediction at that count.
+struct PlanElasticLayout {
+  int64_t nodes = 0, gpus = 0;
+  PlanLayout layout;
+  int64_t micro_batches_per_step = 0;
+  std::vector<int64_t> chunk_layers, stage_parameters;
+  int64_t memory_per_gpu_bytes = 0;
+  double step_time_s = 0, tokens_per_s = 0, mfu = 0, time_to_train_s = 0;
+};
+
+// Every node count from min_nodes to max_nodes that has a layout, fewest
+// nodes first; the plan's own count is among them with the plan's layout.
+struct PlanElastic {
+  int64_t min_nodes = 0, max_nodes = 0;
+  std::vector<PlanElasticLayout> layouts;
+};
+
 struct RunPlan {
   int64_t version = kPlanFormatVersion;  // of the file read; its tables are the same in every version
   PlanJob job;
@@ -233,6 +253,7 @@ struct RunPlan {
   std::optional<PlanCheckpoint> checkpoint;
   std::optional<Location> init;  // pretrained weights: a Hugging Face transformers folder
   PlanPredicted predicted;
+  std::optional<PlanElastic> elastic;  // null, and absent in a version-2 plan: not elastic
 };
 
 // Every problem of a plan that is refused, each formatted as

@@ -119,6 +119,7 @@ void ReadSections(const Node& root, RunPlan& plan) {
   ReadCheckpoint(root[K::Checkpoint], plan.checkpoint);
   ReadInit(root[K::Init], plan.init);
   ReadPredicted(root[K::Predicted], plan.predicted);
+  ReadElastic(root[K::Elastic], plan.elastic);
 }
 
 auto IsBlank(llvm::StringRef text) -> bool { return text.find_first_not_of(" \t\r\n") == llvm::StringRef::npos; }

@@ -206,4 +206,41 @@ void ReadPredicted(const Node& n, PlanPredicted& out) {
   out.cost = n.NullableNumber(K::PredictedCost);
 }
 
+void ReadElastic(const Node& n, std::optional<PlanElastic>& out) {
+  out.reset();
+  if (n.is_null() || !n.IsObject()) return;
+  PlanElastic e;
+  e.min_nodes = n.Int(K::ElasticMinNodes);
+  e.max_nodes = n.Int(K::ElasticMaxNodes);
+  Node layouts = n[K::ElasticLayouts];
+  size_t count = layouts.ArraySize(1);
+  e.layouts.resize(count);
+  for (size_t i = 0; i < count; ++i) {
+    Node m = layouts[i];
+    if (!m.IsObject()) continue;
+    PlanElasticLayout& l = e.layouts[i];
+    l.nodes = m.Int(K::ElasticNodes);
+    l.gpus = m.Int(K::ElasticGpus);
+    l.layout.data = m.Int(K::ElasticData);
+    l.layout.tensor = m.Int(K::ElasticTensor);
+    l.layout.pipeline = m.Int(K::ElasticPipeline);
+    l.layout.virtual_stages = m.Int(K::ElasticVirtualStages);
+    l.layout.schedule = m.Enum<PipelineSchedule>(K::ElasticSchedule);
+    l.layout.zero = m.Int(K::ElasticZero);
+    l.layout.micro_batch = m.Int(K::ElasticMicroBatch);
+    l.layout.recompute = m.Enum<Recompute>(K::ElasticRecompute);
+    l.layout.sequence_parallel = m.Bool(K::ElasticSequenceParallel);
+    l.layout.rank_order = std::string(plan_format::kRankOrder);
+    l.micro_batches_per_step = m.Int(K::ElasticMicroBatchesPerStep);
+    ReadStageParameters(m[K::ElasticChunkLayers], l.chunk_layers);
+    ReadStageParameters(m[K::ElasticStageParameters], l.stage_parameters);
+    l.memory_per_gpu_bytes = m.Int(K::ElasticMemoryPerGpu);
+    l.step_time_s = m.Number(K::ElasticStepTime);
+    l.tokens_per_s = m.Number(K::ElasticTokensPerS);
+    l.mfu = m.Number(K::ElasticMfu);
+    l.time_to_train_s = m.Number(K::ElasticTimeToTrain);
+  }
+  out = std::move(e);
+}
+
 }  // namespace avf::runtime

@@ -37,5 +37,6 @@ void ReadOptimizer(const Node& n, PlanOptimizer& out);
 void ReadCheckpoint(const Node& n, std::optional<PlanCheckpoint>& out);
 void ReadInit(const Node& n, std::optional<Location>& out);
 void ReadPredicted(const Node& n, PlanPredicted& out);
+void ReadElastic(const Node& n, std::optional<PlanElastic>& out);
 
 }  // namespace avf::runtime

@@ -29,6 +29,7 @@ void CheckDataSlices(const RunPlan& plan, Problems& p);
 void CheckValidation(const RunPlan& plan, Problems& p);
 void CheckZeroSlices(const RunPlan& plan, Problems& p);
 void CheckCheckpoint(const RunPlan& plan, Problems& p);
+void CheckElastic(const RunPlan& plan, Problems& p);
 
 // "[0, 4, 8, 12]", the first 8 members then "...".
 auto GroupText(const RankGroup& group) -> std::string;

@@ -264,6 +264,7 @@ auto ValidatePlan(const RunPlan& plan, llvm::StringRef name) -> llvm::Error {
   CheckValidation(plan, p);
   CheckZeroSlices(plan, p);
   CheckCheckpoint(plan, p);
+  CheckElastic(plan, p);
   CheckSizes(plan, p);
   return p.TakeError();
 }
