@@ -209,10 +209,11 @@ auto BytesText(double bytes) -> std::string { return Compact(bytes) + "B"; }
 
 auto CountText(double count) -> std::string { return Compact(count); }
 
-auto CheckJobs(const sema::Program& program, DiagnosticEngine& diags, std::string_view only_job)
+auto CheckJobs(const sema::Program& program, DiagnosticEngine& diags, std::string_view only_job, bool one_machine)
     -> std::vector<CheckedJob> {
   std::vector<CheckedJob> jobs;
   DataChecked data_checked;
+  data_checked.one_machine = one_machine;
   for (const sema::Decl& decl : program.decls) {
     if (decl.kind != ast::DeclKind::Job) continue;
     if (!only_job.empty() && decl.name != only_job) {

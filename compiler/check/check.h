@@ -20,8 +20,10 @@ struct CheckedJob {
 };
 
 // `only_job`: check just that job (`plan --job`); empty checks every job.
-auto CheckJobs(const sema::Program& program, diag::DiagnosticEngine& diags, std::string_view only_job = {})
-    -> std::vector<CheckedJob>;
+// `one_machine`: the nodes are processes of this machine (`run --local`),
+// which reach its `local` tiers (no E0718).
+auto CheckJobs(const sema::Program& program, diag::DiagnosticEngine& diags, std::string_view only_job = {},
+               bool one_machine = false) -> std::vector<CheckedJob>;
 
 // "8.4TB", "80GB", "38.7GB": bytes for messages, decimal prefixes (as GPU
 // memory is sold), three significant digits.

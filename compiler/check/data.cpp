@@ -65,7 +65,7 @@ void CheckTrainingTokens(const JobSpec& s, diag::DiagnosticEngine& diags) {
 void CheckReachable(const JobSpec& s, const Location& loc, llvm::SMRange at, DataChecked& checked,
                     diag::DiagnosticEngine& diags) {
   int64_t nodes = NodesSpanned(s);
-  if (loc.storage_kind != StorageKind::Local || nodes <= 1) return;
+  if (loc.storage_kind != StorageKind::Local || nodes <= 1 || checked.one_machine) return;
   // Jobs sharing a dataset or checkpoint field hear about it once.
   if (!checked.unreachable.insert(at.Start.getPointer()).second) return;
   diags.Report(DiagId::StorageNotShared, at, loc.storage, nodes, s.name)

@@ -13,6 +13,9 @@ namespace avf::check {
 // What several jobs share is reported once: datasets already checked, and
 // dataset/model pairs whose token format was checked.
 struct DataChecked {
+  // `aviflowc run --local`: every node is a process of this machine, which
+  // reaches its `local` tiers.
+  bool one_machine = false;
   std::set<std::string> datasets;
   std::set<std::pair<std::string, std::string>> formats;
   std::set<const char*> unreachable;  // source locations already reported by E0718

@@ -56,7 +56,8 @@ auto SelectJobs(const Options& o, const std::vector<check::CheckedJob>& all, uns
 
 auto RunBackEnd(const Options& o, const source::SourceSet& sources, const sema::Program& program, unsigned main_buffer,
                 diag::DiagnosticEngine& diags, llvm::raw_ostream& out) -> BackEndResult {
-  std::vector<check::CheckedJob> jobs = check::CheckJobs(program, diags, o.command == Command::Check ? "" : o.job);
+  std::vector<check::CheckedJob> jobs =
+      check::CheckJobs(program, diags, o.command == Command::Check ? "" : o.job, o.command == Command::Run);
   std::vector<const check::CheckedJob*> selected;
   if (BackEndResult r = SelectJobs(o, jobs, main_buffer, selected); r.usage_error) return r;
   plan::PlanOptions options;

@@ -235,6 +235,24 @@ auto AvfRunArgs(const Options& o, const check::JobSpec& job, const std::string& 
   return args;
 }
 
+auto ElasticCount(const plan::Plan& plan, int64_t nodes) -> bool {
+  if (!plan.elastic) return false;
+  const std::vector<plan::ElasticLayout>& all = plan.elastic->layouts;
+  return std::any_of(all.begin(), all.end(), [&](const plan::ElasticLayout& e) { return e.nodes == nodes; });
+}
+
+// "1, 2 or 4": the node counts the plan has a layout on.
+auto NodeCounts(const plan::Plan& plan) -> std::string {
+  if (!plan.elastic) return std::to_string(plan.nodes_used);
+  std::string out;
+  const std::vector<plan::ElasticLayout>& all = plan.elastic->layouts;
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (i > 0) out += i + 1 == all.size() ? " or " : ", ";
+    out += std::to_string(all[i].nodes);
+  }
+  return out;
+}
+
 }  // namespace
 
 auto RunLocal(const Options& o, const plan::Plan& plan, diag::DiagnosticEngine& diags) -> int {
@@ -246,6 +264,16 @@ auto RunLocal(const Options& o, const plan::Plan& plan, diag::DiagnosticEngine& 
         .Help("the plan's rank count is the job's `gpus`");
     return -1;
   }
+  NodeShape shape = ShapeOf(plan);
+  if (o.nodes != 0 && o.nodes != shape.nodes) {
+    if (!ElasticCount(plan, o.nodes)) {
+      diags.Report(diag::DiagId::RunNodeCount, job.name_range, o.nodes, job.name, o.nodes, NodeCounts(plan))
+          .Help(job.elastic ? "the counts of `elastic` without a layout are left out (W0806)"
+                            : "a job trains on other node counts with `elastic { min_nodes = N }`");
+      return -1;
+    }
+    shape.nodes = o.nodes;
+  }
   std::string dir = o.run_dir.empty() ? "runs/" + job.name : o.run_dir;
   // Locked before plan.json is written, so a job that uses the folder keeps
   // its plan; avf-run's launchers inherit the lock and keep it (folder_lock.h).
@@ -256,7 +284,7 @@ auto RunLocal(const Options& o, const plan::Plan& plan, diag::DiagnosticEngine& 
   stream.flush();
   if (!WriteOutputFiles({{dir + "/plan.json", json}}, diags)) return -1;
   llvm::outs().flush();
-  return LaunchNodes(AvfRunArgs(o, job, dir), ShapeOf(plan), o.metrics_port, diags);
+  return LaunchNodes(AvfRunArgs(o, job, dir), shape, o.metrics_port, diags);
 }
 
 }  // namespace avf::driver

@@ -146,6 +146,11 @@ auto ParseCommandLine(int argc, const char* const* argv) -> ParsedCommandLine {
   run->add_option("--ranks", o.ranks, "Check that the plan has N ranks (default: the plan's)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
       ->type_name("N");
+  run->add_option("--nodes", o.nodes,
+                  "Start N local nodes: an elastic job's count other than its own trains with that count's layout "
+                  "(default: the plan's nodes)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
+      ->type_name("N");
   run->add_option("--run-dir", o.run_dir, "Folder for plan.json, metrics.jsonl and the log (default: runs/JOB)")
       ->type_name("DIR");
   run->add_option("--max-steps", o.max_steps, "Stop after N steps (default: the job's length)")

@@ -37,6 +37,7 @@ struct Options {
   // `run --local`: where plan.json and the metrics go, how many ranks, and a step limit.
   std::string run_dir;
   int64_t ranks = 0;      // 0: the plan's
+  int64_t nodes = 0;      // 0: the plan's; an elastic job's other counts
   int64_t max_steps = 0;  // 0: the plan's
   // `run --local --checkpoint-key-file`: the key of a job whose checkpoints
   // are encrypted (a local run reads no Kubernetes Secret); passed to avf-run.

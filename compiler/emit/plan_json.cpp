@@ -287,8 +287,24 @@ void ElasticLayoutObject(JsonWriter& j, const plan::ElasticLayout& e, int64_t gl
       for (int64_t params : e.stage_params) j.Int(params);
     });
     j.Field(Spell(K::ElasticMemoryPerGpu), WholeBytes(p.memory_per_gpu));
+    j.ObjectField(Spell(K::ElasticMemoryBreakdown), [&] {
+      j.Field(Spell(K::ElasticMemoryWeights), WholeBytes(p.memory.weights));
+      j.Field(Spell(K::ElasticMemoryGradients), WholeBytes(p.memory.gradients));
+      j.Field(Spell(K::ElasticMemoryOptimizer), WholeBytes(p.memory.optimizer));
+      j.Field(Spell(K::ElasticMemoryActivations), WholeBytes(p.memory.activations));
+      j.Field(Spell(K::ElasticMemoryBuffers), WholeBytes(p.memory.buffers));
+    });
     j.NumberField(Spell(K::ElasticStepTime), p.step_time);
+    j.ObjectField(Spell(K::ElasticTimeBreakdown), [&] {
+      j.NumberField(Spell(K::ElasticTimeCompute), p.time.compute);
+      j.NumberField(Spell(K::ElasticTimeTensorComm), p.time.tensor_comm);
+      j.NumberField(Spell(K::ElasticTimePipelineComm), p.time.pipeline_comm);
+      j.NumberField(Spell(K::ElasticTimeBubble), p.time.bubble);
+      j.NumberField(Spell(K::ElasticTimeDataComm), p.time.data_comm);
+      j.NumberField(Spell(K::ElasticTimeOptimizer), p.time.optimizer);
+    });
     j.NumberField(Spell(K::ElasticTokensPerS), p.tokens_per_s);
+    j.NumberField(Spell(K::ElasticTflopsPerGpu), p.tflops_per_gpu);
     j.NumberField(Spell(K::ElasticMfu), p.mfu);
     j.NumberField(Spell(K::ElasticTimeToTrain), e.seconds);
   });

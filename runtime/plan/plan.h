@@ -225,7 +225,10 @@ struct PlanElasticLayout {
   int64_t micro_batches_per_step = 0;
   std::vector<int64_t> chunk_layers, stage_parameters;
   int64_t memory_per_gpu_bytes = 0;
-  double step_time_s = 0, tokens_per_s = 0, mfu = 0, time_to_train_s = 0;
+  PlanPredicted::Memory memory_breakdown_bytes;
+  double step_time_s = 0;
+  PlanPredicted::Time time_breakdown_s;
+  double tokens_per_s = 0, tflops_per_gpu = 0, mfu = 0, time_to_train_s = 0;
 };
 
 // Every node count from min_nodes to max_nodes that has a layout, fewest

@@ -235,8 +235,19 @@ void ReadElastic(const Node& n, std::optional<PlanElastic>& out) {
     ReadStageParameters(m[K::ElasticChunkLayers], l.chunk_layers);
     ReadStageParameters(m[K::ElasticStageParameters], l.stage_parameters);
     l.memory_per_gpu_bytes = m.Int(K::ElasticMemoryPerGpu);
+    if (Node b = m[K::ElasticMemoryBreakdown]; b.IsObject()) {
+      l.memory_breakdown_bytes = {b.Int(K::ElasticMemoryWeights), b.Int(K::ElasticMemoryGradients),
+                                  b.Int(K::ElasticMemoryOptimizer), b.Int(K::ElasticMemoryActivations),
+                                  b.Int(K::ElasticMemoryBuffers)};
+    }
     l.step_time_s = m.Number(K::ElasticStepTime);
+    if (Node t = m[K::ElasticTimeBreakdown]; t.IsObject()) {
+      l.time_breakdown_s = {t.Number(K::ElasticTimeCompute),      t.Number(K::ElasticTimeTensorComm),
+                            t.Number(K::ElasticTimePipelineComm), t.Number(K::ElasticTimeBubble),
+                            t.Number(K::ElasticTimeDataComm),     t.Number(K::ElasticTimeOptimizer)};
+    }
     l.tokens_per_s = m.Number(K::ElasticTokensPerS);
+    l.tflops_per_gpu = m.Number(K::ElasticTflopsPerGpu);
     l.mfu = m.Number(K::ElasticMfu);
     l.time_to_train_s = m.Number(K::ElasticTimeToTrain);
   }

@@ -15,6 +15,7 @@
 #include <functional>
 
 #include <fmt/format.h>
+#include <llvm/ADT/StringExtras.h>
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/raw_ostream.h>
@@ -27,6 +28,7 @@
 #include "exposition/metrics_server.h"
 #include "parallel/schedule.h"
 #include "plan/check_plan.h"
+#include "plan/elastic_plan.h"
 #include "plan/identity.h"
 #include "plan/plan.h"
 #include "plan/sizes.h"
@@ -247,6 +249,28 @@ struct Start {
   std::optional<avf::runtime::RankIdentity> identity;
 };
 
+// An elastic plan started on another node count (PET_NNODES) trains with
+// that count's layout (plan.json `elastic`); a count it has no layout for
+// is refused, naming those it has. Any other value is ResolveNode's to judge.
+auto ChooseNodeCount(avf::runtime::PlanFile& file, const avf::runtime::Environment& env, bool log) -> llvm::Error {
+  auto given = env.find(avf::plan_format::kEnvNodes);
+  if (given == env.end()) return llvm::Error::success();
+  int64_t nodes = 0;
+  if (!llvm::to_integer(given->second, nodes, 10) || nodes < 1) return llvm::Error::success();
+  if (nodes == file.plan->hardware.nodes || !file.plan->elastic) return llvm::Error::success();
+  auto at = avf::runtime::AtNodeCount(file.plan, nodes);
+  if (!at) return at.takeError();
+  file.plan = std::move(*at);
+  const avf::runtime::PlanLayout& l = file.plan->layout;
+  if (log) {
+    llvm::outs() << fmt::format(
+        "avf-run: elastic job `{}` on {} of its nodes ({}={}): tensor {}, pipeline {}, data {}, micro-batch {}\n",
+        file.plan->job.name, nodes, avf::plan_format::kEnvNodes, given->second, l.tensor, l.pipeline, l.data,
+        l.micro_batch);
+  }
+  return llvm::Error::success();
+}
+
 // `before_launch(node_rank)` runs in a launcher before it starts its ranks.
 auto StartRank(const std::string& plan_path, const avf::runtime::IdentityFlags& flags,
                const std::vector<std::string>& args, const std::function<llvm::Error(int64_t node_rank)>& before_launch)
@@ -254,7 +278,9 @@ auto StartRank(const std::string& plan_path, const avf::runtime::IdentityFlags& 
   auto file = avf::runtime::ReadPlanFileWithSha256(plan_path);
   if (!file) return {.exit_status = Report(file.takeError())};
   avf::runtime::Environment env = avf::runtime::ProcessEnvironment();
-  if (!avf::run::LocalRankGiven(flags, env)) {
+  bool launcher = !avf::run::LocalRankGiven(flags, env);
+  if (llvm::Error e = ChooseNodeCount(*file, env, launcher)) return {.exit_status = Report(std::move(e))};
+  if (launcher) {
     auto node = avf::runtime::ResolveNode(flags, env, *file->plan);
     if (!node) return {.exit_status = Report(node.takeError())};
     if (node->nproc_per_node > 1) {
