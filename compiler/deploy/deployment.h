@@ -229,6 +229,10 @@ struct Deployment {
   std::string image, tools_image, queue, priority;
   int64_t nodes = 1;
   int64_t procs_per_node = 1;  // ranks (GPUs) per pod
+  // An elastic job's node counts that have a layout, most first; empty for
+  // any other job. Slurm asks for --nodes=fewest-most and trains on the most
+  // of them that the allocation holds.
+  std::vector<int64_t> elastic_nodes;
   int64_t max_restarts = 3;
   // The workflow's activeDeadlineSeconds: the job's `deadline`, else twice
   // the predicted time to train plus a day.

@@ -113,6 +113,10 @@ void LowerIdentity(LowerContext& c, std::optional<Target> target) {
   // one incident restarts every pod once: max_restarts incidents must stay below it.
   o.backoff_limit = o.max_restarts * o.nodes + 1;
   o.procs_per_node = c.plan.ranks_per_node;
+  if (c.plan.elastic) {
+    for (const plan::ElasticLayout& e : c.plan.elastic->layouts)
+      o.elastic_nodes.insert(o.elastic_nodes.begin(), e.nodes);
+  }
   if (o.nodes > 1 && j.workload.gpus % o.procs_per_node != 0) {
     int64_t per = o.procs_per_node, lower = j.workload.gpus / per * per;
     c.diags.Report(DiagId::PartialNode, j.at.gpus, j.name, o.nodes, j.workload.gpus, j.node_name, per)

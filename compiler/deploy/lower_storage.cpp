@@ -182,7 +182,9 @@ void LowerStaging(LowerContext& c) {
   s.total_bandwidth = plan::StagingBandwidth(ds);
   s.ranges = SplitShards(ds.shards, plan::CopierCount(c.job, s.total_bandwidth));
   auto ranges = static_cast<int64_t>(s.ranges.size());
-  s.concurrent_copies = c.out.target == Target::Slurm ? std::min(ranges, c.out.nodes) : ranges;
+  // Slurm runs a copier task per node, on the fewest nodes the job may get.
+  int64_t nodes = c.out.elastic_nodes.empty() ? c.out.nodes : c.out.elastic_nodes.back();
+  s.concurrent_copies = c.out.target == Target::Slurm ? std::min(ranges, nodes) : ranges;
   s.bwlimit_kib = BwlimitKib(s.total_bandwidth, s.concurrent_copies);
   std::string_view kind = Name(ds.source.storage_kind);
   std::string where = IsObjectStore(ds.source.storage_kind)

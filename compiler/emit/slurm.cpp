@@ -28,8 +28,10 @@ auto Comment(const std::string& text) -> std::string {
 }
 
 auto Directives(const Deployment& d) -> std::string {
+  std::string nodes = d.elastic_nodes.empty() ? std::to_string(d.nodes)
+                                              : fmt::format("{}-{}", d.elastic_nodes.back(), d.elastic_nodes.front());
   std::string s =
-      fmt::format("#SBATCH --job-name={}\n#SBATCH --nodes={}\n#SBATCH --ntasks-per-node=1\n", d.name, d.nodes);
+      fmt::format("#SBATCH --job-name={}\n#SBATCH --nodes={}\n#SBATCH --ntasks-per-node=1\n", d.name, nodes);
   if (d.resources.gpus > 0) s += fmt::format("#SBATCH --gpus-per-node={}\n", d.resources.gpus);
   s += "#SBATCH --exclusive\n#SBATCH --output=%x-%j.out\n";
   if (!d.queue.empty()) s += fmt::format("#SBATCH --partition={}\n", d.queue);
@@ -184,26 +186,50 @@ auto MetricsAddress(const Deployment& d) -> std::string {
   return d.monitoring ? " --metrics-address \"${AVF_METRICS_ADDRESS:-$addr}\"" : "";
 }
 
+// MASTER_ADDR, from the nodes the step runs on: every node of the allocation, or for an
+// elastic job the most of its counts with a layout that the allocation
+// holds (Slurm gives from the fewest to the most; avf-run trains with that
+// count's layout and resumes the newest checkpoint resharded).
+auto NodesLines(const Deployment& d) -> std::string {
+  if (d.elastic_nodes.empty())
+    return "export MASTER_ADDR=\"$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\"\n";
+  std::string counts;
+  for (int64_t n : d.elastic_nodes) counts += (counts.empty() ? "" : " ") + std::to_string(n);
+  return fmt::format(
+      "# An elastic job: the most nodes of the allocation that have a layout (plan.json `elastic`).\n"
+      "for n in {}; do\n"
+      "  if [ \"$n\" -le \"$SLURM_JOB_NUM_NODES\" ]; then break; fi\n"
+      "done\n"
+      "hosts=\"$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n \"$n\" | paste -sd, -)\"\n"
+      "echo \"training on $n of the $SLURM_JOB_NUM_NODES nodes allocated: $hosts\"\n"
+      "export MASTER_ADDR=\"${{hosts%%,*}}\"\n",
+      counts);
+}
+
 auto TrainSection(const Deployment& d) -> std::string {
   std::string command;
   for (const std::string& word : d.command) command += (command.empty() ? "" : " ") + CommandWord(word);
   std::string env;
   for (const deploy::EnvVar& e : d.env) env += fmt::format("export {}={}\n", e.name, ShellQuote(e.value));
+  std::string srun =
+      d.elastic_nodes.empty()
+          ? "srun --kill-on-bad-exit=1"
+          : "srun --nodes=\"$PET_NNODES\" --ntasks=\"$PET_NNODES\" --nodelist=\"$hosts\" --kill-on-bad-exit=1";
   return fmt::format(
       "# 2. train: one {} per node starts {}\n"
       "{}"
-      "export MASTER_ADDR=\"$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\"\n"
+      "{}"
       "export MASTER_PORT={}\n"
       "export PET_NNODES={}\n"
       "export PET_NPROC_PER_NODE={}\n"
       "{}"
       "{}"
-      "srun --kill-on-bad-exit=1 sh -c '{}PET_NODE_RANK=\"$SLURM_NODEID\" exec \"$0\" \"$@\"{}' {}\n"
+      "{} sh -c '{}PET_NODE_RANK=\"$SLURM_NODEID\" exec \"$0\" \"$@\"{}' {}\n"
       "unset {}\n\n",
       d.trainer == check::TrainerKind::Avf ? "avf-run" : "torchrun",
       d.resources.gpus > 0 ? "one rank per GPU" : fmt::format("its {} ranks on the CPUs", d.procs_per_node), env,
-      d.port, d.nodes, d.procs_per_node, KeyCheck(d), TokenLines(d.token), NodeAddressLookup(d), MetricsAddress(d),
-      command, d.token.env);
+      NodesLines(d), d.port, d.elastic_nodes.empty() ? std::to_string(d.nodes) : "\"$n\"", d.procs_per_node,
+      KeyCheck(d), TokenLines(d.token), srun, NodeAddressLookup(d), MetricsAddress(d), command, d.token.env);
 }
 
 // avf-run (on the PATH, as for training) verifies the kept checkpoints, then
