@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -24,6 +25,7 @@
 #include "plan_format/child_table.h"
 #include "plan_format/folder_lock.h"
 #include "plan_format/launch.h"
+#include "plan_format/plan_format.h"
 
 namespace avf::driver {
 
@@ -235,22 +237,12 @@ auto AvfRunArgs(const Options& o, const check::JobSpec& job, const std::string& 
   return args;
 }
 
-auto ElasticCount(const plan::Plan& plan, int64_t nodes) -> bool {
-  if (!plan.elastic) return false;
-  const std::vector<plan::ElasticLayout>& all = plan.elastic->layouts;
-  return std::any_of(all.begin(), all.end(), [&](const plan::ElasticLayout& e) { return e.nodes == nodes; });
-}
-
-// "1, 2 or 4": the node counts the plan has a layout on.
-auto NodeCounts(const plan::Plan& plan) -> std::string {
-  if (!plan.elastic) return std::to_string(plan.nodes_used);
-  std::string out;
-  const std::vector<plan::ElasticLayout>& all = plan.elastic->layouts;
-  for (size_t i = 0; i < all.size(); ++i) {
-    if (i > 0) out += i + 1 == all.size() ? " or " : ", ";
-    out += std::to_string(all[i].nodes);
-  }
-  return out;
+// The node counts the plan has a layout on: its own, or its elastic family's.
+auto NodeCountsOf(const plan::Plan& plan) -> std::vector<int64_t> {
+  if (!plan.elastic) return {plan.nodes_used};
+  std::vector<int64_t> counts;
+  for (const plan::ElasticLayout& e : plan.elastic->layouts) counts.push_back(e.nodes);
+  return counts;
 }
 
 }  // namespace
@@ -266,8 +258,11 @@ auto RunLocal(const Options& o, const plan::Plan& plan, diag::DiagnosticEngine& 
   }
   NodeShape shape = ShapeOf(plan);
   if (o.nodes != 0 && o.nodes != shape.nodes) {
-    if (!ElasticCount(plan, o.nodes)) {
-      diags.Report(diag::DiagId::RunNodeCount, job.name_range, o.nodes, job.name, o.nodes, NodeCounts(plan))
+    std::vector<int64_t> counts = NodeCountsOf(plan);
+    if (std::find(counts.begin(), counts.end(), o.nodes) == counts.end()) {
+      diags
+          .Report(diag::DiagId::RunNodeCount, job.name_range, o.nodes, job.name, o.nodes,
+                  plan_format::CountsText(counts))
           .Help(job.elastic ? "the counts of `elastic` without a layout are left out (W0806)"
                             : "a job trains on other node counts with `elastic { min_nodes = N }`");
       return -1;

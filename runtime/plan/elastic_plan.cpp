@@ -69,13 +69,9 @@ auto Member(const RunPlan& plan, const PlanElasticLayout& m) -> RunPlan {
 
 auto NodeCountsText(const RunPlan& plan) -> std::string {
   if (!plan.elastic) return std::to_string(plan.hardware.nodes);
-  std::string out;
-  const std::vector<PlanElasticLayout>& all = plan.elastic->layouts;
-  for (size_t i = 0; i < all.size(); ++i) {
-    if (i > 0) out += i + 1 == all.size() ? " or " : ", ";
-    out += std::to_string(all[i].nodes);
-  }
-  return out;
+  std::vector<int64_t> counts;
+  for (const PlanElasticLayout& m : plan.elastic->layouts) counts.push_back(m.nodes);
+  return plan_format::CountsText(counts);
 }
 
 auto AtNodeCount(const ValidPlan& plan, int64_t nodes) -> llvm::Expected<ValidPlan> {

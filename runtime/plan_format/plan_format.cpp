@@ -86,4 +86,13 @@ auto PredictedCheckpointInterval(std::optional<double> every_seconds, std::optio
   return 0;
 }
 
+auto CountsText(const std::vector<int64_t>& counts) -> std::string {
+  std::string out;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    if (i > 0) out += i + 1 == counts.size() ? " or " : ", ";
+    out += std::to_string(counts[i]);
+  }
+  return out;
+}
+
 }  // namespace avf::plan_format

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace avf::plan_format {
 
@@ -179,5 +180,8 @@ auto KeyPath(Key key) -> std::string;
 // exported avf_checkpoint_interval_seconds_predicted (avf-run) both use it.
 auto PredictedCheckpointInterval(std::optional<double> every_seconds, std::optional<int64_t> every_steps,
                                  double step_seconds) -> double;
+
+// "1, 2 or 4": the node counts of an elastic plan, for messages on both sides.
+auto CountsText(const std::vector<int64_t>& counts) -> std::string;
 
 }  // namespace avf::plan_format
