@@ -113,9 +113,16 @@ void LowerIdentity(LowerContext& c, std::optional<Target> target) {
   // one incident restarts every pod once: max_restarts incidents must stay below it.
   o.backoff_limit = o.max_restarts * o.nodes + 1;
   o.procs_per_node = c.plan.ranks_per_node;
-  if (c.plan.elastic) {
+  if (c.plan.elastic && o.target == Target::JobSet) {
+    c.Report(DiagId::ElasticFixedOnJobSet, j.elastic->range, j.name, o.nodes)
+        .Help(
+            "use `target = kubeflow` (a PyTorchJob with an elasticPolicy) or `target = slurm` to go on with fewer "
+            "nodes when one is lost");
+  } else if (c.plan.elastic) {
     for (const plan::ElasticLayout& e : c.plan.elastic->layouts)
       o.elastic_nodes.insert(o.elastic_nodes.begin(), e.nodes);
+    // A PyTorchJob of an elastic job has a pod per node slot, the most nodes.
+    if (o.target == Target::Kubeflow) o.backoff_limit = o.max_restarts * o.elastic_nodes.front() + 1;
   }
   if (o.nodes > 1 && j.workload.gpus % o.procs_per_node != 0) {
     int64_t per = o.procs_per_node, lower = j.workload.gpus / per * per;

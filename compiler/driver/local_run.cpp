@@ -83,6 +83,10 @@ auto RandomToken() -> std::string {
 // r / ranks-per-node).
 struct NodeShape {
   int64_t nodes = 1, ranks_per_node = 1;
+  // An elastic start: its fewest nodes (0: a start of a fixed size, on
+  // `nodes`, which is then the most) and the port of its rounds' host.
+  int64_t min_nodes = 0;
+  int rdzv_port = 0;
 };
 
 auto ShapeOf(const plan::Plan& plan) -> NodeShape {
@@ -109,6 +113,9 @@ auto LockRunFolder(const std::string& dir, diag::DiagnosticEngine& diags) -> boo
   return lock.state == pf::FolderLock::State::Locked;
 }
 
+// Node `n`'s environment. An elastic start's launchers get the node counts
+// as MIN:MAX, their slot and the rounds' host (node slot 0's launcher)
+// instead of a node rank (run/elastic_launcher.h).
 auto NodeEnvironment(int64_t n, NodeShape shape, int port, const std::string& token) -> std::vector<std::string> {
   std::vector<std::string> env;
   for (char** e = environ; e && *e; ++e) {
@@ -116,9 +123,16 @@ auto NodeEnvironment(int64_t n, NodeShape shape, int port, const std::string& to
     if (pf::IsLaunchVariable(std::string_view(var.split('=').first))) continue;
     env.push_back(var.str());
   }
+  if (shape.min_nodes > 0) {
+    env.insert(env.end(), {fmt::format("{}={}:{}", pf::kEnvNodes, shape.min_nodes, shape.nodes),
+                           fmt::format("{}={}", pf::kEnvNodeSlot, n),
+                           fmt::format("{}=127.0.0.1:{}", pf::kEnvRdzvEndpoint, shape.rdzv_port)});
+  } else {
+    env.insert(env.end(),
+               {fmt::format("{}={}", pf::kEnvNodeRank, n), fmt::format("{}={}", pf::kEnvNodes, shape.nodes)});
+  }
   env.insert(env.end(),
-             {fmt::format("{}={}", pf::kEnvNodeRank, n), fmt::format("{}={}", pf::kEnvNodes, shape.nodes),
-              fmt::format("{}={}", pf::kEnvRanksPerNode, shape.ranks_per_node),
+             {fmt::format("{}={}", pf::kEnvRanksPerNode, shape.ranks_per_node),
               fmt::format("{}=127.0.0.1", pf::kEnvMasterAddr), fmt::format("{}={}", pf::kEnvMasterPort, port),
               fmt::format("{}={}", pf::kEnvJobToken, token), fmt::format("{}={}", pf::kEnvSupervisorPid, getpid())});
   return env;
@@ -129,7 +143,11 @@ auto NodeEnvironment(int64_t n, NodeShape shape, int port, const std::string& to
 // stops, escalates on and reports its own ranks. The status is the first
 // failure's, but a node whose rank was killed by a signal (128 + signal,
 // not the one passed on) is the cause of the others' failures and wins.
-auto WaitForNodes(int nodes) -> int {
+//
+// An elastic start's launchers go on without a failed one (they agree on
+// fewer nodes); the status is node slot 0's, whose launcher hosts the rounds
+// and ends the job.
+auto WaitForNodes(int nodes, bool elastic) -> int {
   int status_out = 0, running = nodes;
   bool killed = false;
   while (running > 0) {
@@ -144,10 +162,14 @@ auto WaitForNodes(int nodes) -> int {
     --running;
     int forwarded = pf::ForwardedSignal();
     if (WIFSIGNALED(status) && WTERMSIG(status) != forwarded) {
-      llvm::errs() << fmt::format("aviflowc: the avf-run of node {} was killed by signal {} ({})\n", n,
-                                  WTERMSIG(status), strsignal(WTERMSIG(status)));
+      llvm::errs() << fmt::format("aviflowc: the avf-run of node {}{} was killed by signal {} ({})\n",
+                                  elastic ? "slot " : "", n, WTERMSIG(status), strsignal(WTERMSIG(status)));
     }
     int code = pf::ExitCode(status);
+    if (elastic) {
+      if (n == 0) status_out = code;
+      continue;
+    }
     bool cause = code > 128 && code != 128 + forwarded && code != 128 + SIGTERM && code != 128 + SIGINT;
     if (code != 0 && (status_out == 0 || (cause && !killed))) status_out = code, killed = cause;
     if (code != 0 && running > 0) pf::ForwardSignal(SIGTERM);
@@ -174,6 +196,7 @@ auto LaunchNodes(const std::vector<std::string>& args, NodeShape shape, int metr
     return -1;
   }
   int port = FreePort();
+  while (shape.min_nodes > 0 && (shape.rdzv_port == 0 || shape.rdzv_port == port)) shape.rdzv_port = FreePort();
   std::string token = RandomToken();
   pf::ForwardStopSignals();
   for (int64_t n = 0; n < shape.nodes; ++n) {
@@ -181,12 +204,12 @@ auto LaunchNodes(const std::vector<std::string>& args, NodeShape shape, int metr
     if (pf::SpawnChild(static_cast<int>(n), NodeArgs(args, n, shape, metrics_port),
                        NodeEnvironment(n, shape, port, token), error) < 0) {
       pf::ForwardSignal(SIGTERM);
-      WaitForNodes(static_cast<int>(n));
+      WaitForNodes(static_cast<int>(n), false);
       diags.Report(diag::DiagId::CannotRunRuntime, {}, args[0], error.empty() ? "it did not start" : error);
       return -1;
     }
   }
-  return WaitForNodes(static_cast<int>(shape.nodes));
+  return WaitForNodes(static_cast<int>(shape.nodes), shape.min_nodes > 0);
 }
 
 // What a local run reads must be here: the shards of the training and the
@@ -268,6 +291,11 @@ auto RunLocal(const Options& o, const plan::Plan& plan, diag::DiagnosticEngine& 
       return -1;
     }
     shape.nodes = o.nodes;
+  } else if (plan.elastic) {
+    // Every node count of the family, from one launcher per node slot: they
+    // agree on the count themselves, and go on with fewer when one is lost.
+    shape.min_nodes = job.elastic->min_nodes;
+    shape.nodes = plan.elastic->max_nodes;
   }
   std::string dir = o.run_dir.empty() ? "runs/" + job.name : o.run_dir;
   // Locked before plan.json is written, so a job that uses the folder keeps

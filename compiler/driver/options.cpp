@@ -73,6 +73,10 @@ void AddForwardedRunOptions(CLI::App& run, std::map<std::string, std::string>& g
       ->check(Seconds());
   run.add_option("--join-timeout", given["--join-timeout"], "Seconds to wait for every rank to join (default 300)")
       ->check(Seconds());
+  run.add_option("--elastic-last-call", given["--elastic-last-call"],
+                 "An elastic job: seconds a round waits for more node launchers once the fewest have joined (default "
+                 "30)")
+      ->check(Seconds());
 }
 
 auto AddFileCommand(CLI::App& app, const char* name, const char* help) -> CLI::App* {

@@ -1,6 +1,8 @@
 // job.yaml: the training object. PyTorchJob: one Master pod and N-1 Worker
-// pods, the operator sets the rendezvous variables. JobSet: one indexed Job
-// of N pods, restarted whole on any failure; we set the variables ourselves.
+// pods, the operator sets the rendezvous variables; an elastic job's is
+// Worker pods only, as many as its most nodes, under an elasticPolicy. JobSet:
+// one indexed Job of N pods, restarted whole on any failure; we set the
+// variables ourselves.
 #include <fmt/format.h>
 
 #include "emit/k8s_pod.h"
@@ -30,9 +32,12 @@ auto QueueLabels(const Deployment& d) -> std::vector<std::pair<std::string, std:
   return labels;
 }
 
+// An elastic job is admitted once its fewest nodes can start.
+auto GangSize(const Deployment& d) -> int64_t { return d.elastic_nodes.empty() ? d.nodes : d.elastic_nodes.back(); }
+
 void WriteVolcanoPolicy(YamlWriter& y, const Deployment& d) {
   y.MapField("schedulingPolicy", [&] {
-    y.Field("minAvailable", d.nodes);
+    y.Field("minAvailable", GangSize(d));
     if (!d.queue.empty()) y.Field("queue", d.queue);
     if (!d.priority.empty()) y.Field("priorityClass", d.priority);
   });
@@ -46,8 +51,25 @@ void WriteReplica(YamlWriter& y, const Deployment& d, std::string_view type, int
     y.Field("restartPolicy", "OnFailure");
     TrainerPod pod;
     pod.podset_group = "trainers";
-    if (type == "Worker") pod.wait_for_host = d.name + "-master-0";  // the operator's name of the Master's Service
+    if (!d.elastic_nodes.empty()) {
+      // The launcher's slot (run/elastic_launcher.h); slot 0, worker 0, hosts the rounds.
+      pod.rank_env.push_back(
+          EnvVar::FromField(plan_format::kEnvNodeSlot, "metadata.labels['training.kubeflow.org/replica-index']"));
+    } else if (type == "Worker") {
+      pod.wait_for_host = d.name + "-master-0";  // the operator's name of the Master's Service
+    }
     WriteTrainerTemplate(y, d, pod);
+  });
+}
+
+// The operator sets PET_NNODES=MIN:MAX, PET_RDZV_ENDPOINT (worker 0's Service
+// and this port) and PET_MAX_RESTARTS, which avf-run's launchers read.
+void WriteElasticPolicy(YamlWriter& y, const Deployment& d) {
+  y.MapField("elasticPolicy", [&] {
+    y.Field("minReplicas", d.elastic_nodes.back());
+    y.Field("maxReplicas", d.elastic_nodes.front());
+    y.Field("maxRestarts", d.max_restarts);
+    y.Field("rdzvPort", d.port);
   });
 }
 
@@ -58,16 +80,21 @@ void WritePyTorchJob(YamlWriter& y, const Deployment& d, Owner owner) {
     WriteMetadata(y, d, d.name, QueueLabels(d), owner);
     y.MapField("spec", [&] {
       y.Field("nprocPerNode", std::to_string(d.procs_per_node));
+      if (!d.elastic_nodes.empty()) WriteElasticPolicy(y, d);
       y.MapField("runPolicy", [&] {
         // Counted per pod restart: one incident restarts every pod once.
         y.Field("backoffLimit", d.backoff_limit);
         y.Comment(fmt::format("max_restarts {} x {} pods + 1: the job fails when the restarts reach it", d.max_restarts,
-                              d.nodes));
+                              d.elastic_nodes.empty() ? d.nodes : d.elastic_nodes.front()));
         y.Field("cleanPodPolicy", "Running");
         y.Field("ttlSecondsAfterFinished", d.keep_finished_seconds);
         if (d.scheduler == Scheduler::Volcano) WriteVolcanoPolicy(y, d);
       });
       y.MapField("pytorchReplicaSpecs", [&] {
+        if (!d.elastic_nodes.empty()) {
+          WriteReplica(y, d, "Worker", d.elastic_nodes.front());
+          return;
+        }
         WriteReplica(y, d, "Master", 1);
         if (d.nodes > 1) WriteReplica(y, d, "Worker", d.nodes - 1);
       });
@@ -172,7 +199,7 @@ void WritePodGroup(YamlWriter& y, const Deployment& d, Owner owner) {
     y.Field("kind", "PodGroup");
     WriteMetadata(y, d, d.name, {}, owner);
     y.MapField("spec", [&] {
-      y.Field("minMember", d.nodes);
+      y.Field("minMember", GangSize(d));
       if (!d.queue.empty()) y.Field("queue", d.queue);
       if (!d.priority.empty()) y.Field("priorityClassName", d.priority);
     });

@@ -13,7 +13,8 @@ auto IsLaunchVariable(std::string_view name) -> bool {
   for (const char* v : kRankVariables) {
     if (name == v) return true;
   }
-  return name.substr(0, 4) == "PET_" || name == kEnvJobToken || name == kEnvJobTokenFile || name == kEnvSupervisorPid;
+  return name.substr(0, 4) == "PET_" || name == kEnvJobToken || name == kEnvJobTokenFile || name == kEnvSupervisorPid ||
+         name == kEnvNodeSlot || name == kEnvNodeCountChanges;
 }
 
 auto SecondsProblem(const std::string& text, double lo, double hi) -> std::string {

@@ -26,6 +26,13 @@ inline constexpr const char* kEnvMasterPort = "MASTER_PORT";
 inline constexpr const char* kRankVariables[] = {kEnvNodeRank,   kEnvRanksPerNode, kEnvNodes,     kEnvRank,
                                                  kEnvWorldSize,  kEnvLocalRank,    kEnvGroupRank, kEnvLocalWorldSize,
                                                  kEnvMasterAddr, kEnvMasterPort};
+// An elastic job's launchers (run/elastic_launcher.h): PET_NNODES is then
+// MIN:MAX, the rounds' host is at PET_RDZV_ENDPOINT, each launcher has a slot,
+// and its ranks learn how often the node count changed.
+inline constexpr const char* kEnvRdzvEndpoint = "PET_RDZV_ENDPOINT";
+inline constexpr const char* kEnvMaxRestarts = "PET_MAX_RESTARTS";
+inline constexpr const char* kEnvNodeSlot = "AVF_NODE_SLOT";
+inline constexpr const char* kEnvNodeCountChanges = "AVF_NODE_COUNT_CHANGES";
 // The job token, or the file (a mounted Secret) that holds it.
 inline constexpr const char* kEnvJobToken = "AVF_JOB_TOKEN";
 inline constexpr const char* kEnvJobTokenFile = "AVF_JOB_TOKEN_FILE";

@@ -36,11 +36,13 @@
 #include "plan_format/launch.h"
 #include "run/checkpoint_command.h"
 #include "run/compute_device.h"
+#include "run/elastic_launcher.h"
 #include "run/launcher.h"
 #include "run/memory_report.h"
 #include "run/preflight.h"
 #include "run/preflight_device.h"
 #include "run/run_report.h"
+#include "run/stop_signals.h"
 #include "run/world.h"
 #include "train/trainer.h"
 
@@ -54,6 +56,8 @@ struct RunFlags {
   // Seconds the ranks wait for each other at start (ranks may start minutes
   // apart on a cluster), and a collective waits for a silent peer.
   double join_timeout_s = 300, peer_timeout_s = 60;
+  // An elastic start's wait for more launchers once the fewest are there.
+  double elastic_last_call_s = 30;
   avf::runtime::IdentityFlags identity;
   std::string device = "auto";  // gpu, cpu or auto (run/compute_device.h)
   bool print_schedule = false;
@@ -134,28 +138,8 @@ auto Tokenize(const TokenizeFlags& f) -> int {
   return 0;
 }
 
-// SIGTERM (a pod being deleted, preemption, the launcher passing one on) or
-// SIGINT asks the trainer to stop after the step in flight, with a
-// checkpoint; a second one kills.
+// Set by the first SIGTERM or SIGINT (run/stop_signals.h).
 std::atomic<int> stop_signal{0};
-
-void RequestStop(int sig) {
-  if (stop_signal.load() != 0) {
-    signal(sig, SIG_DFL);
-    raise(sig);
-    return;
-  }
-  stop_signal = sig;
-}
-
-void InstallStopHandlers() {
-  struct sigaction sa {};
-  sa.sa_handler = RequestStop;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;
-  sigaction(SIGTERM, &sa, nullptr);
-  sigaction(SIGINT, &sa, nullptr);
-}
 
 // What rank 0 prints at the end, and the exit status.
 auto Finish(const avf::runtime::RunPlan& plan, const avf::train::TrainResult& r, int64_t rank) -> int {
@@ -272,13 +256,32 @@ auto ChooseNodeCount(avf::runtime::PlanFile& file, const avf::runtime::Environme
 }
 
 // `before_launch(node_rank)` runs in a launcher before it starts its ranks.
+// `elastic`: how a launcher of an elastic start (PET_NNODES=MIN:MAX) waits
+// for the others; null where there is none (the preflight).
 auto StartRank(const std::string& plan_path, const avf::runtime::IdentityFlags& flags,
-               const std::vector<std::string>& args, const std::function<llvm::Error(int64_t node_rank)>& before_launch)
-    -> Start {
+               const std::vector<std::string>& args, const std::function<llvm::Error(int64_t node_rank)>& before_launch,
+               const avf::run::ElasticTimeouts* elastic) -> Start {
   auto file = avf::runtime::ReadPlanFileWithSha256(plan_path);
   if (!file) return {.exit_status = Report(file.takeError())};
   avf::runtime::Environment env = avf::runtime::ProcessEnvironment();
   bool launcher = !avf::run::LocalRankGiven(flags, env);
+  if (launcher) {
+    auto elastic_node = avf::run::ReadElasticNode();
+    if (!elastic_node) return {.exit_status = Report(elastic_node.takeError())};
+    if (*elastic_node && !elastic) {
+      return {.exit_status = Report(llvm::createStringError(
+                  llvm::inconvertibleErrorCode(), "%s",
+                  fmt::format("{} is MIN:MAX, an elastic start; this command runs on one node count: set {} to it",
+                              avf::plan_format::kEnvNodes, avf::plan_format::kEnvNodes)
+                      .c_str()))};
+    }
+    if (*elastic_node) {
+      if ((*elastic_node)->slot == 0) {
+        if (llvm::Error e = before_launch(0)) return {.exit_status = Report(std::move(e))};
+      }
+      return {.exit_status = avf::run::LaunchElastic(args, *file, flags, **elastic_node, *elastic)};
+    }
+  }
   if (llvm::Error e = ChooseNodeCount(*file, env, launcher)) return {.exit_status = Report(std::move(e))};
   if (launcher) {
     auto node = avf::runtime::ResolveNode(flags, env, *file->plan);
@@ -308,9 +311,12 @@ auto StartMetrics(const RunFlags& f, const avf::runtime::RankIdentity& id)
 
 auto Run(const RunFlags& f, const std::vector<std::string>& args) -> int {
   // Node 0's launcher locks the job's folders for its ranks (rank 0 among them).
-  Start start = StartRank(f.plan, f.identity, args,
-                          [&](int64_t node_rank) { return node_rank == 0 ? LockFolders(f) : llvm::Error::success(); });
+  avf::run::ElasticTimeouts elastic{.join_s = f.join_timeout_s, .last_call_s = f.elastic_last_call_s};
+  Start start = StartRank(
+      f.plan, f.identity, args,
+      [&](int64_t node_rank) { return node_rank == 0 ? LockFolders(f) : llvm::Error::success(); }, &elastic);
   if (start.exit_status) return *start.exit_status;
+  avf::run::TakeStopSignalsOnOwnThread();
   const avf::runtime::PlanFile* file = &*start.file;
   const avf::runtime::RunPlan& plan = *file->plan;
   const avf::runtime::RankIdentity* identity = &*start.identity;
@@ -353,6 +359,9 @@ auto Run(const RunFlags& f, const std::vector<std::string>& args) -> int {
   o.max_steps = f.max_steps;
   o.terminal = isatty(STDOUT_FILENO) != 0;
   o.rank = static_cast<int>(identity->rank);
+  if (const char* changes = std::getenv(avf::plan_format::kEnvNodeCountChanges)) {
+    llvm::to_integer(changes, o.node_count_changes, 10);
+  }
   auto device = avf::run::ChooseDevice(f.device, identity->local_rank, plan.hardware.ranks_per_node);
   if (!device) return Report(device.takeError());
   if (!device->gpu) {
@@ -395,7 +404,7 @@ auto Run(const RunFlags& f, const std::vector<std::string>& args) -> int {
     }
   }
   o.stop_signal = &stop_signal;
-  InstallStopHandlers();
+  avf::run::ArmStopSignals(&stop_signal);
   auto result = avf::train::Train(*runnable, o, llvm::outs());
   if (!result) return Report(result.takeError());
   if (llvm::Error e = avf::run::WriteMemoryReport(f.run_dir, identity->rank, plan, *result))
@@ -416,7 +425,8 @@ auto Preflight(const PreflightFlags& f, const std::vector<std::string>& args) ->
                     "only (--device cpu)\n";
     return 2;
   }
-  Start start = StartRank(f.plan, f.identity, args, [](int64_t) { return llvm::Error::success(); });
+  Start start = StartRank(
+      f.plan, f.identity, args, [](int64_t) { return llvm::Error::success(); }, nullptr);
   if (start.exit_status) return *start.exit_status;
   const avf::runtime::PlanFile* file = &*start.file;
   const avf::runtime::RunPlan& plan = *file->plan;
@@ -556,6 +566,10 @@ auto main(int argc, char** argv) -> int {
   app.add_option("--join-timeout", run.join_timeout_s, "Seconds to wait for every rank to join (default 300)")
       ->check(Seconds());
   app.add_option("--peer-timeout", run.peer_timeout_s, "Seconds a collective waits for a silent peer (default 60)")
+      ->check(Seconds());
+  app.add_option("--elastic-last-call", run.elastic_last_call_s,
+                 "An elastic start: seconds a round waits for more node launchers once the fewest have joined "
+                 "(default 30)")
       ->check(Seconds());
   AddIdentityFlags(app, run.identity);
   app.add_option("--device", run.device,

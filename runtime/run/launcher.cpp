@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <thread>
 
@@ -94,10 +95,12 @@ enum class Outcome { kSuccess, kStopped, kFailed, kKilled };
 // Waits for every child; once one has exited, escalates on the others.
 class Supervisor {
  public:
-  explicit Supervisor(const runtime::NodeIdentity& node) : node_(node) {}
+  Supervisor(const runtime::NodeIdentity& node, const std::function<void()>& every_quarter_second)
+      : node_(node), every_quarter_second_(every_quarter_second) {}
 
   auto Wait() -> int {
     int running = pf::ChildCount();
+    Clock::time_point tick = Clock::now();
     while (running > 0) {
       int status = 0;
       pid_t pid = waitpid(-1, &status, WNOHANG);
@@ -107,6 +110,10 @@ class Supervisor {
       }
       if (pid < 0 && errno != EINTR) break;
       Escalate();
+      if (every_quarter_second_ && Clock::now() - tick >= std::chrono::milliseconds(250)) {
+        tick = Clock::now();
+        every_quarter_second_();
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     if (int sig = pf::ForwardedSignal()) {
@@ -166,6 +173,7 @@ class Supervisor {
   }
 
   const runtime::NodeIdentity& node_;
+  const std::function<void()>& every_quarter_second_;
   int exit_code_ = 0;
   Outcome worst_ = Outcome::kSuccess;
   int sent_ = 0;
@@ -226,7 +234,8 @@ void ApplyThreadDefaults(const std::vector<std::string>& args) {
   execv(SelfPath(args[0]).c_str(), pointers.data());
 }
 
-auto LaunchNode(const std::vector<std::string>& args, const runtime::NodeIdentity& node) -> int {
+auto LaunchNode(const std::vector<std::string>& args, const runtime::NodeIdentity& node,
+                const std::function<void()>& every_quarter_second) -> int {
   int64_t nproc = node.nproc_per_node;
   if (nproc > pf::kMaxChildren) {
     llvm::errs() << fmt::format("avf-run: error: {} ranks per node; at most {} are supported\n", nproc,
@@ -240,7 +249,7 @@ auto LaunchNode(const std::vector<std::string>& args, const runtime::NodeIdentit
   argv[0] = SelfPath(argv[0]);
   std::vector<std::string> env = ChildEnvironment(nproc);
   pf::ForwardStopSignals();
-  Supervisor supervisor(node);
+  Supervisor supervisor(node, every_quarter_second);
   for (int64_t i = 0; i < nproc; ++i) {
     if (!Spawn(argv, env, i)) {
       pf::ForwardSignal(SIGTERM);
@@ -249,6 +258,12 @@ auto LaunchNode(const std::vector<std::string>& args, const runtime::NodeIdentit
     }
   }
   return supervisor.Wait();
+}
+
+void StopRanks() {
+  for (int i = 0, n = pf::ChildCount(); i < n; ++i) {
+    if (pf::ChildPid(i) > 0) kill(pf::ChildPid(i), SIGTERM);
+  }
 }
 
 }  // namespace avf::run

@@ -6,6 +6,7 @@
 // `aviflowc run --local` starts one such launcher per node of the plan.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -49,7 +50,15 @@ void ApplyThreadDefaults(const std::vector<std::string>& args);
 // (a pod being deleted) go to every child. A failure is reported with its rank
 // and cause. Returns the exit status for main: 0 when every child succeeded,
 // else that of the first rank killed by a signal, else of the first failure,
-// else of the ranks' stop (128 + signal).
-auto LaunchNode(const std::vector<std::string>& args, const runtime::NodeIdentity& node) -> int;
+// else of the ranks' stop (128 + signal). `every_quarter_second`, when
+// given, runs about four times a second while the ranks run (an elastic
+// host's look for launchers waiting to join).
+auto LaunchNode(const std::vector<std::string>& args, const runtime::NodeIdentity& node,
+                const std::function<void()>& every_quarter_second = {}) -> int;
+
+// Sends SIGTERM to every rank of the node, as a stop the launcher itself
+// decided (not one passed on): the ranks stop at the same step, with a
+// checkpoint.
+void StopRanks();
 
 }  // namespace avf::run

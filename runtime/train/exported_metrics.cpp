@@ -147,6 +147,8 @@ void AddProgress(Families& f, const runtime::RunPlan& plan, const RankObservatio
   }
   f.Add(Id::Restarts, static_cast<double>(o.restarts));
   f.Add(Id::Start, o.start_unix_s);
+  f.Add(Id::Nodes, static_cast<double>(plan.hardware.nodes));
+  f.Add(Id::NodeCountChanges, static_cast<double>(o.node_count_changes));
 }
 
 }  // namespace
@@ -181,9 +183,10 @@ RankExporter::RankExporter(const runtime::RunPlan& plan, int rank, exposition::M
   observed_.start_unix_s = UnixNow();
 }
 
-void RankExporter::Started(int64_t step, int64_t restarts, double commit_unix_s) {
+void RankExporter::Started(int64_t step, int64_t restarts, int64_t node_count_changes, double commit_unix_s) {
   observed_.step.step = step;
   observed_.restarts = restarts;
+  observed_.node_count_changes = node_count_changes;
   committed_unix_s_.store(commit_unix_s);
 }
 

@@ -31,6 +31,7 @@ struct RankObservation {
   double checkpoint_commit_unix_s = 0;   // 0: none yet
   double checkpoint_interval_s = 0;      // between the last two; 0 before two
   int64_t restarts = 0;
+  int64_t node_count_changes = 0;
   double start_unix_s = 0;
 };
 
@@ -53,7 +54,7 @@ class RankExporter {
   RankExporter(const runtime::RunPlan& plan, int rank, exposition::MetricsServer* server);
   // Before the first step: the step started from, the starts recorded
   // before this one, the resumed checkpoint's commit time (0: none).
-  void Started(int64_t step, int64_t restarts, double commit_unix_s);
+  void Started(int64_t step, int64_t restarts, int64_t node_count_changes, double commit_unix_s);
   void Stepped(const StepMetrics& m, const parallel::Engine::OwnSeconds& own, const parallel::Engine::MemoryUse& memory,
                int64_t epoch, int64_t next_sequence);
   void CheckpointStarted(double unix_s);

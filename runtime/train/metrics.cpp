@@ -43,11 +43,11 @@ auto MetricsJson(const StepMetrics& m) -> std::string {
   return fmt::format(
       "{{\"step\":{},\"loss\":{},\"lr\":{},\"grad_norm\":{},\"step_time_s\":{},\"tokens_per_s\":{},\"flops_per_s\":{},"
       "\"tensor_comm_s\":{},\"pipeline_comm_s\":{},\"data_comm_s\":{},\"checkpoint_s\":{},\"val_loss\":{},"
-      "\"step_time_predicted_s\":{},\"step_time_predicted_low_s\":{},\"step_time_predicted_high_s\":{}}}",
+      "\"step_time_predicted_s\":{},\"step_time_predicted_low_s\":{},\"step_time_predicted_high_s\":{},\"nodes\":{}}}",
       m.step, Number(m.loss), Number(m.lr), Number(m.grad_norm), Number(m.step_time_s), Number(m.tokens_per_s),
       Number(m.flops_per_s), Number(m.tensor_comm_s), Number(m.pipeline_comm_s), Number(m.data_comm_s),
       Number(m.checkpoint_s), Number(m.val_loss), Number(m.step_time_predicted_s), Number(m.step_time_predicted_low_s),
-      Number(m.step_time_predicted_high_s));
+      Number(m.step_time_predicted_high_s), m.nodes);
 }
 
 auto DurationText(double seconds) -> std::string {

@@ -33,6 +33,7 @@ struct StepMetrics {
   // The plan's predicted step time and its likely range (plan.json
   // predicted; the range is 0 in a version-2 plan), for comparing with step_time_s.
   double step_time_predicted_s = 0, step_time_predicted_low_s = 0, step_time_predicted_high_s = 0;
+  int64_t nodes = 0;  // the nodes the step trained on (an elastic job's may change between starts)
 };
 
 // `{"step":1,"loss":...}`: keys in a fixed order, shortest round-trip doubles.

@@ -141,7 +141,7 @@ auto Loop::StartExporting() -> llvm::Error {
   if (step > 0 && !llvm::sys::fs::status(marker, status)) {
     committed = std::chrono::duration<double>(status.getLastModificationTime().time_since_epoch()).count();
   }
-  exporter->Started(step, restarts, committed);
+  exporter->Started(step, restarts, options.node_count_changes, committed);
   exporter->Publish();
   return llvm::Error::success();
 }
@@ -217,7 +217,8 @@ auto Run(Loop& loop, TrainResult& result) -> llvm::Error {
                   val_loss,
                   p.predicted.step_time_s,
                   p.predicted.step_time_low_s,
-                  p.predicted.step_time_high_s};
+                  p.predicted.step_time_high_s,
+                  p.hardware.nodes};
     if (loop.metrics) {
       if (llvm::Error e = loop.metrics->Append(m)) return e;
     }

@@ -35,11 +35,12 @@ struct TrainOptions {
   std::string run_dir;         // each rank's starts are recorded here (run_starts.h); "": not recorded
   // Where this rank's Prometheus metrics are served (exported_metrics.h); null: not served.
   exposition::MetricsServer* metrics_server = nullptr;
-  uint64_t seed = 1234;         // parameter initialisation
-  int64_t max_steps = 0;        // stop after this many steps (0: the plan's)
-  bool terminal = false;        // redraw one progress line instead of printing lines
-  int rank = 0;                 // this process's rank in the plan
-  parallel::Backends backends;  // what the engine computes on (empty: the CPU backend)
+  uint64_t seed = 1234;            // parameter initialisation
+  int64_t max_steps = 0;           // stop after this many steps (0: the plan's)
+  bool terminal = false;           // redraw one progress line instead of printing lines
+  int rank = 0;                    // this process's rank in the plan
+  int64_t node_count_changes = 0;  // an elastic job's, as its launchers agreed (avf_node_count_changes_total)
+  parallel::Backends backends;     // what the engine computes on (empty: the CPU backend)
   // The ranks of the plan, all data-parallel; null for a single-rank plan.
   comm::Communicator* world = nullptr;
   // Set (by a signal handler) to the signal number to ask for a clean stop:

@@ -55,8 +55,21 @@ TEST(ExportedMetrics, BeforeTheFirstStepOnlyProgressAndStart) {
   EXPECT_EQ(families["avf_step"]->samples[0].value, 0);
   EXPECT_EQ(families["avf_restarts_total"]->samples[0].value, 2);
   EXPECT_EQ(families["avf_restarts_total"]->type, exposition::MetricType::Counter);
+  EXPECT_EQ(families["avf_nodes"]->samples[0].value, static_cast<double>(plan.hardware.nodes));
+  EXPECT_EQ(families["avf_node_count_changes_total"]->samples[0].value, 0);
+  EXPECT_EQ(families["avf_node_count_changes_total"]->type, exposition::MetricType::Counter);
   // Rank 5 is not rank 0: it does not commit, so it serves no commit time.
   EXPECT_EQ(families.count("avf_checkpoint_commit_timestamp_seconds"), 0u);
+}
+
+TEST(ExportedMetrics, AnElasticJobsNodeCountAndItsChanges) {
+  runtime::RunPlan plan = Plan();
+  plan.hardware.nodes = 3;
+  RankObservation o;
+  o.node_count_changes = 2;
+  auto families = ByName(ExportedFamilies(plan, 0, o));
+  EXPECT_EQ(families["avf_nodes"]->samples[0].value, 3);
+  EXPECT_EQ(families["avf_node_count_changes_total"]->samples[0].value, 2);
 }
 
 TEST(ExportedMetrics, TheStepAgainstThePlanWithTheRanksLabels) {

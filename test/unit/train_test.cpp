@@ -160,15 +160,17 @@ TEST(MetricsText, JsonAndProgress) {
             "{\"step\":20,\"loss\":3.14159,\"lr\":0.0003,\"grad_norm\":0.5,\"step_time_s\":0.25,"
             "\"tokens_per_s\":12345.6,\"flops_per_s\":1230000000,\"tensor_comm_s\":0.01,"
             "\"pipeline_comm_s\":0.02,\"data_comm_s\":0.005,\"checkpoint_s\":0.125,\"val_loss\":null,"
-            "\"step_time_predicted_s\":0,\"step_time_predicted_low_s\":0,\"step_time_predicted_high_s\":0}");
+            "\"step_time_predicted_s\":0,\"step_time_predicted_low_s\":0,\"step_time_predicted_high_s\":0,"
+            "\"nodes\":0}");
   EXPECT_EQ(ProgressText(m), "step 20/100  loss 3.1416  lr 3.00e-04  12,346 tok/s  1.23 GFLOP/s  ETA 20s");
   m.val_loss = 2.5;
   EXPECT_NE(MetricsJson(m).find("\"val_loss\":2.5,"), std::string::npos);
   m.step_time_predicted_s = 0.2;
   m.step_time_predicted_low_s = 0.18;
   m.step_time_predicted_high_s = 0.27;
+  m.nodes = 3;
   EXPECT_NE(MetricsJson(m).find("\"step_time_predicted_s\":0.2,\"step_time_predicted_low_s\":0.18,"
-                                "\"step_time_predicted_high_s\":0.27}"),
+                                "\"step_time_predicted_high_s\":0.27,\"nodes\":3}"),
             std::string::npos);
   EXPECT_EQ(ProgressText(m), "step 20/100  loss 3.1416  val 2.5000  lr 3.00e-04  12,346 tok/s  1.23 GFLOP/s  ETA 20s");
   m.val_loss = std::nan("");

@@ -85,9 +85,22 @@ def ranks(run_dir, rank):
     return [p for p, args in run_processes(run_dir).items() if f"--local-rank={rank}" in args]
 
 
+def blocks_stop_signals(pid):
+    """Whether the main thread of pid blocks SIGTERM and SIGINT (a rank
+    takes them on a thread that does not compute: run/stop_signals.h)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/status") as f:
+            line = next(l for l in f if l.startswith("SigBlk:"))
+    except (OSError, StopIteration):
+        return None
+    mask = int(line.split()[1], 16)
+    return all(mask >> (sig - 1) & 1 for sig in (signal.SIGTERM, signal.SIGINT))
+
+
 def describe_threads(run_dir):
     """One line per avf-run process: its role, its thread variables, and
-    whether its thread count is its cores divided by its node's ranks."""
+    whether its thread count is its cores divided by its node's ranks; for a
+    rank, whether its computing threads block the stop signals."""
     procs = {p: a for p, a in run_processes(run_dir).items() if a[0].endswith("avf-run")}
     lines = []
     for pid in procs:
@@ -100,7 +113,10 @@ def describe_threads(run_dir):
         role = "launcher" if pid in parents else "rank"
         values = " ".join(f"{n}={env.get(n, '-')}" for n in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_WAIT_POLICY"))
         share = max(1, len(os.sched_getaffinity(pid)) // int(env.get("PET_NPROC_PER_NODE", "1")))
-        lines.append(f"{role}: {values} share={env.get('OMP_NUM_THREADS') == str(share)}")
+        line = f"{role}: {values} share={env.get('OMP_NUM_THREADS') == str(share)}"
+        if role == "rank":
+            line += f" compute_blocks_stop={blocks_stop_signals(pid)}"
+        lines.append(line)
     return sorted(lines)
 
 
@@ -199,4 +215,5 @@ def main():
         sys.stdout.write(text)
 
 
-main()
+if __name__ == "__main__":
+    main()
