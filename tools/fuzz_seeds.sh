@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Writes the fuzz targets' seed corpora with the project's own writers:
-#   test/fuzz/corpus/plan_reader/   plan.json that aviflowc writes for two jobs (`emit plan`), and
+#   test/fuzz/corpus/plan_reader/   plan.json that aviflowc writes for three jobs (`emit plan`; one elastic), and
 #                                   one of format version 2 (test/run/Inputs/plan_v2/)
 #   test/fuzz/corpus/{rendezvous,shard_header,checkpoint}/   avf_fuzz_write_seeds
 # Usage:
@@ -21,6 +21,11 @@ for job in "$root/examples/gpt2_tiny_local.avf" "$root/test/unit/Inputs/runplan/
   name="$(basename "$job" .avf)"
   "$build/bin/aviflowc" emit plan "$job" > "$out/plan_reader/$name.json" 2>/dev/null
 done
+# An elastic job's plan (its `elastic` family), from the elastic run tests'
+# job on a shared tier (a local one is for one machine only).
+sed 's/@TOKENS@/4096/; s/kind = local/kind = nfs/' "$root/test/run/Inputs/elastic_job.avf.in" > "$out/elastic_job.avf"
+"$build/bin/aviflowc" emit plan "$out/elastic_job.avf" > "$out/plan_reader/elastic_job.json" 2>/dev/null
+rm "$out/elastic_job.avf"
 # A plan of format version 2, which lists the tables version 3 derives, as the
 # aviflowc of that version wrote it: the reader still reads it.
 cp "$root/test/run/Inputs/plan_v2/gpt2_tiny_tied_pp.json" "$out/plan_reader/gpt2_tiny_tied_pp_v2.json"

@@ -173,8 +173,7 @@ auto Compact(double v) -> std::string {
 void CheckElastic(const JobSpec& s, DiagnosticEngine& diags) {
   if (!s.elastic) return;
   const ElasticSpec& e = *s.elastic;
-  int64_t per_node = GpusPerNode(s), own = s.workload.gpus / per_node;
-  int64_t max = e.max_nodes.value_or(own);
+  int64_t per_node = GpusPerNode(s), own = OwnNodes(s), max = MostNodes(s);
   if (s.trainer.kind != TrainerKind::Avf) {
     diags.Report(DiagId::ElasticNeedsAvfRun, e.range, s.name, Name(s.trainer.kind))
         .Note(s.trainer.kind_range, fmt::format("the job runs {} here", Name(s.trainer.kind)))

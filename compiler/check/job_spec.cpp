@@ -1,5 +1,6 @@
 #include "check/job_spec.h"
 
+#include <algorithm>
 #include <initializer_list>
 
 namespace avf::check {
@@ -31,5 +32,11 @@ auto IsObjectStore(StorageKind v) -> bool {
 }
 auto IsFileSystem(StorageKind v) -> bool { return !IsObjectStore(v); }
 auto TokenBytes(TokenFormat v) -> int { return v == TokenFormat::U32 ? 4 : 2; }
+
+auto OwnNodes(const JobSpec& s) -> int64_t { return s.workload.gpus / std::max<int64_t>(s.hardware.gpus_per_node, 1); }
+
+auto MostNodes(const JobSpec& s) -> int64_t {
+  return s.elastic && s.elastic->max_nodes ? *s.elastic->max_nodes : OwnNodes(s);
+}
 
 }  // namespace avf::check

@@ -250,4 +250,9 @@ struct JobSpec {
   DeploySpec deploy;
 };
 
+// The nodes of the job's own `gpus`, and the most an elastic job trains on
+// (`max_nodes`, by default its own).
+auto OwnNodes(const JobSpec& s) -> int64_t;
+auto MostNodes(const JobSpec& s) -> int64_t;
+
 }  // namespace avf::check

@@ -52,6 +52,14 @@ auto StageParamsPerRank(const ModelShape& m, int64_t pipeline, int64_t tensor, i
   return split / tensor + whole;
 }
 
+auto StageParamsOfLayout(const ModelShape& m, const Layout& l) -> std::vector<int64_t> {
+  std::vector<int64_t> params;
+  for (int64_t s = 0; s < l.pipeline; ++s) {
+    params.push_back(StageParamsPerRank(m, l.pipeline, l.tensor, s, ChunksPerStage(l)));
+  }
+  return params;
+}
+
 auto AttentionFlopsPerTokenLayer(const ModelShape& m) -> double {
   // QK^T: 2 s h per token; softmax(.) V: 2 s h per token.
   return 4.0 * static_cast<double>(m.seq_len) * static_cast<double>(m.hidden);

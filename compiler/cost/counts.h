@@ -2,6 +2,8 @@
 // Formulas and sources: docs/planner.md, "Parameters and FLOPs".
 #pragma once
 
+#include <vector>
+
 #include "cost/shape.h"
 
 namespace avf::cost {
@@ -32,6 +34,9 @@ auto CountParams(const ModelShape& m) -> ParamCounts;
 // positions and norms are replicated across the tensor group.
 auto StageParamsPerRank(const ModelShape& m, int64_t pipeline, int64_t tensor, int64_t stage,
                         int64_t chunks_per_stage = 1) -> int64_t;
+
+// StageParamsPerRank of every stage of layout `l` (plan.json `stage_parameters`).
+auto StageParamsOfLayout(const ModelShape& m, const Layout& l) -> std::vector<int64_t>;
 
 // Forward FLOPs of one token through the whole model: 2 per weight of every
 // matrix (blocks and logits) plus attention scores and values over the full

@@ -8,10 +8,13 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <llvm/Support/FileSystem.h>
@@ -146,13 +149,22 @@ auto NodeEnvironment(int64_t n, NodeShape shape, int port, const std::string& to
 //
 // An elastic start's launchers go on without a failed one (they agree on
 // fewer nodes); the status is node slot 0's, whose launcher hosts the rounds
-// and ends the job.
+// and ends the job. The launchers still running 10 s after it ended (a hung
+// node) get SIGTERM, and SIGKILL 5 s later.
 auto WaitForNodes(int nodes, bool elastic) -> int {
   int status_out = 0, running = nodes;
   bool killed = false;
+  std::optional<std::chrono::steady_clock::time_point> host_ended;
   while (running > 0) {
     int status = 0;
-    pid_t pid = waitpid(-1, &status, 0);
+    pid_t pid = waitpid(-1, &status, host_ended ? WNOHANG : 0);
+    if (pid == 0) {
+      auto waited = std::chrono::steady_clock::now() - *host_ended;
+      int sig = waited > std::chrono::seconds(15) ? SIGKILL : waited > std::chrono::seconds(10) ? SIGTERM : 0;
+      if (sig != 0 && sig != pf::ForwardedSignal()) pf::ForwardSignal(sig);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      continue;
+    }
     if (pid < 0) {
       if (errno == EINTR) continue;
       break;
@@ -167,7 +179,10 @@ auto WaitForNodes(int nodes, bool elastic) -> int {
     }
     int code = pf::ExitCode(status);
     if (elastic) {
-      if (n == 0) status_out = code;
+      if (n == 0) {
+        status_out = code;
+        host_ended = std::chrono::steady_clock::now();
+      }
       continue;
     }
     bool cause = code > 128 && code != 128 + forwarded && code != 128 + SIGTERM && code != 128 + SIGINT;

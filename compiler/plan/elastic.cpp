@@ -64,11 +64,8 @@ auto Member(const check::JobSpec& job, int64_t nodes, int64_t gpus, const Candid
   const cost::Layout& l = c.layout;
   const cost::ModelShape& m = job.workload.model;
   int64_t chunks = cost::ChunksPerStage(l);
-  ElasticLayout e{nodes, gpus, c, seconds, cost::ChunkLayerCounts(m.layers, l.pipeline * chunks), {}};
-  for (int64_t s = 0; s < l.pipeline; ++s) {
-    e.stage_params.push_back(cost::StageParamsPerRank(m, l.pipeline, l.tensor, s, chunks));
-  }
-  return e;
+  return {
+      nodes, gpus, c, seconds, cost::ChunkLayerCounts(m.layers, l.pipeline * chunks), cost::StageParamsOfLayout(m, l)};
 }
 
 }  // namespace
@@ -76,9 +73,8 @@ auto Member(const check::JobSpec& job, int64_t nodes, int64_t gpus, const Candid
 auto PlanElastic(const Plan& plan, diag::DiagnosticEngine& diags) -> std::optional<ElasticFamily> {
   const check::JobSpec& job = plan.job;
   const check::ElasticSpec& spec = *job.elastic;
-  int64_t per_node = std::max<int64_t>(job.hardware.gpus_per_node, 1);
-  int64_t own = job.workload.gpus / per_node;
-  ElasticFamily family{spec.min_nodes, spec.max_nodes.value_or(own), {}};
+  int64_t own = check::OwnNodes(job);
+  ElasticFamily family{spec.min_nodes, check::MostNodes(job), {}};
   // The counts without a layout, by the reason.
   std::map<std::string, std::vector<int64_t>> missing;
   for (int64_t nodes = family.min_nodes; nodes <= family.max_nodes; ++nodes) {
@@ -87,7 +83,7 @@ auto PlanElastic(const Plan& plan, diag::DiagnosticEngine& diags) -> std::option
       continue;
     }
     check::JobSpec at_count = job;
-    at_count.workload.gpus = nodes * per_node;
+    at_count.workload.gpus = nodes * std::max<int64_t>(job.hardware.gpus_per_node, 1);
     check::ParallelChoices choices = job.parallel;
     choices.data.value.reset();
     SearchResult r = Search(at_count, choices, 1);

@@ -69,8 +69,7 @@ void BuildStages(Plan& plan) {
       plan.stages.push_back(chunk);
     }
   }
-  for (int64_t s = 0; s < l.pipeline; ++s)
-    plan.stage_params.push_back(cost::StageParamsPerRank(m, l.pipeline, l.tensor, s, chunks));
+  plan.stage_params = cost::StageParamsOfLayout(m, l);
 }
 
 void BuildData(Plan& plan) {

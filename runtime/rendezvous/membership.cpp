@@ -37,6 +37,10 @@ auto IsTimeout(llvm::Error& e) -> bool {
 
 auto Failed(std::string message) -> llvm::Error { return MakeError(StoreErrc::kTimeout, std::move(message)); }
 
+auto Stopped(int64_t round) -> llvm::Error {
+  return MakeError(StoreErrc::kShutdown, fmt::format("asked to stop while round {} was awaited", round));
+}
+
 auto SlotList(const std::vector<int>& slots) -> std::string {
   std::string text;
   for (int s : slots) text += (text.empty() ? "" : ",") + std::to_string(s);
@@ -118,6 +122,7 @@ auto Membership::WaitForJoiners(int64_t round) -> llvm::Expected<int64_t> {
   std::optional<Clock::time_point> enough_since;
   int64_t fewest = options_.counts.empty() ? 1 : options_.counts.front();
   for (;;) {
+    if (options_.stop_requested && options_.stop_requested()) return Stopped(round);
     auto joined = store_.Add(Key(round, "count"), 0);
     if (!joined) return joined.takeError();
     if (*joined >= options_.slots) return *joined;
@@ -185,6 +190,7 @@ auto Membership::Done() -> llvm::Expected<std::optional<int>> {
 
 auto Membership::AwaitDecision(int64_t round) -> llvm::Expected<RoundResult> {
   for (;;) {
+    if (options_.stop_requested && options_.stop_requested()) return Stopped(round);
     auto text = store_.Get(Key(round, "result"), kPoll * 5);
     if (text) {
       if (llvm::StringRef(*text).startswith("failed ")) return Failed(text->substr(7));

@@ -21,6 +21,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -39,6 +40,9 @@ struct MembershipOptions {
   // they are there, for more (unless every slot has joined).
   milliseconds join_timeout{300'000};
   milliseconds last_call{30'000};
+  // Checked while a round is awaited: true ends the wait with a kShutdown
+  // error (the launcher was asked to stop).
+  std::function<bool()> stop_requested;
 };
 
 struct RoundResult {

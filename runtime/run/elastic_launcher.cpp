@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <thread>
@@ -79,15 +80,24 @@ class ElasticLauncher {
 
   auto Run() -> int {
     if (llvm::Error e = Connect()) return Fail(std::move(e));
+    // From here a stop ends the wait for a round, or reaches the ranks.
+    pf::ForwardStopSignals();
     rdzv::Membership membership(*client_, {.slot = node_.slot,
                                            .slots = static_cast<int>(node_.max_nodes),
                                            .counts = CountsOf(*file_.plan, node_),
                                            .join_timeout = Millis(timeouts_.join_s),
-                                           .last_call = Millis(timeouts_.last_call_s)});
+                                           .last_call = Millis(timeouts_.last_call_s),
+                                           .stop_requested = [] { return pf::ForwardedSignal() != 0; }});
     membership_ = &membership;
     int restarts = 0;
     for (;;) {
       auto round = membership.NextRound();
+      if (!round && pf::ForwardedSignal() != 0) {
+        llvm::consumeError(round.takeError());
+        Log(fmt::format("stopped on signal {} ({}) between rounds", pf::ForwardedSignal(),
+                        strsignal(pf::ForwardedSignal())));
+        return End(128 + pf::ForwardedSignal());
+      }
       if (!round) return Fail(round.takeError());
       if (round->done) {
         Log(fmt::format("the job ended (status {}); this launcher waited and leaves", *round->done));
@@ -220,9 +230,15 @@ class ElasticLauncher {
   // training object's restart starts it again, from the newest checkpoint).
   auto Fail(llvm::Error e) -> int {
     rdzv::Failure f = rdzv::TakeFailure(std::move(e));
-    bool lost = f.code == rdzv::StoreErrc::kConnectionLost || f.code == rdzv::StoreErrc::kUnreachable ||
-                f.code == rdzv::StoreErrc::kShutdown;
+    bool lost = f.code == rdzv::StoreErrc::kConnectionLost || f.code == rdzv::StoreErrc::kShutdown;
     std::string where = fmt::format("{}:{}", node_.rdzv_host, node_.rdzv_port);
+    if (!host() && f.code == rdzv::StoreErrc::kUnreachable) {
+      llvm::errs() << fmt::format(
+          "avf-run: error: elastic: node slot {}: cannot reach node slot 0's launcher, which hosts the rounds, at {} "
+          "({}) within {} s\n",
+          node_.slot, where, pf::kEnvRdzvEndpoint, timeouts_.join_s);
+      return 1;
+    }
     if (!host() && lost) {
       llvm::errs() << fmt::format(
           "avf-run: error: elastic: node slot {}: node slot 0's launcher, which hosts the rounds at {}, is gone; the "
