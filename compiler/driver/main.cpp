@@ -9,6 +9,7 @@
 #include "diag/render.h"
 #include "diag/verify.h"
 #include "driver/backend.h"
+#include "driver/format_files.h"
 #include "driver/options.h"
 #include "imports/imports.h"
 #include "lex/lex.h"
@@ -43,6 +44,9 @@ auto Finish(const Options& o, const source::SourceSet& sources, const diag::Diag
 }
 
 auto Run(const Options& o, const char* argv0) -> int {
+  if (o.command == Command::Format) {
+    return FormatFiles(o, [&](const source::SourceSet& s, const diag::DiagnosticEngine& d) { return Finish(o, s, d); });
+  }
   source::SourceSet sources;
   diag::DiagnosticEngine diags;
   diags.set_error_limit(o.verify_diagnostics ? 0 : o.error_limit);

@@ -170,6 +170,14 @@ auto ParseCommandLine(int argc, const char* const* argv) -> ParsedCommandLine {
       ->type_name("PORT");
   std::map<std::string, std::string> forwarded;
   AddForwardedRunOptions(*run, forwarded);
+  CLI::App* fmt = app.add_subcommand(
+      "fmt",
+      "Print FILE.avf in the canonical layout (docs/cli.md#fmt); -i rewrites the files, --check lists those "
+      "that would change");
+  fmt->add_option("files", o.format_files, "The .avf files")->required()->type_name("FILE.avf...");
+  fmt->add_flag("-i,--in-place", o.format_in_place, "Rewrite each file in place (atomically) instead of printing it");
+  fmt->add_flag("--check", o.format_check,
+                "Change nothing; list the files that are not in canonical form, exit 1 if any");
   app.require_subcommand(0, 1);
 
   ParsedCommandLine result;
@@ -189,6 +197,16 @@ auto ParseCommandLine(int argc, const char* const* argv) -> ParsedCommandLine {
   ApplySpellings(spellings, o);
   for (const auto& [flag, value] : forwarded) {
     if (!value.empty()) o.forwarded.emplace_back(flag, value);
+  }
+  if (fmt->parsed()) {
+    if (o.format_in_place && o.format_check) return UsageError("`fmt`: `-i` and `--check` exclude each other");
+    if (!o.format_in_place && !o.format_check && o.format_files.size() > 1) {
+      return UsageError("`fmt` prints one file; give `-i` or `--check` for several");
+    }
+    if (!top_file.empty()) return UsageError("`fmt` takes its files after it");
+    o.command = Command::Format;
+    result.options = std::move(o);
+    return result;
   }
   if (run->parsed() && !local) {
     return UsageError(

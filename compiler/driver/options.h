@@ -11,7 +11,7 @@
 
 namespace avf::driver {
 
-enum class Command { Check, Plan, Emit, Compile, Run };
+enum class Command { Check, Plan, Emit, Compile, Run, Format };
 enum class PlanFormat { Table, Json };
 enum class EmitKind { Plan, Argo, K8s, Slurm, Trainer, Monitoring };
 enum class Dump { None, Tokens, Ast, Sema };
@@ -48,6 +48,10 @@ struct Options {
   // `run --local` options passed on to avf-run as given, once checked:
   // {"--seed", "7"}, {"--peer-timeout", "30"}, {"--join-timeout", "60"}.
   std::vector<std::pair<std::string, std::string>> forwarded;
+  // `fmt FILE...`: print the canonical form, or rewrite the files in place
+  // (-i), or list those that are not canonical (--check).
+  std::vector<std::string> format_files;
+  bool format_in_place = false, format_check = false;
 };
 
 // Either options to run with, or text to print and the exit status.
