@@ -106,6 +106,7 @@ class ElasticLauncher {
       LogRound(*round);
       if (round->node_rank < 0) continue;
       int status = TrainRound(*round);
+      if (status < 0) return End(1);  // the round's layout or node could not be resolved (reported)
       if (status == 0 || pf::ForwardedSignal() != 0) return End(status);
       auto regrow = host() ? llvm::Expected<bool>(regrow_) : membership.RegrowRequested(round->round);
       if (!regrow) return Fail(regrow.takeError());
@@ -169,8 +170,15 @@ class ElasticLauncher {
     }
   }
 
+  auto SetupFailed(llvm::Error e) -> int {
+    llvm::errs() << fmt::format("avf-run: error: elastic: node slot {}: {}\n", node_.slot,
+                                llvm::toString(std::move(e)));
+    return -1;
+  }
+
   // This node's ranks with the round's node count, rank 0's store and a
-  // token of the round's own (a rank of an earlier round is refused).
+  // token of the round's own (a rank of an earlier round is refused); -1
+  // when the round's layout or this node cannot be resolved.
   auto TrainRound(const rdzv::RoundResult& r) -> int {
     SetVariable(pf::kEnvNodes, std::to_string(r.nodes));
     SetVariable(pf::kEnvNodeRank, std::to_string(r.node_rank));
@@ -180,9 +188,9 @@ class ElasticLauncher {
     if (!Variable(pf::kEnvMasterAddr)) SetVariable(pf::kEnvMasterAddr, node_.rdzv_host);
     if (!Variable(pf::kEnvMasterPort)) SetVariable(pf::kEnvMasterPort, std::to_string(node_.rdzv_port + 1));
     auto plan = runtime::AtNodeCount(file_.plan, r.nodes);
-    if (!plan) return Fail(plan.takeError());
+    if (!plan) return SetupFailed(plan.takeError());
     auto node = runtime::ResolveNode(flags_, runtime::ProcessEnvironment(), **plan);
-    if (!node) return Fail(node.takeError());
+    if (!node) return SetupFailed(node.takeError());
     const runtime::PlanLayout& l = (*plan)->layout;
     Log(fmt::format("round {}: tensor {}, pipeline {}, data {}, micro-batch {}", r.round, l.tensor, l.pipeline, l.data,
                     l.micro_batch));
