@@ -159,8 +159,7 @@ auto WaitForNodes(int nodes, bool elastic) -> int {
     int status = 0;
     pid_t pid = waitpid(-1, &status, host_ended ? WNOHANG : 0);
     if (pid == 0) {
-      auto waited = std::chrono::steady_clock::now() - *host_ended;
-      int sig = waited > std::chrono::seconds(15) ? SIGKILL : waited > std::chrono::seconds(10) ? SIGTERM : 0;
+      int sig = pf::EscalationSignal(std::chrono::steady_clock::now() - *host_ended);
       if (sig != 0 && sig != pf::ForwardedSignal()) pf::ForwardSignal(sig);
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       continue;

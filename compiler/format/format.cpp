@@ -278,9 +278,7 @@ class Formatter {
   // The body on one line, when it holds no record and no comment.
   auto OneLine(size_t open) -> std::optional<std::string> {
     size_t close = match_[open];
-    for (size_t k = open + 1; k <= close; ++k) {
-      if (!gaps_[k].comments.empty() || (k < close && Kind(k) == TokenKind::LBrace)) return std::nullopt;
-    }
+    if (!Flat(open)) return std::nullopt;
     std::string line = Render([&] {
       Put("{");
       for (size_t k = open + 1; k < close;) {
@@ -382,11 +380,16 @@ class Formatter {
 
   // Whether the elements from `open` fit on the rest of the line.
   auto Fits(size_t open) -> bool {
+    return Flat(open) && Column() + Render([&] { Elements(open); }).size() <= kWidth;
+  }
+
+  // Whether what `open` encloses may go on one line: no record and no comment.
+  auto Flat(size_t open) const -> bool {
     size_t close = match_[open];
     for (size_t k = open + 1; k <= close; ++k) {
       if (!gaps_[k].comments.empty() || (k < close && Kind(k) == TokenKind::LBrace)) return false;
     }
-    return Column() + Render([&] { Elements(open); }).size() <= kWidth;
+    return true;
   }
 
   std::string_view text_;

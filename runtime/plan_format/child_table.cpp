@@ -58,6 +58,10 @@ void ForwardSignal(int sig) {
 
 auto ForwardedSignal() -> int { return forwarded_signal.load(); }
 
+auto EscalationSignal(std::chrono::steady_clock::duration waited) -> int {
+  return waited > kStopGrace + kKillAfter ? SIGKILL : waited > kStopGrace ? SIGTERM : 0;
+}
+
 auto TakeExited(int pid) -> int {
   for (int i = 0, n = child_count.load(); i < n; ++i) {
     if (children[i] != pid || pid <= 0) continue;

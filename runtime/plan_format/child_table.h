@@ -6,12 +6,22 @@
 // async-signal-safe). One table per process.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <vector>
 
 namespace avf::plan_format {
 
 inline constexpr int kMaxChildren = 4096;
+
+// Once the child that matters has ended, the others get this long to exit on
+// their own (a failed peer is noticed at the next collective, a stop is agreed
+// on within a step), then SIGTERM, and SIGKILL this much later.
+inline constexpr auto kStopGrace = std::chrono::seconds(10);
+inline constexpr auto kKillAfter = std::chrono::seconds(5);
+
+// The signal due `waited` after that end: 0, SIGTERM, then SIGKILL.
+auto EscalationSignal(std::chrono::steady_clock::duration waited) -> int;
 
 // Installs the handler that passes SIGTERM and SIGINT on to every child.
 void ForwardStopSignals();

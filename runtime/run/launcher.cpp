@@ -28,12 +28,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Seconds the other ranks get, once one has exited, to exit on their own (a
-// failed peer is noticed at the next collective, a stop is agreed on within
-// a step), before SIGTERM; then the seconds before SIGKILL.
-constexpr auto kGrace = std::chrono::seconds(10);
-constexpr auto kKillAfter = std::chrono::seconds(5);
-
 namespace pf = plan_format;
 
 // The cores this process may run on (its CPU affinity, so a container's
@@ -160,7 +154,7 @@ class Supervisor {
   void Escalate() {
     if (!first_exit_) return;
     auto waited = Clock::now() - *first_exit_;
-    int sig = waited > kGrace + kKillAfter ? SIGKILL : waited > kGrace ? SIGTERM : 0;
+    int sig = pf::EscalationSignal(waited);
     if (sig == 0 || sig == sent_) return;
     sent_ = sig;
     for (int i = 0, n = pf::ChildCount(); i < n; ++i) {
