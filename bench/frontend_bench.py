@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """Front-end throughput: generates .avf files of growing size and times
-`aviflowc check` on each (wall time, MB/s, declarations/s, peak RSS).
+`aviflowc check` on each (wall time, MB/s, declarations/s, peak RSS), then
+each phase on its own (lex, parse, imports, sema: build/bin/frontend_phases).
 
-Usage: bench/frontend_bench.py [AVIFLOWC] [--sizes 1000,10000,50000]
+Usage: bench/frontend_bench.py [AVIFLOWC] [--sizes 1000,10000,50000] [--phases PROGRAM]
 Prints figures only; it asserts nothing (timings vary with the machine).
 """
 import argparse
+import os
 import pathlib
+import platform
 import resource
 import subprocess
 import tempfile
@@ -38,11 +41,23 @@ def run(aviflowc: str, path: pathlib.Path) -> tuple[float, int, int]:
     return elapsed, max(rss, before), proc.returncode
 
 
+def cpu_model() -> str:
+    try:
+        for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.machine()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("aviflowc", nargs="?", default="build/bin/aviflowc")
     parser.add_argument("--sizes", default="100,1000,10000,30000")
+    parser.add_argument("--phases", default="build/bin/frontend_phases")
     args = parser.parse_args()
+    print(f"machine: {cpu_model()}, {os.cpu_count()} CPUs")
     print(f"{'jobs':>7} {'MB':>7} {'seconds':>8} {'MB/s':>7} {'decls/s':>9} {'peak RSS MB':>12} exit")
     with tempfile.TemporaryDirectory() as tmp:
         for n in (int(s) for s in args.sizes.split(",")):
@@ -52,6 +67,9 @@ def main() -> None:
             seconds, rss_kb, code = run(args.aviflowc, path)
             print(f"{n:>7} {mb:>7.2f} {seconds:>8.3f} {mb / seconds:>7.2f} {3 * n / seconds:>9.0f} "
                   f"{rss_kb / 1024:>12.1f} {code}")
+            if pathlib.Path(args.phases).exists():
+                phases = subprocess.run([args.phases, str(path), "--runs", "1"], capture_output=True, text=True)
+                print("        " + (phases.stdout + phases.stderr).strip().replace("\n", "\n        "))
 
 
 if __name__ == "__main__":

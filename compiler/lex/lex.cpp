@@ -1,11 +1,7 @@
-// The lexer runs the ANTLR-generated AvfLexer and converts its tokens into
-// TokenizedBuffer. Nothing outside compiler/lex and compiler/parse sees ANTLR.
-#include "AvfLexer.h"
-#include "antlr4-runtime.h"  // first: it #undefs EOF
-
+// The lexer turns the scanner's tokens (scanner.h) into TokenizedBuffer,
+// reporting the malformed ones.
 #include "lex/lex.h"
 
-#include <deque>
 #include <optional>
 
 #include <llvm/Support/ConvertUTF.h>
@@ -13,14 +9,13 @@
 
 #include "diag/render.h"
 #include "lex/layout.h"
+#include "lex/scanner.h"
 #include "lex/token_classes.h"
 #include "units/quantity.h"
 
 namespace avf::lex {
 
 namespace {
-
-using antlrgen::AvfLexer;
 
 constexpr std::string_view kSpellings[] = {
 #define TOKEN(Name, AntlrType, Spelling) Spelling,
@@ -32,31 +27,6 @@ constexpr std::string_view kNames[] = {
 #include "lex/token_kinds.def"
 #undef TOKEN
 };
-
-auto KindFromAntlr(size_t type) -> TokenKind {
-  switch (type) {
-#define TOKEN(Name, AntlrType, Spelling) \
-  case AvfLexer::AntlrType:              \
-    return TokenKind::Name;
-#include "lex/token_kinds.def"
-#undef TOKEN
-    default: return TokenKind::BadChar;
-  }
-}
-
-// Byte offset of each code point of text[first..]: ANTLR indexes the UTF-32
-// text it decoded, diagnostics point into the UTF-8 buffer.
-auto CodePointOffsets(llvm::StringRef text, size_t first) -> std::vector<uint32_t> {
-  std::vector<uint32_t> offsets;
-  offsets.reserve(text.size() - first + 1);
-  for (size_t i = first; i < text.size(); ++i) {
-    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) offsets.push_back(i);
-  }
-  offsets.push_back(text.size());
-  return offsets;
-}
-
-constexpr llvm::StringLiteral kByteOrderMark = "\xEF\xBB\xBF";
 
 // Code points that look like nothing (or like a space) in an editor.
 auto InvisibleCharacterName(uint32_t cp) -> const char* {
@@ -146,64 +116,11 @@ auto ReadEscape(llvm::StringRef body, size_t i) -> Escape {
   return InvalidEscape(diag::DiagId::InvalidEscape, 1 + len, body.substr(i + 1, len).str());
 }
 
-// The ANTLR lexer as a stream of our tokens (byte offsets, hidden tokens
-// dropped) that can skip ahead: after `#` the rest of the line is read as a
-// comment, so whatever ANTLR made of it (a `/*` that swallows the rest of the
-// file) is dropped and lexing starts again where the line ends.
-class TokenCursor {
- public:
-  explicit TokenCursor(llvm::StringRef text) : input_(Prepare(text)), lexer_(&input_) { lexer_.removeErrorListeners(); }
-
-  // The k-th token from here; nullptr past the end.
-  auto Peek(size_t k = 0) -> const Token* {
-    while (ahead_.size() <= k && !done_) Pull();
-    return k < ahead_.size() ? &ahead_[k] : nullptr;
-  }
-  void Next() {
-    if (Peek()) ahead_.pop_front();
-  }
-  // Continues with the first token at or after byte `offset`.
-  void SkipTo(uint32_t offset) {
-    ahead_.clear();
-    auto cp = std::lower_bound(offsets_.begin(), offsets_.end(), offset);
-    input_.seek(static_cast<size_t>(cp - offsets_.begin()));
-    lexer_.hitEOF = false;
-    done_ = false;
-  }
-
- private:
-  // A UTF-8 byte order mark is allowed and skipped. ANTLR's input stream
-  // drops one more if the rest starts with one, so count that too.
-  auto Prepare(llvm::StringRef text) -> std::string {
-    size_t first = text.startswith(kByteOrderMark) ? kByteOrderMark.size() : 0;
-    llvm::StringRef rest = text.substr(first);
-    offsets_ = CodePointOffsets(text, first + (rest.startswith(kByteOrderMark) ? kByteOrderMark.size() : 0));
-    return rest.str();
-  }
-
-  void Pull() {
-    std::unique_ptr<antlr4::Token> t = lexer_.nextToken();
-    size_t type = t->getType();
-    if (type == antlr4::Token::EOF) {
-      done_ = true;
-      return;
-    }
-    if (t->getChannel() != antlr4::Token::DEFAULT_CHANNEL && type != AvfLexer::UNTERMINATED_COMMENT) return;
-    ahead_.push_back({KindFromAntlr(type), offsets_[t->getStartIndex()], offsets_[t->getStopIndex() + 1]});
-  }
-
-  std::vector<uint32_t> offsets_;  // byte offset of each code point ANTLR sees
-  antlr4::ANTLRInputStream input_;
-  AvfLexer lexer_;
-  std::deque<Token> ahead_;
-  bool done_ = false;
-};
-
 }  // namespace
 
 // Builds a TokenizedBuffer; a class only so that it may fill the private
-// members of TokenizedBuffer. Two passes: Scan() turns the ANTLR tokens into
-// ours and reports malformed ones; LayOut (layout.cpp) drops the newlines that
+// members of TokenizedBuffer. Two passes: Scan() takes the scanner's tokens
+// and reports malformed ones; LayOut (layout.cpp) drops the newlines that
 // cannot end a field and balances brackets (see lex.h).
 class Lexer {
  public:
@@ -224,7 +141,7 @@ class Lexer {
   // lexing goes on past the error limit so that the count of errors not shown
   // is right.
   auto Scan() -> std::vector<Token> {
-    TokenCursor cursor(out_.source());
+    Scanner cursor(out_.source());
     std::vector<Token> raw;
     while (const Token* next = cursor.Peek()) {
       Token t = *next;
@@ -267,7 +184,7 @@ class Lexer {
   // are read as what was probably meant, so that one mistake makes one error:
   // `#` starts a comment, `'x'` and `“x”` are strings, `–` is `-`, and a name
   // with a non-ASCII letter (`modèle`) is one name.
-  void BadChar(const Token& t, TokenCursor& cursor, std::vector<Token>& raw) {
+  void BadChar(const Token& t, Scanner& cursor, std::vector<Token>& raw) {
     llvm::StringRef text = out_.Text(t);
     if (IsQuote(text) && QuotedString(t, cursor, raw)) return;
     if (LookAlike(t, text, raw)) return;
@@ -312,7 +229,7 @@ class Lexer {
   }
 
   // `'text'` or `“text”` on one line: one error, then a string.
-  auto QuotedString(const Token& open, TokenCursor& cursor, std::vector<Token>& raw) -> bool {
+  auto QuotedString(const Token& open, Scanner& cursor, std::vector<Token>& raw) -> bool {
     llvm::StringRef source = out_.source();
     size_t close = open.end;
     size_t close_len = 0;
@@ -338,7 +255,7 @@ class Lexer {
   // Non-ASCII characters touching a name, a number or each other (`modèle`,
   // `модель`) form one name with one error, at the first of them. False for
   // a lone character.
-  auto ForeignName(const Token& first, TokenCursor& cursor, std::vector<Token>& raw) -> bool {
+  auto ForeignName(const Token& first, Scanner& cursor, std::vector<Token>& raw) -> bool {
     auto foreign = [&](const Token& t) {
       llvm::StringRef c = out_.Text(t);
       return t.kind == TokenKind::BadChar && c.size() > 1 && !IsQuote(c) && !InvisibleCharacterName(DecodeCodePoint(c));

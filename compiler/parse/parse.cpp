@@ -1,5 +1,7 @@
-// Runs the ANTLR parser over the lexer's tokens and converts the parse tree
-// into ast::File right here, so later phases never see ANTLR.
+// Parses with the descent parser and, where it meets a syntax error, runs the
+// ANTLR parser over the lexer's tokens for its recovery and messages,
+// converting the parse tree into ast::File right here, so later phases never
+// see ANTLR.
 #include "AvfLexer.h"
 #include "AvfParser.h"
 #include "antlr4-runtime.h"  // first: it #undefs EOF
@@ -8,6 +10,8 @@
 
 #include "lex/lex.h"
 #include "parse/antlr_tokens.h"
+#include "parse/ast_reports.h"
+#include "parse/descent.h"
 #include "parse/syntax_errors.h"
 
 namespace avf::parse {
@@ -75,13 +79,7 @@ class AstBuilder {
  private:
   auto Tok(antlr4::Token* t) const -> const lex::Token& { return OurToken(tokens_, t); }
 
-  // The value of a string token; an unterminated one (reported by the lexer)
-  // reads as if it were closed at the end of the line.
-  auto StringValue(const lex::Token& t) const -> std::string {
-    std::string text = tokens_.Text(t).str();
-    if (t.kind == lex::TokenKind::UnterminatedString) text += '"';
-    return lex::DecodeString(text);
-  }
+  auto StringValue(const lex::Token& t) const -> std::string { return parse::StringValue(tokens_, t); }
 
   auto Range(antlr4::ParserRuleContext* ctx) const -> llvm::SMRange {
     llvm::SMLoc begin = tokens_.Loc(Tok(ctx->getStart()).begin);
@@ -105,21 +103,12 @@ class AstBuilder {
     ast::Decl decl;
     decl.keyword = MakeName(ctx->kind);
     decl.kind = ast::DeclKindFromKeyword(decl.keyword.text);
-    if (!decl.kind) ReportUnknownKind(decl.keyword);
+    if (!decl.kind) ReportUnknownDeclKind(diags_, decl.keyword);
     decl.name = MakeName(ctx->name);
     if (IsReal(ctx->base)) decl.base = MakeName(ctx->base);
     decl.body = BuildBody(ctx->body());
     decl.range = Range(ctx);
     return decl;
-  }
-
-  void ReportUnknownKind(const ast::Name& keyword) {
-    auto b = diags_.Report(diag::DiagId::UnknownDeclKind, keyword.range, keyword.text);
-    std::vector<std::string> kinds;
-    for (size_t i = 0; i < ast::kDeclKindCount; ++i) kinds.emplace_back(ast::KeywordOf(static_cast<ast::DeclKind>(i)));
-    std::string best = diag::ClosestMatch(keyword.text, kinds);
-    if (!best.empty()) b.Suggest(keyword.range, best);
-    else b.Help("the kinds are gpu, fabric, node, cluster, storage, dataset, model and job");
   }
 
   // body : LBRACE (field | sep)* RBRACE ;
@@ -142,11 +131,8 @@ class AstBuilder {
     if (!IsReal(stop) || !IsReal(start) || stop->getTokenIndex() + 1 != start->getTokenIndex()) return;
     // A syntax error in or between the two was reported already.
     if (errors_.ErrorBetween(previous->getStart()->getTokenIndex(), start->getTokenIndex())) return;
-    llvm::SMLoc end = tokens_.Loc(Tok(stop).end);
     std::string name = previous->children.empty() ? "field" : previous->children.front()->getText();
-    diags_.Report(diag::DiagId::ExpectedFieldSeparator, llvm::SMRange(end, end), name)
-        .Range(tokens_.Range(Tok(start)))
-        .Fix(llvm::SMRange(end, end), ";");
+    ReportMissingSeparator(diags_, tokens_.Loc(Tok(stop).end), tokens_.Range(Tok(start)), name);
   }
 
   // field : anyName ASSIGN expr | anyName body ;
@@ -289,7 +275,7 @@ auto AstBuilder::BuildList(std::vector<AvfParser::ExprContext*> elements, llvm::
 
 }  // namespace
 
-auto Parse(const lex::TokenizedBuffer& tokens, diag::DiagnosticEngine& diags) -> ast::File {
+auto ParseByAntlr(const lex::TokenizedBuffer& tokens, diag::DiagnosticEngine& diags) -> ast::File {
   if (!tokens.parseable()) return ast::File{tokens.buffer_id(), {}, {}};
   OurTokenSource source(tokens);
   antlr4::CommonTokenStream stream(&source);
@@ -305,6 +291,12 @@ auto Parse(const lex::TokenizedBuffer& tokens, diag::DiagnosticEngine& diags) ->
     // counting); kept so that a bail-out can never escape the phase.
     return ast::File{tokens.buffer_id(), {}, {}};
   }
+}
+
+auto Parse(const lex::TokenizedBuffer& tokens, diag::DiagnosticEngine& diags) -> ast::File {
+  if (!tokens.parseable()) return ast::File{tokens.buffer_id(), {}, {}};
+  if (std::optional<ast::File> file = ParseByDescent(tokens, diags)) return std::move(*file);
+  return ParseByAntlr(tokens, diags);
 }
 
 }  // namespace avf::parse

@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "diag/diagnostic.h"
@@ -88,9 +89,16 @@ class Analyzer {
   diag::DiagnosticEngine& diags_;
   std::vector<DeclState> decls_;
   std::map<std::string, DeclId, std::less<>> by_name_;
-  std::map<std::pair<DeclId, std::string>, Memo> memo_;
+  // Keyed by a declaration and a JoinPath: hashed, since every field of
+  // every declaration passes through both maps.
+  struct FieldKeyHash {
+    auto operator()(const std::pair<DeclId, std::string>& key) const -> size_t {
+      return std::hash<std::string>()(key.second) * 31 + key.first;
+    }
+  };
+  std::unordered_map<std::pair<DeclId, std::string>, Memo, FieldKeyHash> memo_;
   // FindSite results, so that long inheritance chains are walked once.
-  std::map<std::pair<DeclId, std::string>, std::optional<Site>> sites_;
+  std::unordered_map<std::pair<DeclId, std::string>, std::optional<Site>, FieldKeyHash> sites_;
   // Per declaration (inline ones excepted): InheritsFromBrokenBase.
   std::vector<bool> broken_chain_;
   // Nested EvalField calls, bounded so that absurdly long reference chains

@@ -87,11 +87,12 @@ auto Analyzer::EvalField(DeclId decl, const FieldPath& path, llvm::SMRange use) 
         .Help("write the value directly somewhere along the chain");
     return FieldValue{path.back(), Value::Error(), Origin::Written, decl};
   }
-  memo_[key] = {EvalState::InProgress, std::nullopt};
+  // A reference into the map stays valid while Compute adds entries.
+  Memo& memo = memo_.emplace(std::move(key), Memo{EvalState::InProgress, std::nullopt}).first->second;
   ++eval_depth_;
   std::optional<FieldValue> value = Compute(decl, path, *schema);
   --eval_depth_;
-  memo_[key] = {EvalState::Done, value};
+  memo = {EvalState::Done, value};
   return value;
 }
 
@@ -168,6 +169,7 @@ auto Analyzer::BuildRecord(DeclId decl, const FieldPath& prefix, const RecordSch
     -> RecordValue {
   RecordValue record;
   record.schema = &schema;
+  record.fields.reserve(schema.fields.size());
   for (const FieldSchema& field : schema.fields) {
     FieldPath path = prefix;
     path.emplace_back(field.name);

@@ -1,0 +1,89 @@
+// Front-end throughput per phase on one .avf file: lexing, parsing and
+// semantic analysis each timed on their own (best of N runs, this thread),
+// with the peak RSS after each, so that the slow phase is named rather than
+// guessed. bench/frontend_bench.py runs it on generated files of growing size.
+//
+// Usage: frontend_phases FILE.avf [--runs N] [--stdlib DIR]
+// Prints figures only; exit 1 when the file does not compile cleanly through
+// sema (the figures would time error paths), 2 on bad usage.
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "imports/imports.h"
+#include "lex/lex.h"
+#include "parse/parse.h"
+#include "sema/sema.h"
+
+namespace {
+
+auto PeakRssMiB() -> double {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss / 1024.0;
+}
+
+template <typename F>
+auto BestSeconds(int runs, F&& run) -> double {
+  double best = 1e300;
+  for (int i = 0; i < runs; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    run();
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  return best;
+}
+
+void Print(const char* phase, double mb, double seconds) {
+  fmt::print("{:<22} {:>9.3f} s {:>9.2f} MB/s {:>10.1f} MiB peak RSS\n", phase, seconds, mb / seconds, PeakRssMiB());
+}
+
+}  // namespace
+
+auto main(int argc, char** argv) -> int {
+  std::string path, stdlib = AVF_STDLIB_DIR;
+  int runs = 3;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--runs") && i + 1 < argc) runs = std::max(1, std::atoi(argv[++i]));
+    else if (!std::strcmp(argv[i], "--stdlib") && i + 1 < argc) stdlib = argv[++i];
+    else if (argv[i][0] != '-' && path.empty()) path = argv[i];
+    else return fmt::print(stderr, "usage: frontend_phases FILE.avf [--runs N] [--stdlib DIR]\n"), 2;
+  }
+  if (path.empty()) return fmt::print(stderr, "usage: frontend_phases FILE.avf [--runs N] [--stdlib DIR]\n"), 2;
+
+  avf::source::SourceSet sources;
+  avf::diag::DiagnosticEngine diags;
+  std::optional<unsigned> id = sources.LoadFile(path, diags);
+  if (!id) return fmt::print(stderr, "frontend_phases: cannot read {}\n", path), 1;
+  double mb = sources.Text(*id).size() / 1e6;
+  fmt::print("{}: {:.2f} MB, best of {} runs, {:.1f} MiB peak RSS with the file read\n", path, mb, runs, PeakRssMiB());
+
+  avf::lex::TokenizedBuffer tokens(*id, "");
+  Print("lex", mb, BestSeconds(runs, [&] {
+          avf::diag::DiagnosticEngine d;
+          tokens = avf::lex::Lex(sources, *id, d);
+        }));
+  Print("parse", mb, BestSeconds(runs, [&] {
+          avf::diag::DiagnosticEngine d;
+          avf::ast::File file = avf::parse::Parse(tokens, d);
+        }));
+  avf::imports::ModuleSet modules;
+  Print("lex+parse+imports", mb, BestSeconds(runs, [&] {
+          avf::diag::DiagnosticEngine d;
+          modules = avf::imports::LoadModules(path, {{}, {stdlib}}, sources, d);
+        }));
+  bool clean = true;
+  Print("sema", mb, BestSeconds(runs, [&] {
+          avf::diag::DiagnosticEngine d;
+          avf::sema::Program program = avf::sema::Analyze(modules, d);
+          clean = !d.has_errors();
+        }));
+  if (!clean) return fmt::print(stderr, "frontend_phases: {} has errors\n", path), 1;
+  return 0;
+}

@@ -1,0 +1,304 @@
+// One function per rule of grammar/Avf.g4, each building its AST node; a
+// rule's source range runs from its first token to the last one it took, as
+// the ANTLR builder's Range(ctx) does.
+#include "parse/descent.h"
+
+#include <functional>
+#include <vector>
+
+#include "parse/ast_reports.h"
+
+namespace avf::parse {
+
+namespace {
+
+using lex::Token;
+using lex::TokenKind;
+
+// Thrown at the first token the grammar does not allow; ParseByDescent
+// catches it and hands the file to the ANTLR parser.
+struct SyntaxError {};
+
+class DescentParser {
+ public:
+  explicit DescentParser(const lex::TokenizedBuffer& tokens) : tokens_(tokens), all_(tokens.tokens()) {}
+
+  // file : (item | sep)* EOF ;   item : importDecl | decl ;
+  auto ParseFile() -> ast::File {
+    ast::File file;
+    file.buffer_id = tokens_.buffer_id();
+    for (TokenKind k = Peek(); k != TokenKind::EndOfFile; k = Peek()) {
+      if (IsSeparator(k)) {
+        ++next_;
+      } else if (k == TokenKind::KwImport) {
+        file.imports.push_back(ParseImport(!file.decls.empty()));
+      } else {
+        file.decls.push_back(ParseDecl());
+      }
+    }
+    return file;
+  }
+
+  // The reports of a file that parsed, in the order the ANTLR builder makes them.
+  void Report(diag::DiagnosticEngine& diags) const {
+    for (const auto& report : reports_) report(diags);
+  }
+
+ private:
+  auto Peek(size_t ahead = 0) const -> TokenKind {
+    size_t i = next_ + ahead;
+    return i < all_.size() ? all_[i].kind : TokenKind::EndOfFile;
+  }
+  static auto IsSeparator(TokenKind k) -> bool { return k == TokenKind::Newline || k == TokenKind::Semi; }
+  static auto IsString(TokenKind k) -> bool { return k == TokenKind::String || k == TokenKind::UnterminatedString; }
+  // anyName : IDENT | GPU | FABRIC | NODE | CLUSTER | STORAGE | DATASET | MODEL | JOB ;
+  static auto IsName(TokenKind k) -> bool {
+    return k == TokenKind::Identifier || (k >= TokenKind::KwGpu && k <= TokenKind::KwJob);
+  }
+
+  auto Take(bool allowed) -> const Token& {
+    if (!allowed) throw SyntaxError{};
+    return all_[next_++];
+  }
+  auto TakeName() -> ast::Name {
+    const Token& t = Take(IsName(Peek()));
+    return {tokens_.Text(t).str(), tokens_.Range(t)};
+  }
+  // From token `first` to the last one taken.
+  auto SpanFrom(size_t first) const -> llvm::SMRange {
+    return {tokens_.Loc(all_[first].begin), tokens_.Loc(all_[next_ - 1].end)};
+  }
+
+  // importDecl : IMPORT STRING ;
+  auto ParseImport(bool after_decls) -> ast::Import {
+    size_t first = next_++;
+    const Token& path = Take(IsString(Peek()));
+    ast::Import import{StringValue(tokens_, path), tokens_.Range(path), SpanFrom(first)};
+    if (after_decls) {
+      reports_.push_back(
+          [range = import.statement](diag::DiagnosticEngine& d) { d.Report(diag::DiagId::ImportNotAtTop, range); });
+    }
+    return import;
+  }
+
+  // decl : kind=anyName name=IDENT (COLON base=IDENT)? body ;
+  auto ParseDecl() -> ast::Decl {
+    size_t first = next_;
+    ast::Decl decl;
+    decl.keyword = TakeName();
+    decl.kind = ast::DeclKindFromKeyword(decl.keyword.text);
+    if (!decl.kind) reports_.push_back([k = decl.keyword](diag::DiagnosticEngine& d) { ReportUnknownDeclKind(d, k); });
+    if (Peek() != TokenKind::Identifier) throw SyntaxError{};
+    decl.name = TakeName();
+    if (Peek() == TokenKind::Colon) {
+      ++next_;
+      if (Peek() != TokenKind::Identifier) throw SyntaxError{};
+      decl.base = TakeName();
+    }
+    decl.body = ParseBody();
+    decl.range = SpanFrom(first);
+    return decl;
+  }
+
+  // body : LBRACE (field | sep)* RBRACE ;
+  auto ParseBody() -> ast::Body {
+    size_t first = next_;
+    Take(Peek() == TokenKind::LBrace);
+    ast::Body body;
+    size_t previous_end = 0;  // one past the previous field's last token; 0: none yet
+    for (TokenKind k = Peek(); k != TokenKind::RBrace; k = Peek()) {
+      if (IsSeparator(k)) {
+        ++next_;
+        continue;
+      }
+      if (previous_end == next_) ReportSeparatorMissing(body.fields.back().name.text);
+      body.fields.push_back(ParseField());
+      previous_end = next_;
+    }
+    ++next_;
+    body.range = SpanFrom(first);
+    return body;
+  }
+
+  void ReportSeparatorMissing(const std::string& previous_name) {
+    llvm::SMLoc end = tokens_.Loc(all_[next_ - 1].end);
+    llvm::SMRange next = tokens_.Range(all_[next_]);
+    reports_.push_back([=](diag::DiagnosticEngine& d) { ReportMissingSeparator(d, end, next, previous_name); });
+  }
+
+  // field : anyName ASSIGN expr | anyName body ;
+  auto ParseField() -> ast::Field {
+    size_t first = next_;
+    ast::Field field;
+    field.name = TakeName();
+    if (Peek() == TokenKind::Assign) {
+      ++next_;
+      field.value = ParseExpr();
+    } else {
+      field.record = std::make_unique<ast::Body>(ParseBody());
+    }
+    field.range = SpanFrom(first);
+    return field;
+  }
+
+  // expr : term (addOp term)* ;   term : unary (mulOp unary)* ;
+  auto ParseExpr() -> ast::ExprPtr { return ParseChain(/*additive=*/true); }
+
+  static auto OperatorOf(TokenKind k, bool additive) -> std::optional<ast::BinaryOp> {
+    if (additive && k == TokenKind::Plus) return ast::BinaryOp::Add;
+    if (additive && k == TokenKind::Minus) return ast::BinaryOp::Subtract;
+    if (!additive && k == TokenKind::Star) return ast::BinaryOp::Multiply;
+    if (!additive && k == TokenKind::Slash) return ast::BinaryOp::Divide;
+    return std::nullopt;
+  }
+
+  auto ParseChain(bool additive) -> ast::ExprPtr {
+    size_t first = next_;
+    auto operand = [&] { return additive ? ParseChain(false) : ParseUnary(); };
+    ast::ExprPtr head = operand();
+    std::optional<ast::BinaryOp> op = OperatorOf(Peek(), additive);
+    if (!op) return head;
+    auto chain = std::make_unique<ast::BinaryExpr>(llvm::SMRange());
+    chain->first = std::move(head);
+    for (; op; op = OperatorOf(Peek(), additive)) {
+      llvm::SMRange op_range = tokens_.Range(all_[next_++]);
+      chain->rest.push_back({*op, op_range, operand()});
+    }
+    chain->set_range(SpanFrom(first));
+    return chain;
+  }
+
+  // unary : (MINUS | PLUS)* postfix ;   `+` signs are dropped.
+  auto ParseUnary() -> ast::ExprPtr {
+    size_t first = next_;
+    std::vector<llvm::SMRange> negations;
+    for (; Peek() == TokenKind::Minus || Peek() == TokenKind::Plus; ++next_)
+      if (Peek() == TokenKind::Minus) negations.push_back(tokens_.Range(all_[next_]));
+    ast::ExprPtr operand = ParsePostfix();
+    if (negations.empty()) return operand;
+    auto unary = std::make_unique<ast::UnaryExpr>(SpanFrom(first));
+    unary->negations = std::move(negations);
+    unary->operand = std::move(operand);
+    return unary;
+  }
+
+  // postfix : primary (DOT anyName)* ;
+  auto ParsePostfix() -> ast::ExprPtr {
+    size_t first = next_;
+    ast::ExprPtr base = ParsePrimary();
+    if (Peek() != TokenKind::Dot) return base;
+    auto member = std::make_unique<ast::MemberExpr>(llvm::SMRange());
+    member->base = std::move(base);
+    while (Peek() == TokenKind::Dot) {
+      ++next_;
+      member->members.push_back(TakeName());
+    }
+    member->set_range(SpanFrom(first));
+    return member;
+  }
+
+  auto ParsePrimary() -> ast::ExprPtr;
+  auto ParseNamed() -> ast::ExprPtr;
+  auto ParseList() -> ast::ExprPtr;
+
+  const lex::TokenizedBuffer& tokens_;
+  const std::vector<Token>& all_;
+  size_t next_ = 0;
+  std::vector<std::function<void(diag::DiagnosticEngine&)>> reports_;
+};
+
+// primary : NUMBER | STRING | TRUE | FALSE | AUTO | anyName body
+//         | anyName ( args ) | anyName | [ elements ] | ( expr ) ;
+auto DescentParser::ParsePrimary() -> ast::ExprPtr {
+  size_t first = next_;
+  TokenKind k = Peek();
+  if (IsName(k)) return ParseNamed();
+  if (k == TokenKind::LBracket) return ParseList();
+  if (k == TokenKind::LParen) {
+    ++next_;
+    ast::ExprPtr inner = ParseExpr();
+    Take(Peek() == TokenKind::RParen);
+    inner->set_range(SpanFrom(first));
+    return inner;
+  }
+  const Token& t = all_[next_++];
+  llvm::SMRange range = tokens_.Range(t);
+  if (k == TokenKind::Number) {
+    auto e = std::make_unique<ast::NumberExpr>(range);
+    e->text = tokens_.Text(t).str();
+    units::LiteralResult r = units::ParseLiteral(e->text);
+    e->value = r.value;
+    e->valid = r.error == units::LiteralError::kNone;  // else the lexer reported it
+    return e;
+  }
+  if (IsString(k)) {
+    auto e = std::make_unique<ast::StringExpr>(range);
+    e->value = StringValue(tokens_, t);
+    return e;
+  }
+  if (k == TokenKind::KwTrue || k == TokenKind::KwFalse) {
+    auto e = std::make_unique<ast::BoolExpr>(range);
+    e->value = k == TokenKind::KwTrue;
+    return e;
+  }
+  if (k == TokenKind::KwAuto) return std::make_unique<ast::AutoExpr>(range);
+  throw SyntaxError{};
+}
+
+// anyName body | anyName LPAREN (expr (COMMA expr)* COMMA?)? RPAREN | anyName
+auto DescentParser::ParseNamed() -> ast::ExprPtr {
+  size_t first = next_;
+  ast::Name name = TakeName();
+  if (Peek() == TokenKind::LBrace) {
+    auto e = std::make_unique<ast::RecordExpr>(llvm::SMRange());
+    e->type = std::move(name);
+    e->body = std::make_unique<ast::Body>(ParseBody());
+    e->set_range(SpanFrom(first));
+    return e;
+  }
+  if (Peek() != TokenKind::LParen) {
+    auto e = std::make_unique<ast::NameExpr>(name.range);
+    e->name = std::move(name);
+    return e;
+  }
+  auto e = std::make_unique<ast::CallExpr>(llvm::SMRange());
+  e->callee = std::move(name);
+  ++next_;
+  while (Peek() != TokenKind::RParen) {
+    e->args.push_back(ParseExpr());
+    if (Peek() != TokenKind::Comma) break;
+    ++next_;
+  }
+  Take(Peek() == TokenKind::RParen);
+  e->set_range(SpanFrom(first));
+  return e;
+}
+
+// LBRACKET (expr (COMMA expr)* COMMA?)? RBRACKET
+auto DescentParser::ParseList() -> ast::ExprPtr {
+  size_t first = next_++;
+  auto e = std::make_unique<ast::ListExpr>(llvm::SMRange());
+  while (Peek() != TokenKind::RBracket) {
+    e->elements.push_back(ParseExpr());
+    if (Peek() != TokenKind::Comma) break;
+    ++next_;
+  }
+  Take(Peek() == TokenKind::RBracket);
+  e->set_range(SpanFrom(first));
+  return e;
+}
+
+}  // namespace
+
+auto ParseByDescent(const lex::TokenizedBuffer& tokens, diag::DiagnosticEngine& diags) -> std::optional<ast::File> {
+  DescentParser parser(tokens);
+  try {
+    ast::File file = parser.ParseFile();
+    parser.Report(diags);
+    return file;
+  } catch (const SyntaxError&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace avf::parse

@@ -1,0 +1,207 @@
+// The descent parser against the ANTLR parser (compiler/parse): on every .avf
+// file of the repository and on hand-picked corners of the grammar, wherever
+// the descent parser accepts a file both build the same AST, ranges included,
+// and report the same diagnostics; wherever it gives up, ANTLR finds a syntax
+// error (the descent parser never rejects a valid file).
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "lex/lex.h"
+#include "parse/descent.h"
+#include "parse/parse.h"
+#include "source/source_set.h"
+
+namespace avf::parse {
+namespace {
+
+// Every node with its kind, text and byte ranges, one per line.
+class Describer {
+ public:
+  explicit Describer(const char* base) : base_(base) {}
+
+  auto File(const ast::File& file) -> std::string {
+    for (const ast::Import& i : file.imports) Line("import " + i.path, i.range) << At(i.statement) << "\n";
+    for (const ast::Decl& d : file.decls) {
+      Line("decl " + d.keyword.text + " " + d.name.text + (d.base ? ":" + d.base->text : ""), d.range)
+          << At(d.keyword.range) << At(d.name.range) << (d.base ? At(d.base->range) : "") << "\n";
+      Body(d.body, 1);
+    }
+    return out_.str();
+  }
+
+ private:
+  auto At(llvm::SMRange r) const -> std::string {
+    return " [" + std::to_string(r.Start.getPointer() - base_) + "," + std::to_string(r.End.getPointer() - base_) + ")";
+  }
+  auto Line(const std::string& what, llvm::SMRange r, int depth = 0) -> std::ostringstream& {
+    out_ << std::string(depth * 2, ' ') << what << At(r);
+    return out_;
+  }
+
+  void Body(const ast::Body& body, int depth) {
+    Line("body", body.range, depth) << "\n";
+    for (const ast::Field& f : body.fields) {
+      Line("field " + f.name.text, f.range, depth) << At(f.name.range) << "\n";
+      if (f.record) Body(*f.record, depth + 1);
+      if (f.value) Expr(*f.value, depth + 1);
+    }
+  }
+
+  void Expr(const ast::Expr& e, int depth) {
+    auto& line = Line("expr " + std::to_string(static_cast<int>(e.kind())), e.range(), depth);
+    if (auto* n = llvm::dyn_cast<ast::NumberExpr>(&e)) line << " " << n->text << " " << n->valid;
+    if (auto* s = llvm::dyn_cast<ast::StringExpr>(&e)) line << " '" << s->value << "'";
+    if (auto* b = llvm::dyn_cast<ast::BoolExpr>(&e)) line << " " << b->value;
+    if (auto* n = llvm::dyn_cast<ast::NameExpr>(&e)) line << " " << n->name.text << At(n->name.range);
+    if (auto* r = llvm::dyn_cast<ast::RecordExpr>(&e)) line << " " << r->type.text << At(r->type.range);
+    if (auto* c = llvm::dyn_cast<ast::CallExpr>(&e)) line << " " << c->callee.text << At(c->callee.range);
+    if (auto* m = llvm::dyn_cast<ast::MemberExpr>(&e))
+      for (const ast::Name& n : m->members) line << " ." << n.text << At(n.range);
+    if (auto* u = llvm::dyn_cast<ast::UnaryExpr>(&e))
+      for (llvm::SMRange r : u->negations) line << " -" << At(r);
+    line << "\n";
+    if (auto* m = llvm::dyn_cast<ast::MemberExpr>(&e)) Expr(*m->base, depth + 1);
+    if (auto* u = llvm::dyn_cast<ast::UnaryExpr>(&e)) Expr(*u->operand, depth + 1);
+    if (auto* r = llvm::dyn_cast<ast::RecordExpr>(&e)) Body(*r->body, depth + 1);
+    if (auto* c = llvm::dyn_cast<ast::CallExpr>(&e))
+      for (const auto& a : c->args) Expr(*a, depth + 1);
+    if (auto* l = llvm::dyn_cast<ast::ListExpr>(&e))
+      for (const auto& x : l->elements) Expr(*x, depth + 1);
+    if (auto* b = llvm::dyn_cast<ast::BinaryExpr>(&e)) {
+      Expr(*b->first, depth + 1);
+      for (const auto& step : b->rest) {
+        Line("op " + std::string(ast::Spelling(step.op)), step.op_range, depth + 1) << "\n";
+        Expr(*step.operand, depth + 1);
+      }
+    }
+  }
+
+  const char* base_;
+  std::ostringstream out_;
+};
+
+auto DescribeDiagnostics(const diag::DiagnosticEngine& diags, const char* base) -> std::string {
+  std::ostringstream out;
+  auto at = [&](llvm::SMRange r) {
+    return std::to_string(r.Start.getPointer() - base) + "," + std::to_string(r.End.getPointer() - base);
+  };
+  for (const diag::Diagnostic& d : diags.diagnostics()) {
+    out << diag::Info(d.id).code << " " << d.message << " @" << (d.loc.getPointer() - base);
+    for (llvm::SMRange r : d.ranges) out << " r" << at(r);
+    for (const diag::FixIt& f : d.fixits) out << " fix" << at(f.range) << "'" << f.replacement << "'";
+    for (const std::string& h : d.help) out << " help:" << h;
+    out << "\n";
+  }
+  return out.str();
+}
+
+struct Outcome {
+  bool descent_accepted = false;
+  bool antlr_reported_syntax_error = false;
+};
+
+// Parses `text` with both parsers and expects them equal where the descent
+// parser accepts it.
+auto Compare(const std::string& name, const std::string& text) -> Outcome {
+  source::SourceSet sources;
+  diag::DiagnosticEngine setup;
+  std::optional<unsigned> id = sources.AddBuffer(name, text, setup);
+  EXPECT_TRUE(id) << name;
+  if (!id) return {};
+  const char* base = sources.Text(*id).data();
+  diag::DiagnosticEngine by_descent, by_antlr;
+  lex::TokenizedBuffer tokens = lex::Lex(sources, *id, by_descent);
+  lex::Lex(sources, *id, by_antlr);
+  size_t lexed = by_antlr.diagnostics().size();
+  std::optional<ast::File> descent = ParseByDescent(tokens, by_descent);
+  ast::File antlr = ParseByAntlr(tokens, by_antlr);
+  Outcome outcome{descent.has_value(), false};
+  for (size_t i = lexed; i < by_antlr.diagnostics().size(); ++i)
+    outcome.antlr_reported_syntax_error |= by_antlr.diagnostics()[i].severity == diag::Severity::Error;
+  if (!tokens.parseable()) return outcome;
+  if (!descent) {
+    EXPECT_TRUE(outcome.antlr_reported_syntax_error) << name << ": the descent parser rejected a valid file";
+    return outcome;
+  }
+  EXPECT_EQ(Describer(base).File(*descent), Describer(base).File(antlr)) << name;
+  EXPECT_EQ(DescribeDiagnostics(by_descent, base), DescribeDiagnostics(by_antlr, base)) << name;
+  return outcome;
+}
+
+TEST(ParseEngines, EveryAvfFileOfTheRepository) {
+  namespace fs = std::filesystem;
+  size_t files = 0, accepted = 0;
+  for (const char* dir : {"examples", "stdlib", "test", "docs"}) {
+    for (const auto& entry : fs::recursive_directory_iterator(fs::path(AVF_SOURCE_DIR) / dir)) {
+      if (!entry.is_regular_file() || entry.path().extension() != ".avf") continue;
+      std::ifstream in(entry.path(), std::ios::binary);
+      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      Outcome o = Compare(entry.path().string(), text);
+      ++files;
+      accepted += o.descent_accepted;
+    }
+  }
+  std::cout << files << " files, " << accepted << " accepted by the descent parser\n";
+  // The repository's examples, stdlib and most test inputs parse.
+  EXPECT_GT(files, 150u);
+  EXPECT_GT(accepted, files / 2);
+}
+
+TEST(ParseEngines, CornersOfTheGrammar) {
+  const char* valid[] = {
+      "model m { a = - - 1; b = +2; c = -+-3; d = (1 + 2) * 3 / 4 - 5 }\n",
+      "job j { x = f(); y = f(1,); z = g(1, \"s\", [1, 2,],) }\n",
+      "job j { x = [] ; y = [a.b.c, model.gpu.job] ; z = (((1))) }\n",
+      "gpu a {} gpu b : a { memory = 80GiB } import \"std/x\"\n",
+      "modle m { a = 1 b = 2 c { d = 3 } e = 4 }\n",
+      "job j { r = rec { a = 1; inner = other { b = 2 } }; t = true; f = false; u = auto }\n",
+      "job j { s = \"unterminated\n}\n",
+      "job j { l = [1, 2\n}\n",
+      "\n;\n;import \"a\";import \"b\"\n",
+      "cluster c { node = hgx; gpu = g; fabric = f; storage = s; dataset = d; model = m; job = j }\n",
+  };
+  for (const char* text : valid) {
+    Outcome o = Compare("corner.avf", text);
+    EXPECT_TRUE(o.descent_accepted) << text;
+  }
+  const char* invalid[] = {
+      "job j { a = }\n",        "job j { a = 1 2 }\n", "job { }\n",    "job j : { }\n",       "job j { a = f(,) }\n",
+      "job j { a = [1,,2] }\n", "job j { a = x. }\n",  "import job\n", "job j { a = 1 } }\n", "job model {}\n",
+  };
+  for (const char* text : invalid) {
+    Outcome o = Compare("invalid.avf", text);
+    EXPECT_FALSE(o.descent_accepted) << text;
+    EXPECT_TRUE(o.antlr_reported_syntax_error) << text;
+  }
+}
+
+// Random token soup inside a declaration: most is invalid (then ANTLR must
+// find the error), enough is valid to compare trees.
+TEST(ParseEngines, RandomTokens) {
+  const std::vector<std::string> pieces = {"a",   "b",     "=",    "1",        "2GB",     "+",           "-", "*",
+                                           "/",   "(",     ")",    "[",        "]",       ",",           ".", ";",
+                                           "\n",  "\"s\"", "true", "auto",     ":",       "{",           "}", "f(",
+                                           "x {", "model", "= 3",  "= [1, 2]", "job j {", "import \"x\""};
+  std::mt19937 rng(11);
+  size_t accepted = 0;
+  for (int round = 0; round < 20000; ++round) {
+    std::string text = "job j {\n";
+    size_t length = rng() % 12;
+    for (size_t i = 0; i < length; ++i) text += pieces[rng() % pieces.size()] + (rng() % 3 ? " " : "");
+    text += "\n}\n";
+    accepted += Compare("random.avf", text).descent_accepted;
+    if (testing::Test::HasFailure()) {
+      ADD_FAILURE() << "text: " << testing::PrintToString(text);
+      return;
+    }
+  }
+  EXPECT_GT(accepted, 1000u);
+}
+
+}  // namespace
+}  // namespace avf::parse
