@@ -119,7 +119,7 @@ class Formatter {
     while (k < tokens_.size()) {
       BreakBefore(k, first ? Blank::kKeep : Blank::kForce);
       first = false;
-      k = Declaration(k);
+      k = Kind(k) == TokenKind::KwImport ? LateImport(k) : Declaration(k);
     }
     BreakBefore(tokens_.size(), Blank::kKeep);
     while (o_.text.size() > 1 && o_.text.ends_with("\n\n")) o_.text.pop_back();
@@ -228,6 +228,14 @@ class Formatter {
       Emit(order[i] + 1, Text(order[i] + 1));
     }
     return at.back() + 2;
+  }
+
+  // An import after a declaration (an error the parser reports, W0211 in a
+  // file that parses) stays where it is.
+  auto LateImport(size_t k) -> size_t {
+    Emit(k, "import ");
+    Emit(k + 1, Text(k + 1));
+    return k + 2;
   }
 
   // KIND NAME [: BASE] BODY

@@ -50,7 +50,10 @@ def main():
         first = run([aviflowc, "fmt", path])
         if first.returncode != 0:
             skipped += 1
-            if first.stdout:
+            if first.returncode != 1 or "error:" not in first.stderr:
+                print(f"{path}: fmt ended with exit {first.returncode} and no error reported")
+                problems += 1
+            elif first.stdout:
                 print(f"{path}: fmt failed yet printed output")
                 problems += 1
             continue
