@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """Writes the table of diagnostic codes in docs/diagnostics.md from the
 registry, compiler/diag/diagnostic_kinds.def, between the two marker lines.
+Each code links its long explanation, docs/explain/CODE.md (`aviflowc explain
+CODE`), where the file exists (test/explain/complete.test requires one for every
+code).
 
 Usage: gen_diagnostic_docs.py SOURCE_ROOT [--check]
   --check  change nothing; exit 1 when the docs are out of date
@@ -13,7 +16,7 @@ BEGIN = "<!-- BEGIN GENERATED: diagnostic codes (tools/gen_diagnostic_docs.py) -
 END = "<!-- END GENERATED -->"
 
 
-def table(registry: str) -> str:
+def table(registry: str, explained: set) -> str:
     rows = ["| code | name | kind | message |", "|---|---|---|---|"]
     section = ""
     for line in registry.splitlines():
@@ -26,7 +29,8 @@ def table(registry: str) -> str:
             name, code, kind, fmt = m.groups()
             message = fmt.replace("{{", "{").replace("}}", "}").replace("{}", "…")
             message = re.sub(r"\{:[^}]*\}", "…", message).replace("\\\\", "\\").replace("|", "\\|")
-            rows.append(f"| {code} | {name} | {kind} | {message} |")
+            shown = f"[{code}](explain/{code}.md)" if code in explained else code
+            rows.append(f"| {shown} | {name} | {kind} | {message} |")
     return "\n".join(rows)
 
 
@@ -36,7 +40,8 @@ def main() -> int:
     doc_path = root / "docs/diagnostics.md"
     doc = doc_path.read_text()
     start, end = doc.index(BEGIN) + len(BEGIN), doc.index(END)
-    new = doc[:start] + "\n" + table(registry) + "\n" + doc[end:]
+    explained = {p.stem for p in (root / "docs/explain").glob("*.md")}
+    new = doc[:start] + "\n" + table(registry, explained) + "\n" + doc[end:]
     if "--check" in sys.argv:
         if new != doc:
             print("error: docs/diagnostics.md is out of date; run tools/gen_diagnostic_docs.py .")

@@ -11,6 +11,7 @@
 #include "driver/backend.h"
 #include "driver/format_files.h"
 #include "driver/options.h"
+#include "explain/explain.h"
 #include "imports/imports.h"
 #include "lex/lex.h"
 #include "sema/dump.h"
@@ -44,6 +45,13 @@ auto Finish(const Options& o, const source::SourceSet& sources, const diag::Diag
 }
 
 auto Run(const Options& o, const char* argv0) -> int {
+  if (o.command == Command::Explain) {
+    if (o.explain_list || o.explain_code.empty()) {
+      explain::ListCodes(llvm::outs());
+      return 0;
+    }
+    return explain::Explain(o.explain_code, llvm::outs(), llvm::errs());
+  }
   if (o.command == Command::Format) {
     return FormatFiles(o, [&](const source::SourceSet& s, const diag::DiagnosticEngine& d) { return Finish(o, s, d); });
   }

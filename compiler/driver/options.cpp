@@ -25,7 +25,8 @@ constexpr const char* kDescription =
     "  aviflowc emit KIND FILE.avf       one artifact to standard output: plan, argo, k8s, slurm, trainer or\n"
     "                                    monitoring\n"
     "  aviflowc run FILE.avf --local     compile, then train the job here with avf-run (CPU)\n"
-    "  aviflowc --dump=KIND FILE.avf     print a phase's result: tokens, ast or sema\n\n"
+    "  aviflowc --dump=KIND FILE.avf     print a phase's result: tokens, ast or sema\n"
+    "  aviflowc explain CODE             what a diagnostic code means, with a failing and a fixed example\n\n"
     "Exit status: 0 success (warnings allowed), 1 the input has errors, 2 usage or I/O errors.";
 
 // Spellings of the enumerated options, as the user writes them.
@@ -178,6 +179,11 @@ auto ParseCommandLine(int argc, const char* const* argv) -> ParsedCommandLine {
   fmt->add_flag("-i,--in-place", o.format_in_place, "Rewrite each file in place (atomically) instead of printing it");
   fmt->add_flag("--check", o.format_check,
                 "Change nothing; list the files that are not in canonical form, exit 1 if any");
+  CLI::App* explain = app.add_subcommand(
+      "explain", "Explain a diagnostic code (`aviflowc explain E0501`); without one, or with --list, list every code");
+  CLI::Option* explain_code =
+      explain->add_option("code", o.explain_code, "A code as in `[E0501]`, any case")->type_name("CODE");
+  explain->add_flag("--list", o.explain_list, "List every code with its title");
   app.require_subcommand(0, 1);
 
   ParsedCommandLine result;
@@ -205,6 +211,14 @@ auto ParseCommandLine(int argc, const char* const* argv) -> ParsedCommandLine {
     }
     if (!top_file.empty()) return UsageError("`fmt` takes its files after it");
     o.command = Command::Format;
+    result.options = std::move(o);
+    return result;
+  }
+  if (explain->parsed()) {
+    if (!top_file.empty()) return UsageError("`explain` takes its code after it");
+    if (o.explain_list && explain_code->count() > 0) return UsageError("`explain`: give a code or `--list`, not both");
+    if (explain_code->count() > 0 && o.explain_code.empty()) return UsageError("`explain`: the code is empty");
+    o.command = Command::Explain;
     result.options = std::move(o);
     return result;
   }

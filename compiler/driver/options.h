@@ -11,7 +11,7 @@
 
 namespace avf::driver {
 
-enum class Command { Check, Plan, Emit, Compile, Run, Format };
+enum class Command { Check, Plan, Emit, Compile, Run, Format, Explain };
 enum class PlanFormat { Table, Json };
 enum class EmitKind { Plan, Argo, K8s, Slurm, Trainer, Monitoring };
 enum class Dump { None, Tokens, Ast, Sema };
@@ -52,6 +52,9 @@ struct Options {
   // (-i), or list those that are not canonical (--check).
   std::vector<std::string> format_files;
   bool format_in_place = false, format_check = false;
+  // `explain CODE`: the code's long explanation; no code or --list: every code.
+  std::string explain_code;
+  bool explain_list = false;
 };
 
 // Either options to run with, or text to print and the exit status.
