@@ -73,10 +73,12 @@ class Analyzer {
   void BreakBaseCycles();
   void MarkBrokenChains();
   void ReportBaseCycle(const std::vector<DeclId>& cycle);
-  auto FindSite(DeclId decl, const FieldPath& path) -> std::optional<Site>;
+  // `key` is JoinPath(path).
+  auto FindSite(DeclId decl, const FieldPath& path, const std::string& key) -> std::optional<Site>;
   auto FindSiteIn(DeclId decl, const FieldPath& path) const -> const ast::Field*;
   auto SchemaAt(ast::DeclKind kind, const FieldPath& path) const -> const FieldSchema*;
-  auto Compute(DeclId decl, const FieldPath& path, const FieldSchema& schema) -> std::optional<FieldValue>;
+  auto Compute(DeclId decl, const FieldPath& path, const std::string& joined, const FieldSchema& schema)
+      -> std::optional<FieldValue>;
   auto ComputeWritten(DeclId decl, const FieldPath& path, const FieldSchema& schema, const Site& site)
       -> std::optional<FieldValue>;
   auto BuildRecord(DeclId decl, const FieldPath& prefix, const RecordSchema& schema, llvm::SMRange where)

@@ -51,8 +51,7 @@ auto Analyzer::FindSiteIn(DeclId decl, const FieldPath& path) const -> const ast
 }
 
 // The nearest declaration up the inheritance chain that writes `path`.
-auto Analyzer::FindSite(DeclId decl, const FieldPath& path) -> std::optional<Site> {
-  std::string key = JoinPath(path);
+auto Analyzer::FindSite(DeclId decl, const FieldPath& path, const std::string& key) -> std::optional<Site> {
   std::vector<DeclId> walked;
   std::optional<Site> found;
   for (std::optional<DeclId> d = decl; d; d = decls_[*d].base) {
@@ -66,7 +65,9 @@ auto Analyzer::FindSite(DeclId decl, const FieldPath& path) -> std::optional<Sit
       break;
     }
   }
-  for (DeclId d : walked) sites_[{d, key}] = found;
+  // Only the bases walked are worth remembering: `decl` itself asks once
+  // per path (EvalField memoizes), its bases once per declaration below them.
+  for (size_t i = 1; i < walked.size(); ++i) sites_[{walked[i], key}] = found;
   return found;
 }
 
@@ -88,16 +89,17 @@ auto Analyzer::EvalField(DeclId decl, const FieldPath& path, llvm::SMRange use) 
     return FieldValue{path.back(), Value::Error(), Origin::Written, decl};
   }
   // A reference into the map stays valid while Compute adds entries.
-  Memo& memo = memo_.emplace(std::move(key), Memo{EvalState::InProgress, std::nullopt}).first->second;
+  auto& [stored_key, memo] = *memo_.emplace(std::move(key), Memo{EvalState::InProgress, std::nullopt}).first;
   ++eval_depth_;
-  std::optional<FieldValue> value = Compute(decl, path, *schema);
+  std::optional<FieldValue> value = Compute(decl, path, stored_key.second, *schema);
   --eval_depth_;
   memo = {EvalState::Done, value};
   return value;
 }
 
-auto Analyzer::Compute(DeclId decl, const FieldPath& path, const FieldSchema& schema) -> std::optional<FieldValue> {
-  std::optional<Site> site = FindSite(decl, path);
+auto Analyzer::Compute(DeclId decl, const FieldPath& path, const std::string& joined, const FieldSchema& schema)
+    -> std::optional<FieldValue> {
+  std::optional<Site> site = FindSite(decl, path, joined);
   if (schema.type == FieldType::Record) {
     // An optional record that is not written is absent if it has required
     // fields (topology), else it holds its defaults (parallel, optimizer).
@@ -170,9 +172,10 @@ auto Analyzer::BuildRecord(DeclId decl, const FieldPath& prefix, const RecordSch
   RecordValue record;
   record.schema = &schema;
   record.fields.reserve(schema.fields.size());
+  FieldPath path = prefix;
+  path.emplace_back();
   for (const FieldSchema& field : schema.fields) {
-    FieldPath path = prefix;
-    path.emplace_back(field.name);
+    path.back() = field.name;
     std::optional<FieldValue> value = EvalField(decl, path, where);
     if (value) {
       record.fields.push_back(std::move(*value));

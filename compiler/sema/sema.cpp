@@ -10,7 +10,14 @@
 
 namespace avf::sema {
 
-auto JoinPath(const FieldPath& path) -> std::string { return fmt::format("{}", fmt::join(path, ".")); }
+auto JoinPath(const FieldPath& path) -> std::string {
+  std::string joined;
+  for (const std::string& segment : path) {
+    if (&segment != &path.front()) joined += '.';
+    joined += segment;
+  }
+  return joined;
+}
 
 Analyzer::Analyzer(const imports::ModuleSet& modules, diag::DiagnosticEngine& diags)
     : modules_(modules), diags_(diags) {}
