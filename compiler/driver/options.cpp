@@ -25,6 +25,7 @@ constexpr const char* kDescription =
     "  aviflowc emit KIND FILE.avf       one artifact to standard output: plan, argo, k8s, slurm, trainer or\n"
     "                                    monitoring\n"
     "  aviflowc run FILE.avf --local     compile, then train the job here with avf-run (CPU)\n"
+    "  aviflowc lsp                      a language server for editors, on standard input and output\n"
     "  aviflowc --dump=KIND FILE.avf     print a phase's result: tokens, ast or sema\n\n"
     "Exit status: 0 success (warnings allowed), 1 the input has errors, 2 usage or I/O errors.";
 
@@ -178,6 +179,9 @@ auto ParseCommandLine(int argc, const char* const* argv) -> ParsedCommandLine {
   fmt->add_flag("-i,--in-place", o.format_in_place, "Rewrite each file in place (atomically) instead of printing it");
   fmt->add_flag("--check", o.format_check,
                 "Change nothing; list the files that are not in canonical form, exit 1 if any");
+  CLI::App* lsp = app.add_subcommand(
+      "lsp", "Serve the Language Server Protocol on standard input and output, for editors (docs/editors.md)");
+  lsp->fallthrough();
   app.require_subcommand(0, 1);
 
   ParsedCommandLine result;
@@ -205,6 +209,12 @@ auto ParseCommandLine(int argc, const char* const* argv) -> ParsedCommandLine {
     }
     if (!top_file.empty()) return UsageError("`fmt` takes its files after it");
     o.command = Command::Format;
+    result.options = std::move(o);
+    return result;
+  }
+  if (lsp->parsed()) {
+    if (!top_file.empty()) return UsageError("`lsp` takes no file; the editor sends the documents it opens");
+    o.command = Command::Lsp;
     result.options = std::move(o);
     return result;
   }

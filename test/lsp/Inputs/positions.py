@@ -1,0 +1,64 @@
+"""Positions in UTF-16 code units (LSP's default) and in UTF-8 bytes (when the
+client offers it), for diagnostics and incremental edits of `aviflowc lsp`,
+on a line with a two-byte and a four-byte character before the error.
+Prints one `PASS <case>` line per case. Usage: positions.py AVIFLOWC DIR"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from lsp_client import Client  # noqa: E402
+
+aviflowc, folder = sys.argv[1], sys.argv[2]
+uri = "file://" + os.path.abspath(os.path.join(folder, "pod.avf"))
+prefix = 'cluster pod { labels = ["é😀"]; node = '
+text = 'import "std/hardware"\n\n' + prefix + 'hgx_a10; nodes=1; network = ib_ndr }\n'
+
+
+def units(s, encoding):
+    return len(s.encode("utf-16-le")) // 2 if encoding == "utf-16" else len(s.encode())
+
+
+def check(encoding):
+    c = Client([aviflowc, "lsp"])
+    offered = {"general": {"positionEncodings": ["utf-8"]}} if encoding == "utf-8" else {}
+    reply = c.request("initialize", {"processId": None, "capabilities": offered})
+    assert reply["result"]["capabilities"]["positionEncoding"] == encoding, reply
+    c.notify("initialized", {})
+    c.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "avf", "version": 1, "text": text}})
+    [d] = [d for d in c.diagnostics(uri, version=1) if d["code"] == "E0402"]
+    start = units(prefix, encoding)
+    assert d["range"] == {"start": {"line": 2, "character": start}, "end": {"line": 2, "character": start + 7}}, d
+    print("PASS", encoding, "diagnostic range", flush=True)
+
+    # Two edits in one notification, applied in order: the typo fixed, then a
+    # character inserted between the emoji and the closing quote.
+    emoji_end = units('cluster pod { labels = ["é😀', encoding)
+    c.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2}, "contentChanges": [
+        {"range": {"start": {"line": 2, "character": start + 7}, "end": {"line": 2, "character": start + 7}},
+         "text": "0"},
+        {"range": {"start": {"line": 2, "character": emoji_end}, "end": {"line": 2, "character": emoji_end}},
+         "text": "x"}]})
+    codes = [d["code"] for d in c.diagnostics(uri, version=2)]
+    assert "E0402" not in codes, codes
+    reply = c.request("textDocument/formatting", {"textDocument": {"uri": uri}, "options": {}})
+    [edit] = reply["result"]
+    assert 'labels = ["é😀x"]' in edit["newText"] and "node = hgx_a100; nodes = 1;" in edit["newText"], edit
+    assert edit["range"]["end"] == {"line": 3, "character": 0}, edit
+    print("PASS", encoding, "incremental edits", flush=True)
+
+    # A full replacement (no range) and hover on the field after the emoji.
+    c.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 3},
+                                        "contentChanges": [{"text": text}]})
+    c.diagnostics(uri, version=3)
+    reply = c.request("textDocument/hover", {"textDocument": {"uri": uri},
+                                             "position": {"line": 2, "character": start - 5}})
+    assert reply["result"]["contents"]["value"].startswith("**node**"), reply
+    assert reply["result"]["range"]["start"] == {"line": 2, "character": start - 7}, reply
+    print("PASS", encoding, "hover after a full change", flush=True)
+    c.request("shutdown", None)
+    c.notify("exit", None)
+    assert c.proc.wait(timeout=30) == 0
+
+
+check("utf-16")
+check("utf-8")
