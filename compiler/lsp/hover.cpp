@@ -83,8 +83,9 @@ auto DeclarationHover(const Analysis& a, const ast::Decl& decl, const imports::M
 }
 
 auto EnumHover(const sema::FieldSchema& field, const std::string& value) -> std::string {
-  return fmt::format("`{}`: a value of `{}`, {}\n\n{}", value, field.name, sema::DescribeType(field),
-                     field.doc.empty() ? "" : std::string(field.doc));
+  std::string out = fmt::format("`{}`: a value of `{}`, {}", value, field.name, sema::DescribeType(field));
+  if (!field.doc.empty()) out += fmt::format("\n\n`{}`: {}", field.name, field.doc);
+  return out;
 }
 
 // The hover of name token `i`, from where it stands.

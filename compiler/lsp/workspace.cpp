@@ -29,11 +29,11 @@ auto SearchPathsOf(const SearchDirs& dirs) -> imports::SearchPaths {
   return paths;
 }
 
-auto Before(Position a, Position b) -> bool {
-  return a.line < b.line || (a.line == b.line && a.character < b.character);
+// By lines: a cursor anywhere on a diagnostic's line gets its fix, as
+// editors ask for the actions at the cursor.
+auto SharesLine(const Range& a, const Range& b) -> bool {
+  return a.start.line <= b.end.line && b.start.line <= a.end.line;
 }
-
-auto Meets(const Range& a, const Range& b) -> bool { return !Before(a.end, b.start) && !Before(b.end, a.start); }
 
 // The range a diagnostic underlines: its first range when that holds its
 // location, else its location.
@@ -169,7 +169,7 @@ auto Workspace::Diagnostics(const std::string& uri) -> std::vector<lsp::Diagnost
 
 auto Workspace::Fixes(const std::string& uri, Range range) -> std::vector<lsp::Diagnostic> {
   std::vector<lsp::Diagnostic> out = Diagnostics(uri);
-  std::erase_if(out, [&](const lsp::Diagnostic& d) { return !d.fix || !Meets(d.range, range); });
+  std::erase_if(out, [&](const lsp::Diagnostic& d) { return !d.fix || !SharesLine(d.range, range); });
   return out;
 }
 

@@ -48,7 +48,7 @@ class Workspace {
   // The edits to the canonical layout; nullopt when the document does not
   // lex and parse (`aviflowc fmt` leaves such a file as it is).
   auto Format(const std::string& uri) -> std::optional<std::vector<TextEdit>>;
-  // The document's diagnostics with fix-its whose range meets `range`.
+  // The document's diagnostics with fix-its on the lines of `range`.
   auto Fixes(const std::string& uri, Range range) -> std::vector<lsp::Diagnostic>;
 
  private:

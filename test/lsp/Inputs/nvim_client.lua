@@ -88,7 +88,7 @@ local function steps()
   vim.api.nvim_buf_set_lines(bufnr, row, row + 1, false, {})
   complete('reference', { line = find('model = llama2_7b').line, character = 10 })
 
-  local fix_at = find('hgx_a10')
+  local fix_at = find('node = hgx_a10', 7)
   local actions = request('textDocument/codeAction', {
     textDocument = { uri = vim.uri_from_bufnr(bufnr) },
     range = { start = fix_at, ['end'] = fix_at },

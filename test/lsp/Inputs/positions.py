@@ -62,3 +62,48 @@ def check(encoding):
 
 check("utf-16")
 check("utf-8")
+
+# A note with a place is related information; the fix-it that removes a
+# duplicate import is a quick fix whose edit deletes its line.
+c = Client([aviflowc, "lsp"])
+c.request("initialize", {"processId": None, "capabilities": {}})
+c.notify("initialized", {})
+dup = 'import "std/hardware"\nimport "std/hardware"\n\ncluster pod { node = hgx_a100; nodes = 1; network = ib_ndr }\n'
+c.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "avf", "version": 1, "text": dup}})
+[d] = c.diagnostics(uri, version=1)
+assert d["code"] == "W0303" and d["severity"] == 2, d
+[related] = d["relatedInformation"]
+assert related["message"] == "first imported here" and related["location"]["uri"] == uri, related
+assert related["location"]["range"]["start"] == {"line": 0, "character": 7}, related
+reply = c.request("textDocument/codeAction", {"textDocument": {"uri": uri}, "context": {"diagnostics": []},
+                                              "range": {"start": {"line": 1, "character": 0},
+                                                        "end": {"line": 1, "character": 0}}})
+[action] = reply["result"]
+assert action["kind"] == "quickfix" and action["diagnostics"][0]["code"] == "W0303", action
+assert action["edit"]["changes"][uri] == [{"range": {"start": {"line": 1, "character": 0},
+                                                     "end": {"line": 2, "character": 0}}, "newText": ""}], action
+reply = c.request("textDocument/codeAction", {"textDocument": {"uri": uri}, "context": {"diagnostics": []},
+                                              "range": {"start": {"line": 3, "character": 0},
+                                                        "end": {"line": 3, "character": 5}}})
+assert reply["result"] == [], reply
+print("PASS related information and a fix-it that removes a line", flush=True)
+
+# A document that does not parse still gets hover, completion and
+# definitions where the tokens around the position make sense.
+broken = 'import "std/hardware"\n\ncluster pod {\n  node = hgx_a100\n  nodes = = 3\n  network = \n}\n'
+c.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "avf", "version": 2, "text": broken}})
+codes = [d["code"] for d in c.diagnostics(uri, version=2)]
+assert codes and all(code.startswith("E02") for code in codes), codes
+reply = c.request("textDocument/hover", {"textDocument": {"uri": uri}, "position": {"line": 3, "character": 3}})
+assert reply["result"]["contents"]["value"].startswith("**node**: a `node`"), reply
+reply = c.request("textDocument/completion", {"textDocument": {"uri": uri}, "position": {"line": 5, "character": 12}})
+labels = [item["label"] for item in reply["result"]["items"]]
+assert "ib_ndr" in labels and "hgx_a100" not in labels, labels
+reply = c.request("textDocument/completion", {"textDocument": {"uri": uri}, "position": {"line": 5, "character": 2}})
+labels = [item["label"] for item in reply["result"]["items"]]
+assert labels[:3] == ["node", "nodes", "network"], labels
+reply = c.request("textDocument/definition", {"textDocument": {"uri": uri}, "position": {"line": 3, "character": 10}})
+assert reply["result"]["uri"].endswith("/hardware.avf"), reply
+reply = c.request("textDocument/formatting", {"textDocument": {"uri": uri}, "options": {}})
+assert reply["result"] is None, reply
+print("PASS a document with syntax errors", flush=True)
