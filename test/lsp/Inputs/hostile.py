@@ -1,7 +1,7 @@
 """Hostile input for `aviflowc lsp`, spoken in raw frames: each case gets an
 LSP error or is ignored, and the server still answers afterwards. Prints one
 `PASS <case>` line per case; any failure raises (non-zero exit).
-Usage: hostile.py AVIFLOWC JOB.avf"""
+Usage: hostile.py AVIFLOWC JOB.avf BIG (the large document has 10 x BIG bytes)"""
 import json
 import os
 import sys
@@ -10,7 +10,7 @@ import time
 sys.path.insert(0, os.path.dirname(__file__))
 from lsp_client import Client  # noqa: E402
 
-aviflowc, job_path = sys.argv[1], sys.argv[2]
+aviflowc, job_path, big_bytes = sys.argv[1], sys.argv[2], 10 * int(sys.argv[3])
 job_text = open(job_path, encoding="utf-8").read()
 uri = "file://" + os.path.abspath(job_path)
 
@@ -146,7 +146,7 @@ case("a NUL byte and a lone surrogate in a document")
 copy = job_text[job_text.index("cluster pod"):job_text.index("job pretrain")].replace("hgx_a10\n", "hgx_a100\n")
 for name in ("pod", "cold", "docs"):
     copy = copy.replace(" %s " % name, " %s%%d " % name).replace("= %s /" % name, "= %s%%d /" % name)
-big = job_text + "".join(copy.replace("%d", str(i)) for i in range(10 * (1 << 20) // len(copy) + 1))
+big = job_text + "".join(copy.replace("%d", str(i)) for i in range(big_bytes // len(copy) + 1))
 big_uri = uri + ".big.avf"
 started = time.time()
 c.notify("textDocument/didOpen", {"textDocument": {"uri": big_uri, "languageId": "avf", "version": 1, "text": big}})
@@ -159,9 +159,9 @@ c.notify("textDocument/didChange", {"textDocument": {"uri": big_uri, "version": 
 c.diagnostics(big_uri, version=2, timeout=300)
 changed = time.time() - started
 alive(c)
-sys.stderr.write("10 MB document (%d bytes): didOpen %.1f s, didChange %.1f s to diagnostics\n"
+sys.stderr.write("%d-byte document: didOpen %.1f s, didChange %.1f s to its diagnostics\n"
                  % (len(big.encode()), opened, changed))
-case("a 10 MB document")
+case("a large document")
 
 c.send_raw(b"Content-Length: 1000000000000\r\n\r\n")
 answered_with_null_id(c, -32600)
