@@ -107,3 +107,22 @@ assert reply["result"]["uri"].endswith("/hardware.avf"), reply
 reply = c.request("textDocument/formatting", {"textDocument": {"uri": uri}, "options": {}})
 assert reply["result"] is None, reply
 print("PASS a document with syntax errors", flush=True)
+
+# Go to definition across a relative import, of `decl.field`, and on the
+# import's path.
+with open(os.path.join(folder, "lib.avf"), "w") as f:
+    f.write('import "std/hardware"\n\ncluster shared_pod { node = hgx_a100; nodes = 2; network = ib_ndr }\n')
+main = 'import "./lib.avf"\n\ncluster mine : shared_pod { nodes = shared_pod.nodes }\n'
+c.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "avf", "version": 5, "text": main}})
+c.diagnostics(uri, version=5)
+lib_uri = "file://" + os.path.abspath(os.path.join(folder, "lib.avf"))
+reply = c.request("textDocument/definition", {"textDocument": {"uri": uri}, "position": {"line": 2, "character": 18}})
+assert reply["result"] == {"uri": lib_uri, "range": {"start": {"line": 2, "character": 8},
+                                                     "end": {"line": 2, "character": 18}}}, reply
+reply = c.request("textDocument/definition", {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 10}})
+assert reply["result"]["uri"] == lib_uri and reply["result"]["range"]["start"] == {"line": 0, "character": 0}, reply
+reply = c.request("textDocument/hover", {"textDocument": {"uri": uri}, "position": {"line": 2, "character": 18}})
+assert "cluster `shared_pod`, declared in" in reply["result"]["contents"]["value"], reply
+reply = c.request("textDocument/definition", {"textDocument": {"uri": uri}, "position": {"line": 2, "character": 48}})
+assert reply["result"]["uri"] == lib_uri and reply["result"]["range"]["start"] == {"line": 2, "character": 38}, reply
+print("PASS definition across a relative import", flush=True)
