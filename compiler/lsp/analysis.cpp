@@ -1,5 +1,7 @@
 #include "lsp/analysis.h"
 
+#include <llvm/Support/FileSystem.h>
+
 #include "check/check.h"
 #include "plan/planner.h"
 #include "sema/sema.h"
@@ -31,6 +33,32 @@ auto Analysis::FindDecl(std::string_view name) const -> std::pair<const ast::Dec
     }
   }
   return {nullptr, nullptr};
+}
+
+// Modules load depth-first, so the import that leads to module `target` is
+// the last of the document's own imports loaded at or before it.
+auto Analysis::ImportLeadingTo(unsigned buffer_id, const imports::SearchPaths& paths) const -> llvm::SMRange {
+  const imports::Module* document = main();
+  if (!document) return {};
+  const std::vector<imports::Module>& all = modules.modules;
+  auto index_where = [&](auto matches) -> size_t {
+    return std::find_if(all.begin(), all.end(), matches) - all.begin();
+  };
+  size_t target = index_where([&](const imports::Module& m) { return m.buffer_id == buffer_id; });
+  llvm::SMRange leading;
+  size_t leading_index = 0;
+  for (const ast::Import& imp : document->ast.imports) {
+    for (const std::string& candidate : imports::Candidates(imp.path, document->path, paths)) {
+      if (!llvm::sys::fs::exists(candidate)) continue;
+      size_t i = index_where([&](const imports::Module& m) { return m.path == candidate; });
+      if (i <= target && i < all.size() && i >= leading_index) {
+        leading = imp.statement;
+        leading_index = i;
+      }
+      break;
+    }
+  }
+  return leading;
 }
 
 auto Analyze(const std::string& path, std::string text, const imports::SearchPaths& paths)

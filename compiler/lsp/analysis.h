@@ -33,6 +33,9 @@ struct Analysis {
   // The declaration named `name` in the document or its imports, the
   // document's first; with the module that holds it.
   auto FindDecl(std::string_view name) const -> std::pair<const ast::Decl*, const imports::Module*>;
+  // The document's `import` statement that brought in the module of
+  // `buffer_id`, directly or through other imports; invalid when none did.
+  auto ImportLeadingTo(unsigned buffer_id, const imports::SearchPaths& paths) const -> llvm::SMRange;
 };
 
 auto Analyze(const std::string& path, std::string text, const imports::SearchPaths& paths) -> std::unique_ptr<Analysis>;

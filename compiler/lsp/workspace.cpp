@@ -58,7 +58,9 @@ auto FixOf(const diag::Diagnostic& d, Locator& locator) -> std::optional<Fix> {
 
 // A diagnostic as the command line shows it: the message, notes without a
 // place and help lines under it, notes with a place as related information.
-auto Convert(const diag::Diagnostic& d, Locator& locator) -> lsp::Diagnostic {
+// One in an imported file is shown on the import that leads to it.
+auto Convert(const diag::Diagnostic& d, const Analysis& a, const imports::SearchPaths& paths, Locator& locator)
+    -> lsp::Diagnostic {
   lsp::Diagnostic out;
   out.severity = d.severity == diag::Severity::Warning ? 2 : 1;
   out.code = std::string(diag::Info(d.id).code);
@@ -67,6 +69,9 @@ auto Convert(const diag::Diagnostic& d, Locator& locator) -> lsp::Diagnostic {
   if (at && at->uri != locator.main_uri()) {
     out.message = fmt::format("{} (in {} line {})", out.message, at->uri, at->range.start.line + 1);
     out.related.push_back({*at, d.message});
+    unsigned buffer = a.sources->mgr().FindBufferContainingLoc(d.loc);
+    if (std::optional<Location> import = locator.LocationOf(a.ImportLeadingTo(buffer, paths)))
+      out.range = import->range;
   }
   if (at && at->uri == locator.main_uri()) out.range = at->range;
   for (const diag::SubDiagnostic& n : d.notes) {
@@ -162,7 +167,7 @@ auto Workspace::Diagnostics(const std::string& uri) -> std::vector<lsp::Diagnost
   Locator locator(*d->analysis, uri, encoding_);
   std::vector<lsp::Diagnostic> out;
   for (const diag::Diagnostic* diagnostic : diag::SortedForOutput(d->analysis->sources->mgr(), d->analysis->diags)) {
-    out.push_back(Convert(*diagnostic, locator));
+    out.push_back(Convert(*diagnostic, *d->analysis, SearchPathsOf(dirs_), locator));
   }
   return out;
 }

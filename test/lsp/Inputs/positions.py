@@ -126,3 +126,15 @@ assert "cluster `shared_pod`, declared in" in reply["result"]["contents"]["value
 reply = c.request("textDocument/definition", {"textDocument": {"uri": uri}, "position": {"line": 2, "character": 48}})
 assert reply["result"]["uri"] == lib_uri and reply["result"]["range"]["start"] == {"line": 2, "character": 38}, reply
 print("PASS definition across a relative import", flush=True)
+
+# A diagnostic in an imported file is shown on the import that leads to it,
+# with the place in that file as related information.
+with open(os.path.join(folder, "lib.avf"), "w") as f:
+    f.write('import "std/hardware"\n\ncluster shared_pod { node = hgx_a10; nodes = 2; network = ib_ndr }\n')
+c.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "avf", "version": 6,
+                                                   "text": "// the pods\n" + main}})
+[d] = c.diagnostics(uri, version=6)
+assert d["code"] == "E0402" and d["range"]["start"] == {"line": 1, "character": 0}, d
+assert d["message"].startswith("unknown name `hgx_a10` (in %s line 3)" % lib_uri), d
+assert d["relatedInformation"][0]["location"]["uri"] == lib_uri, d
+print("PASS a diagnostic in an imported file", flush=True)
