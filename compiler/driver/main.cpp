@@ -44,7 +44,10 @@ auto Finish(const Options& o, const source::SourceSet& sources, const diag::Diag
   return diags.has_errors() ? 1 : 0;
 }
 
-auto StdlibDirs(const char* argv0) -> std::vector<std::string>;
+// Where `std/NAME` resolves: beside this executable (installed or in the build tree).
+auto StdlibDirs(const char* argv0) -> std::vector<std::string> {
+  return imports::DefaultStdlibDirs(llvm::sys::fs::getMainExecutable(argv0, reinterpret_cast<void*>(&StdlibDirs)));
+}
 
 auto Run(const Options& o, const char* argv0) -> int {
   if (o.command == Command::Format) {
@@ -86,10 +89,6 @@ auto Run(const Options& o, const char* argv0) -> int {
   }
   out.flush();
   return Finish(o, sources, diags);
-}
-
-auto StdlibDirs(const char* argv0) -> std::vector<std::string> {
-  return imports::DefaultStdlibDirs(llvm::sys::fs::getMainExecutable(argv0, reinterpret_cast<void*>(&Run)));
 }
 
 }  // namespace
