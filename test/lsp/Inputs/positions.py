@@ -138,3 +138,12 @@ assert d["code"] == "E0402" and d["range"]["start"] == {"line": 1, "character": 
 assert d["message"].startswith("unknown name `hgx_a10` (in %s line 3)" % lib_uri), d
 assert d["relatedInformation"][0]["location"]["uri"] == lib_uri, d
 print("PASS a diagnostic in an imported file", flush=True)
+
+# Closing a document clears its diagnostics; requests on it then get null.
+c.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+assert c.diagnostics(uri) == []
+reply = c.request("textDocument/hover", {"textDocument": {"uri": uri}, "position": {"line": 1, "character": 2}})
+assert reply["result"] is None, reply
+reply = c.request("textDocument/documentSymbol", {"textDocument": {"uri": uri}})
+assert reply["result"] is None, reply
+print("PASS a closed document", flush=True)
