@@ -79,6 +79,13 @@ for tool in ("promtool", "prometheus"):
     if shutil.which(tool, path=config.environment["PATH"]):
         config.available_features.add(tool)
 
+# `nvim`: Neovim (Debian's `neovim`), whose built-in LSP client drives
+# `aviflowc lsp` in test/lsp/nvim.test.
+if shutil.which("nvim", path=config.environment["PATH"]):
+    config.available_features.add("nvim")
+else:
+    lit_config.note("test/lsp/nvim.test is skipped: it needs nvim (tools/install-deps.sh installs neovim)")
+
 # `slurm`: Debian's slurm-wlm and munge are installed and this is root, who
 # alone may start slurmd and munged for a one-machine Slurm
 # (test/run/slurm_batch.test submits an emitted batch script to it).

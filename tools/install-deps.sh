@@ -14,6 +14,7 @@ packages=(
   libopenblas-dev libdnnl-dev ocl-icd-opencl-dev
   libmicrohttpd-dev pkg-config
   prometheus slurm-wlm munge rclone
+  neovim
 )
 
 missing=()

@@ -14,6 +14,7 @@
 #include "explain/explain.h"
 #include "imports/imports.h"
 #include "lex/lex.h"
+#include "lsp/server.h"
 #include "sema/dump.h"
 #include "sema/sema.h"
 
@@ -44,6 +45,11 @@ auto Finish(const Options& o, const source::SourceSet& sources, const diag::Diag
   return diags.has_errors() ? 1 : 0;
 }
 
+// Where `std/NAME` resolves: beside this executable (installed or in the build tree).
+auto StdlibDirs(const char* argv0) -> std::vector<std::string> {
+  return imports::DefaultStdlibDirs(llvm::sys::fs::getMainExecutable(argv0, reinterpret_cast<void*>(&StdlibDirs)));
+}
+
 auto Run(const Options& o, const char* argv0) -> int {
   if (o.command == Command::Explain) {
     if (o.explain_list || o.explain_code.empty()) {
@@ -55,13 +61,13 @@ auto Run(const Options& o, const char* argv0) -> int {
   if (o.command == Command::Format) {
     return FormatFiles(o, [&](const source::SourceSet& s, const diag::DiagnosticEngine& d) { return Finish(o, s, d); });
   }
+  if (o.command == Command::Lsp) return lsp::Serve(0, 1, {{o.include_dirs, StdlibDirs(argv0)}, AVIFLOW_VERSION});
   source::SourceSet sources;
   diag::DiagnosticEngine diags;
   diags.set_error_limit(o.verify_diagnostics ? 0 : o.error_limit);
   imports::SearchPaths paths;
   paths.include_dirs = o.include_dirs;
-  paths.stdlib_dirs =
-      imports::DefaultStdlibDirs(llvm::sys::fs::getMainExecutable(argv0, reinterpret_cast<void*>(&Run)));
+  paths.stdlib_dirs = StdlibDirs(argv0);
   imports::ModuleSet modules = imports::LoadModules(o.input, paths, sources, diags);
   if (!modules.main_loaded) return Finish(o, sources, diags);
   const imports::Module& main = modules.modules.front();

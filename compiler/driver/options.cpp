@@ -25,6 +25,7 @@ constexpr const char* kDescription =
     "  aviflowc emit KIND FILE.avf       one artifact to standard output: plan, argo, k8s, slurm, trainer or\n"
     "                                    monitoring\n"
     "  aviflowc run FILE.avf --local     compile, then train the job here with avf-run (CPU)\n"
+    "  aviflowc lsp                      a language server for editors, on standard input and output\n"
     "  aviflowc --dump=KIND FILE.avf     print a phase's result: tokens, ast or sema\n"
     "  aviflowc explain CODE             what a diagnostic code means, with a failing and a fixed example\n\n"
     "Exit status: 0 success (warnings allowed), 1 the input has errors, 2 usage or I/O errors.";
@@ -184,6 +185,9 @@ auto ParseCommandLine(int argc, const char* const* argv) -> ParsedCommandLine {
   CLI::Option* explain_code =
       explain->add_option("code", o.explain_code, "A code as in `[E0501]`, any case")->type_name("CODE");
   explain->add_flag("--list", o.explain_list, "List every code with its title");
+  CLI::App* lsp = app.add_subcommand(
+      "lsp", "Serve the Language Server Protocol on standard input and output, for editors (docs/editors.md)");
+  lsp->fallthrough();
   app.require_subcommand(0, 1);
 
   ParsedCommandLine result;
@@ -219,6 +223,12 @@ auto ParseCommandLine(int argc, const char* const* argv) -> ParsedCommandLine {
     if (o.explain_list && explain_code->count() > 0) return UsageError("`explain`: give a code or `--list`, not both");
     if (explain_code->count() > 0 && o.explain_code.empty()) return UsageError("`explain`: the code is empty");
     o.command = Command::Explain;
+    result.options = std::move(o);
+    return result;
+  }
+  if (lsp->parsed()) {
+    if (!top_file.empty()) return UsageError("`lsp` takes no file; the editor sends the documents it opens");
+    o.command = Command::Lsp;
     result.options = std::move(o);
     return result;
   }

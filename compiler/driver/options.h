@@ -11,7 +11,7 @@
 
 namespace avf::driver {
 
-enum class Command { Check, Plan, Emit, Compile, Run, Format, Explain };
+enum class Command { Check, Plan, Emit, Compile, Run, Format, Explain, Lsp };
 enum class PlanFormat { Table, Json };
 enum class EmitKind { Plan, Argo, K8s, Slurm, Trainer, Monitoring };
 enum class Dump { None, Tokens, Ast, Sema };

@@ -68,6 +68,13 @@ class Loader {
     Visit(main_path, Identity(main_path), *id, /*is_main=*/true);
   }
 
+  void LoadMainText(const std::string& main_path, std::string text) {
+    auto id = sources_.AddBuffer(main_path, std::move(text), diags_);
+    if (!id) return;
+    set_.main_loaded = true;
+    Visit(main_path, Identity(main_path), *id, /*is_main=*/true);
+  }
+
   auto Take() -> ModuleSet { return std::move(set_); }
 
  private:
@@ -184,6 +191,13 @@ auto LoadModules(const std::string& main_path, const SearchPaths& paths, source:
                  diag::DiagnosticEngine& diags) -> ModuleSet {
   Loader loader(paths, sources, diags);
   loader.LoadMain(main_path);
+  return loader.Take();
+}
+
+auto LoadModulesFromText(const std::string& main_path, std::string main_text, const SearchPaths& paths,
+                         source::SourceSet& sources, diag::DiagnosticEngine& diags) -> ModuleSet {
+  Loader loader(paths, sources, diags);
+  loader.LoadMainText(main_path, std::move(main_text));
   return loader.Take();
 }
 

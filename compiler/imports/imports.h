@@ -39,6 +39,12 @@ struct ModuleSet {
 auto LoadModules(const std::string& main_path, const SearchPaths& paths, source::SourceSet& sources,
                  diag::DiagnosticEngine& diags) -> ModuleSet;
 
+// The same with the main file's text given (an editor's unsaved buffer, for
+// `aviflowc lsp`) instead of read from `main_path`; its imports are resolved
+// from `main_path` and read from disk.
+auto LoadModulesFromText(const std::string& main_path, std::string main_text, const SearchPaths& paths,
+                         source::SourceSet& sources, diag::DiagnosticEngine& diags) -> ModuleSet;
+
 // Where `import "text"` in `importer` would be looked for, in order.
 auto Candidates(const std::string& text, const std::string& importer, const SearchPaths& paths)
     -> std::vector<std::string>;
