@@ -14,12 +14,16 @@ packages=(
   libopenblas-dev libdnnl-dev ocl-icd-opencl-dev
   libmicrohttpd-dev pkg-config
   prometheus slurm-wlm munge rclone
+  nodejs
 )
 
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
+# npm packs the VS Code extension (tools/vscode); a nodejs that brings its own
+# npm needs no Debian `npm`.
+command -v npm >/dev/null || missing+=(npm)
 
 if ((${#missing[@]})) && [ "${1:-}" = --check ]; then
   echo "missing packages: ${missing[*]}; run tools/setup.sh (as root) to install them" >&2
