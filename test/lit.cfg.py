@@ -67,6 +67,16 @@ try:
 except OSError:
     config.available_features.add("proc-self-mem")
 
+# `vscode-extension`: node and npm are on the PATH and tools/vscode's packages
+# are installed (tools/setup.sh runs `npm ci` there), for test/vscode.
+vscode_modules = os.path.join(src, "tools", "vscode", "node_modules")
+if (all(shutil.which(t, path=config.environment["PATH"]) for t in ("node", "npm"))
+        and all(os.path.exists(os.path.join(vscode_modules, m)) for m in ("vscode-textmate", ".bin/vsce"))):
+    config.available_features.add("vscode-extension")
+else:
+    lit_config.note("test/vscode is skipped: it needs node, npm and tools/vscode/node_modules "
+                    "(tools/setup.sh runs `npm ci` there)")
+
 # numpy in %python: the independent reading of exported Hugging Face models
 # (test/run/Inputs/hf_reference.py).
 if subprocess.run([config.python_executable, "-c", "import numpy"], capture_output=True).returncode == 0:

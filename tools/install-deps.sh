@@ -15,12 +15,16 @@ packages=(
   libmicrohttpd-dev pkg-config
   prometheus slurm-wlm munge rclone
   neovim
+  nodejs
 )
 
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
+# npm packs the VS Code extension (tools/vscode); a nodejs that brings its own
+# npm needs no Debian `npm`.
+command -v npm >/dev/null || missing+=(npm)
 
 if ((${#missing[@]})) && [ "${1:-}" = --check ]; then
   echo "missing packages: ${missing[*]}; run tools/setup.sh (as root) to install them" >&2

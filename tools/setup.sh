@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what is missing (Debian packages, as root), builds aviflowc and
+# Installs what is missing (Debian packages, as root, and the VS Code
+# extension's npm packages in tools/vscode/node_modules), builds aviflowc and
 # avf-run, runs the main job on every example (`aviflowc check`, `aviflowc
 # plan`, and `aviflowc FILE -o out/`, which writes each job's plan.json and
 # manifests to out/<job>/), then trains the local example on this machine
@@ -7,6 +8,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/install-deps.sh
+# The VS Code extension's npm packages, as package-lock.json pins them
+# (test/vscode packs the extension and checks its grammar with them).
+(cd tools/vscode && npm ci --ignore-scripts --no-audit --no-fund)
 # The same flags as tools/test.sh's build/, so that the test command that
 # follows builds nothing of it again.
 tools/build.sh -DAVIFLOW_WERROR=ON

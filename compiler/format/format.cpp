@@ -116,10 +116,15 @@ class Formatter {
   auto File() -> std::string {
     size_t k = Imports();
     bool first = k == 0;
+    bool after_import = false;
     while (k < tokens_.size()) {
-      BreakBefore(k, first ? Blank::kKeep : Blank::kForce);
+      // An import after a declaration (W0211) stays where it is, so that
+      // the warning and the comments around it stay with it.
+      const bool import = Kind(k) == TokenKind::KwImport;
+      BreakBefore(k, first || (import && after_import) ? Blank::kKeep : Blank::kForce);
       first = false;
-      k = Kind(k) == TokenKind::KwImport ? LateImport(k) : Declaration(k);
+      k = import ? LateImport(k) : Declaration(k);
+      after_import = import;
     }
     BreakBefore(tokens_.size(), Blank::kKeep);
     while (o_.text.size() > 1 && o_.text.ends_with("\n\n")) o_.text.pop_back();
@@ -230,8 +235,6 @@ class Formatter {
     return at.back() + 2;
   }
 
-  // An import after a declaration (an error the parser reports, W0211 in a
-  // file that parses) stays where it is.
   auto LateImport(size_t k) -> size_t {
     Emit(k, "import ");
     Emit(k + 1, Text(k + 1));

@@ -5,8 +5,9 @@
 //
 //   - 2 spaces of indentation per `{`; no tabs; no trailing spaces; one
 //     newline at the end of the file.
-//   - Imports first, each on a line, sorted when no comment is among them;
-//     one blank line after them and between two declarations. Inside a
+//   - Imports first, each on a line, sorted when no comment is among them
+//     (one after a declaration, W0211, stays where it is); one blank line
+//     after them and between two declarations. Inside a
 //     block, one blank line is kept where the source had one or more.
 //   - A declaration or record body goes on one line, its fields separated by
 //     `; ` (`cluster pod { node = hgx_a100; nodes = 16 }`), when it holds no

@@ -48,12 +48,15 @@ def main():
     problems, skipped = 0, 0
     for path in files:
         first = run([aviflowc, "fmt", path])
+        # Exit 1 with diagnostics: the file has errors. Anything else (a
+        # crash, a failure that says nothing) is fmt's problem.
+        if first.returncode not in (0, 1) or (first.returncode == 1 and not first.stderr.strip()):
+            print(f"{path}: fmt exited with {first.returncode}\n{first.stderr[:2000]}")
+            problems += 1
+            continue
         if first.returncode != 0:
             skipped += 1
-            if first.returncode != 1 or "error:" not in first.stderr:
-                print(f"{path}: fmt ended with exit {first.returncode} and no error reported")
-                problems += 1
-            elif first.stdout:
+            if first.stdout:
                 print(f"{path}: fmt failed yet printed output")
                 problems += 1
             continue
