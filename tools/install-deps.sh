@@ -14,6 +14,7 @@ packages=(
   libopenblas-dev libdnnl-dev ocl-icd-opencl-dev
   libmicrohttpd-dev pkg-config
   prometheus slurm-wlm munge rclone
+  libxml2-utils librsvg2-bin chromium fonts-dejavu-core
 )
 
 missing=()
