@@ -11,6 +11,7 @@
 #include "emit/json_writer.h"
 #include "emit/plan_fields.h"
 #include "emit/plan_svg.h"
+#include "emit/plan_svg_parts.h"
 #include "emit/svg_writer.h"
 
 namespace avf::emit {
@@ -136,7 +137,7 @@ void Parts(JsonWriter& j, std::string_view key, const std::vector<std::pair<std:
       j.Object([&] {
         j.Field("name", parts[i].first);
         j.NumberField("value", parts[i].second);
-        j.Field("text", bytes ? check::BytesText(parts[i].second) : fmt::format("{:.4g} s", parts[i].second));
+        j.Field("text", bytes ? check::BytesText(parts[i].second) : DurationText(parts[i].second));
         j.Field("color", colors[i]);
       });
     }
@@ -156,8 +157,8 @@ void LayoutData(JsonWriter& j, const std::string& label, const plan::Candidate& 
     j.NumberField("capacity", capacity);
     j.Field("capacity_text", check::BytesText(capacity));
     j.NumberField("step", p.step_time);
-    j.Field("step_text",
-            fmt::format("{:.4g} s, likely {:.4g}–{:.4g} s", p.step_time, p.step_time_low, p.step_time_high));
+    j.Field("step_text", fmt::format("{}, likely {} to {}", DurationText(p.step_time), DurationText(p.step_time_low),
+                                     DurationText(p.step_time_high)));
     Parts(j, "memory",
           {{"weights", m.weights},
            {"gradients", m.gradients},

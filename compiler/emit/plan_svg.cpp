@@ -41,7 +41,7 @@ auto DrawTitle(const plan::Plan& plan, SvgWriter& svg, double width) -> double {
                                   plan.nodes_used == 1 ? "" : "s", j.hardware.gpus_per_node, plan.leaves_used,
                                   plan.leaves_used == 1 ? "" : "es", j.model_name, LayoutText(plan.chosen.layout));
   std::string predicted = fmt::format(
-      "predicted: {} s per step; {:.1f}% MFU; {} of {} per GPU; binding: {}", fmt::format("{:.4g}", p.step_time),
+      "predicted: {} per step; {:.1f}% MFU; {} of {} per GPU; binding: {}", DurationText(p.step_time, kNoBreakSpace),
       100 * p.mfu, check::BytesText(p.memory_per_gpu), check::BytesText(j.hardware.gpu_memory), plan.chosen.binding);
   double y = 58;
   for (const std::string& text : {setup, predicted}) {
@@ -54,6 +54,18 @@ auto DrawTitle(const plan::Plan& plan, SvgWriter& svg, double width) -> double {
 }
 
 }  // namespace
+
+auto UnitFor(double seconds) -> TimeUnit {
+  if (seconds >= 1) return {};
+  if (seconds >= 1e-3) return {1e-3, "ms", "milliseconds"};
+  return {1e-6, "µs", "microseconds"};
+}
+
+auto DurationText(double seconds, std::string_view space) -> std::string {
+  if (seconds == 0) return fmt::format("0{}s", space);
+  TimeUnit unit = UnitFor(seconds);
+  return fmt::format("{:.4g}{}{}", seconds / unit.seconds, space, unit.symbol);
+}
 
 auto StageColor(int64_t stage, int64_t stages) -> std::string {
   constexpr int64_t kPaletteSize = sizeof(kStagePalette) / sizeof(kStagePalette[0]);

@@ -18,6 +18,21 @@ inline constexpr double kPanelGap = 28;
 inline constexpr std::string_view kMutedText = "#555";
 inline constexpr std::string_view kIdleColor = "#d9d9d9";
 
+// The unit a time is read in: seconds, or milliseconds or microseconds for
+// a short one.
+struct TimeUnit {
+  double seconds = 1;
+  std::string_view symbol = "s";
+  std::string_view name = "seconds";
+};
+auto UnitFor(double seconds) -> TimeUnit;
+
+// Joins a number and its unit in text that may wrap.
+inline constexpr std::string_view kNoBreakSpace = "\u00a0";
+
+// "1.575 s", "91.01 µs": four significant digits in the unit that suits.
+auto DurationText(double seconds, std::string_view space = " ") -> std::string;
+
 // The colour of pipeline stage `stage` of `stages`.
 auto StageColor(int64_t stage, int64_t stages) -> std::string;
 

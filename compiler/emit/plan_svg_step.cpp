@@ -20,30 +20,6 @@ constexpr std::string_view kBubbleColor = "#ececec";
 constexpr std::string_view kOptimizerColor = "#59a14f";
 constexpr double kLabelWidth = 96;
 
-// The unit the step is read in: seconds, or milliseconds or microseconds
-// for a short step.
-struct TimeUnit {
-  double seconds = 1;
-  std::string_view symbol = "s";
-  std::string_view name = "seconds";
-};
-
-auto UnitFor(double seconds) -> TimeUnit {
-  if (seconds >= 1) return {};
-  if (seconds >= 1e-3) return {1e-3, "ms", "milliseconds"};
-  return {1e-6, "µs", "microseconds"};
-}
-
-// "1.575 s", "91.01 µs": four significant digits in the unit that suits.
-// Text that may wrap joins them with a no-break space.
-constexpr std::string_view kNoBreakSpace = "\u00a0";
-
-auto Seconds(double s, std::string_view space = " ") -> std::string {
-  if (s == 0) return fmt::format("0{}s", space);
-  TimeUnit unit = UnitFor(s);
-  return fmt::format("{:.4g}{}{}", s / unit.seconds, space, unit.symbol);
-}
-
 struct Axis {
   double left = 0;
   double right = 0;
@@ -94,7 +70,8 @@ void DrawBlock(SvgWriter& svg, const Axis& axis, const std::vector<TimelineOp>& 
   bool forward = false, backward = false;
   for (size_t i = from; i < to; ++i) (ops[i].pass == Pass::Forward ? forward : backward) = true;
   double x0 = axis.X(ops[from].start), x1 = axis.X(ops[to - 1].end);
-  svg.OpenGroup(fmt::format("{} passes, {} to {}", to - from, Seconds(ops[from].start), Seconds(ops[to - 1].end)));
+  svg.OpenGroup(
+      fmt::format("{} passes, {} to {}", to - from, DurationText(ops[from].start), DurationText(ops[to - 1].end)));
   if (forward && backward) {
     svg.Rect(x0, y, x1 - x0, h / 2, kForwardColor);
     svg.Rect(x0, y + h / 2, x1 - x0, h / 2, kBackwardColor);
@@ -177,18 +154,18 @@ void DrawStageRows(SvgWriter& svg, const Axis& axis, const PipelineTimeline& t, 
   }
   double bottom = top + row * static_cast<double>(t.stages) - 3;
   double x = axis.X(t.pipeline_end);
-  svg.OpenGroup(fmt::format("data-parallel gradient sync left exposed: {}", Seconds(t.gradient_sync)));
+  svg.OpenGroup(fmt::format("data-parallel gradient sync left exposed: {}", DurationText(t.gradient_sync)));
   svg.Rect(x, top, axis.X(t.pipeline_end + t.gradient_sync) - x, bottom - top, kCommColor);
   svg.CloseGroup();
   x = axis.X(t.pipeline_end + t.gradient_sync);
-  svg.OpenGroup(fmt::format("optimizer step: {}", Seconds(t.optimizer)));
+  svg.OpenGroup(fmt::format("optimizer step: {}", DurationText(t.optimizer)));
   svg.Rect(x, top, axis.X(t.end()) - x, bottom - top, kOptimizerColor);
   svg.CloseGroup();
 }
 
 auto StepSummary(const plan::Plan& plan, const PipelineTimeline& t) -> std::string {
   const cost::TimeBreakdown& b = plan.chosen.prediction.time;
-  auto s = [](double seconds) { return Seconds(seconds, kNoBreakSpace); };
+  auto s = [](double seconds) { return DurationText(seconds, kNoBreakSpace); };
   return fmt::format(
       "planner: compute {} + tensor comm {} + pipeline comm {} + bubble {} + data comm {} + optimizer {} = {}; one "
       "micro-batch: forward {}, backward {}, its communication {}",
@@ -218,7 +195,7 @@ auto DrawStep(const plan::Plan& plan, const PipelineTimeline& t, SvgWriter& svg,
   double bottom = y + row * static_cast<double>(t.stages);
   double step_x = axis.X(t.planner_step);
   svg.Line(step_x, y - 4, step_x, bottom + 2, {.color = "#c00", .width = 1.5, .dashed = true});
-  std::string step_label = fmt::format("step {} (planner)", Seconds(t.planner_step));
+  std::string step_label = fmt::format("step {} (planner)", DurationText(t.planner_step));
   svg.Text(step_x - 4, y - 6, step_label, {.size = 11, .anchor = Anchor::End, .fill = "#c00"});
   DrawAxis(svg, axis, bottom + 2);
   y = bottom + 48;
