@@ -200,12 +200,38 @@ auto DrawColumns(const plan::Plan& plan, SvgWriter& svg, const std::vector<Colum
 
 // Too many leaves to draw their nodes: each bar is one or more leaves, its
 // height the GPUs, split by stage; beside them, node 0 GPU by GPU.
-// GPUs per stage of each bar: `per_bar` leaves each.
-auto GpusPerBar(const Nodes& nodes, size_t bars, size_t per_bar, int64_t stages) -> std::vector<std::vector<int64_t>> {
+// What the bars of DrawLeafBars stand for: groups of `per_bar` leaf
+// switches, or, when the job uses too few leaves to show its stages apart,
+// groups of `per_bar` nodes.
+struct BarUnit {
+  bool leaves = true;
+  size_t count = 1;  // leaves or nodes in all
+  size_t per_bar = 1;
+  auto Bars() const -> size_t { return (count + per_bar - 1) / per_bar; }
+  auto Name(size_t bar) const -> std::string {
+    size_t first = bar * per_bar, last = std::min(count, first + per_bar) - 1;
+    if (first == last) return fmt::format("{} {}", leaves ? "leaf" : "node", first);
+    return fmt::format("{} {}–{}", leaves ? "leaves" : "nodes", first, last);
+  }
+};
+
+auto BarUnitOf(const plan::Plan& plan) -> BarUnit {
+  constexpr size_t kMaxBars = 128, kFewestLeaves = 8;
+  BarUnit unit;
+  unit.leaves = plan.leaves_used >= static_cast<int64_t>(kFewestLeaves);
+  unit.count = static_cast<size_t>(std::max<int64_t>(unit.leaves ? plan.leaves_used : plan.nodes_used, 1));
+  unit.per_bar = (unit.count + kMaxBars - 1) / kMaxBars;
+  return unit;
+}
+
+// GPUs per stage of each bar.
+auto GpusPerBar(const Nodes& nodes, const BarUnit& unit, int64_t stages) -> std::vector<std::vector<int64_t>> {
+  size_t bars = unit.Bars();
   std::vector<std::vector<int64_t>> gpus(bars, std::vector<int64_t>(stages, 0));
   for (size_t n = 0; n < nodes.content.size(); ++n) {
+    size_t index = unit.leaves ? static_cast<size_t>(nodes.leaf[n]) : n;
     for (int32_t s : nodes.content[n].stage) {
-      if (s >= 0 && s < stages) ++gpus[std::min<size_t>(nodes.leaf[n] / per_bar, bars - 1)][s];
+      if (s >= 0 && s < stages) ++gpus[std::min(index / unit.per_bar, bars - 1)][s];
     }
   }
   return gpus;
@@ -220,22 +246,18 @@ auto Sum(const std::vector<int64_t>& values) -> int64_t {
 // Too many leaves to draw their nodes: each bar is one or more leaves, its
 // height the GPUs, split by stage; beside them, node 0 GPU by GPU.
 auto DrawLeafBars(const plan::Plan& plan, const Nodes& nodes, SvgWriter& svg, double top, double width) -> double {
-  constexpr size_t kMaxBars = 128;
   constexpr double kBarHeight = 110, kNodeWidth = 260, kLeft = kMargin + 44;
-  size_t leaves = static_cast<size_t>(std::max<int64_t>(plan.leaves_used, 1));
-  size_t per_bar = (leaves + kMaxBars - 1) / kMaxBars, bars = (leaves + per_bar - 1) / per_bar;
+  BarUnit unit = BarUnitOf(plan);
+  size_t bars = unit.Bars();
   int64_t stages = plan.chosen.layout.pipeline;
-  std::vector<std::vector<int64_t>> gpus = GpusPerBar(nodes, bars, per_bar, stages);
+  std::vector<std::vector<int64_t>> gpus = GpusPerBar(nodes, unit, stages);
   int64_t most = 1;
   for (const auto& bar : gpus) most = std::max(most, Sum(bar));
   double pitch = (width - kLeft - kNodeWidth - 2 * kMargin) / static_cast<double>(bars), y0 = top + 28;
   DrawSpine(plan, svg, top - 24, width - kNodeWidth, {});
   for (size_t b = 0; b < bars; ++b) {
     double x = kLeft + pitch * static_cast<double>(b), y = y0 + kBarHeight;
-    std::string leaf_text = per_bar == 1
-                                ? fmt::format("leaf {}", b)
-                                : fmt::format("leaves {}–{}", b * per_bar, std::min(leaves, (b + 1) * per_bar) - 1);
-    svg.OpenGroup(fmt::format("{}: {} GPUs", leaf_text, Sum(gpus[b])));
+    svg.OpenGroup(fmt::format("{}: {} GPUs", unit.Name(b), Sum(gpus[b])));
     for (int64_t s = 0; s < stages; ++s) {
       double h = kBarHeight * static_cast<double>(gpus[b][s]) / static_cast<double>(most);
       if (h <= 0) continue;
@@ -250,13 +272,14 @@ auto DrawLeafBars(const plan::Plan& plan, const Nodes& nodes, SvgWriter& svg, do
   svg.Text(kLeft - 40, y0 + kBarHeight / 2, "GPUs", {.size = 10, .fill = kMutedText});
   size_t label_every = std::max<size_t>(1, static_cast<size_t>(std::ceil(60 / pitch)));
   for (size_t b = 0; b < bars; b += label_every) {
-    svg.Text(kLeft + pitch * (static_cast<double>(b) + 0.5), y0 + kBarHeight + 14, fmt::format("{}", b * per_bar),
+    svg.Text(kLeft + pitch * (static_cast<double>(b) + 0.5), y0 + kBarHeight + 14, fmt::format("{}", b * unit.per_bar),
              {.size = 10, .anchor = Anchor::Middle, .fill = kMutedText});
   }
-  svg.Text(kLeft, y0 + kBarHeight + 30,
-           fmt::format("leaf switches; each bar: {} leaf switch{}, its GPUs by pipeline stage from the bottom", per_bar,
-                       per_bar == 1 ? "" : "es"),
-           {.size = 11, .fill = kMutedText});
+  std::string what = unit.leaves ? "leaf switch" : "node";
+  std::string caption = fmt::format("{}s; each bar: {} {}{}, its GPUs by pipeline stage from the bottom", what,
+                                    unit.per_bar, what, unit.per_bar == 1 ? "" : (unit.leaves ? "es" : "s"));
+  if (!unit.leaves) caption += fmt::format(" ({} leaf switch{})", plan.leaves_used, plan.leaves_used == 1 ? "" : "es");
+  svg.Text(kLeft, y0 + kBarHeight + 30, caption, {.size = 11, .fill = kMutedText});
   double nx = width - kMargin - kNodeWidth + 20;
   svg.Text(nx, y0 + 10, "node 0, GPU by GPU:", {.size = 12, .bold = true});
   double square = std::min(GeometryOf(1, kNodeWidth, plan.job.hardware.gpus_per_node).square, 22.0);

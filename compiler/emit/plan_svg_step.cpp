@@ -143,7 +143,7 @@ void DrawStageRows(SvgWriter& svg, const Axis& axis, const PipelineTimeline& t, 
     svg.Rect(axis.X(0), y, axis.X(t.pipeline_end) - axis.X(0), h, kBubbleColor);
     if (s % label_every == 0) {
       svg.Rect(kMargin, y + h / 2 - 5, 10, 10, StageColor(s, t.stages));
-      svg.Text(kMargin + 14, y + h / 2 + 4, fmt::format("stage {}", s), {.size = std::min(11.0, row)});
+      svg.Text(kMargin + 14, y + h / 2 + 4, fmt::format("stage {}", s), {.size = std::clamp(row, 9.0, 11.0)});
     }
     if (!t.played) DrawSummaryRow(svg, axis, t, s, y, h);
     else if (one_by_one) {
