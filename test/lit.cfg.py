@@ -95,6 +95,14 @@ if shutil.which("nvim", path=config.environment["PATH"]):
     config.available_features.add("nvim")
 else:
     lit_config.note("test/lsp/nvim.test is skipped: it needs nvim (tools/install-deps.sh installs neovim)")
+# `xmllint` (libxml2-utils) and `rsvg-convert` (librsvg2-bin) check and
+# render the plan's SVG pictures; `chromium` loads the plan's web page
+# headless (test/pictures).
+for tool in ("xmllint", "rsvg-convert", "chromium"):
+    if shutil.which(tool, path=config.environment["PATH"]):
+        config.available_features.add(tool)
+    else:
+        lit_config.note(f"the tests of test/pictures that need {tool} are skipped: tools/install-deps.sh installs it")
 
 # `slurm`: Debian's slurm-wlm and munge are installed and this is root, who
 # alone may start slurmd and munged for a one-machine Slurm

@@ -16,6 +16,7 @@ packages=(
   prometheus slurm-wlm munge rclone
   neovim
   nodejs
+  libxml2-utils librsvg2-bin chromium fonts-dejavu-core
 )
 
 missing=()

@@ -137,6 +137,22 @@ auto DataSpan(const Layout& l, const Hardware& hw) -> GroupSpan;
 // any stage boundary crosses a node (leaf) boundary.
 auto PipelineHopSpan(const Layout& l, const Hardware& hw) -> GroupSpan;
 
+// One micro-batch on the busiest stage, the terms TimeBreakdown multiplies
+// by the micro-batches of a step: its compute (the forward pass, then the
+// backward with any recomputation), and the communication it adds.
+struct MicroBatchTime {
+  double forward = 0;
+  double compute = 0;        // forward + backward + recomputation
+  double tensor_comm = 0;    // exposed tensor-parallel collectives
+  double pipeline_comm = 0;  // sends to and receives from the neighbouring stages
+  double zero3_comm = 0;     // exposed ZeRO-3 gathers and reduce-scatters
+  auto backward() const -> double { return compute - forward; }
+  auto total() const -> double { return compute + tensor_comm + pipeline_comm + zero3_comm; }
+};
+
+auto PredictMicroBatch(const Workload& w, const Layout& l, const Hardware& hw, const Calibration& c = kCalibration)
+    -> MicroBatchTime;
+
 auto PredictMemory(const Workload& w, const Layout& l) -> MemoryBreakdown;
 auto PredictTime(const Workload& w, const Layout& l, const Hardware& hw, const Calibration& c = kCalibration)
     -> TimeBreakdown;

@@ -188,6 +188,14 @@ struct CommBytes {
   double gradients = 0;   // reduced at the training precision or fp32
 };
 
+auto GradientBytes(const Workload& w, const Layout& l) -> CommBytes {
+  double params = ParamsPerGpu(w.model, l);
+  CommBytes bytes;
+  bytes.parameters = params * (w.precision == Precision::Fp32 ? 4 : 2);
+  bytes.gradients = w.reduce_in_fp32 ? params * 4 : bytes.parameters;
+  return bytes;
+}
+
 // Gradients are reduced while a backward pass runs: once per
 // step, in the last micro-batch, for ZeRO-0/1 (which keep a whole gradient
 // buffer); after every micro-batch for ZeRO-2, whose gradient shard cannot
@@ -270,39 +278,50 @@ auto PipelineHopSpan(const Layout& l, const Hardware& hw) -> GroupSpan {
 
 namespace {
 
+auto MicroBatchWithSpan(const Workload& w, const Layout& l, const Hardware& hw, const GroupSpan& data_span,
+                        const Calibration& c) -> MicroBatchTime {
+  // The busiest stage's layers: every per-layer term is paid that many times.
+  double most = D(MaxStageLayers(w.model.layers, l.pipeline, ChunksPerStage(l)));
+  MicroBatchWork work = StageWork(w, l, hw, most, c);
+  MicroBatchTime mb;
+  mb.forward = work.forward;
+  mb.compute = work.total;
+  mb.tensor_comm = TensorComm(w, l, hw, most);
+  if (w.overlap_tensor_comm) mb.tensor_comm = Exposed(mb.tensor_comm, work.total, c);
+  mb.pipeline_comm = PipelineComm(w, l, hw);
+  mb.zero3_comm = ExposedZero3(l, most, GradientBytes(w, l), LinkFor(data_span, hw), work, c);
+  return mb;
+}
+
 // PredictTime with the data-parallel span already known (Predict reports the
 // span too, and walking every stage's groups twice per candidate is waste).
 auto TimeWithSpan(const Workload& w, const Layout& l, const Hardware& hw, const GroupSpan& data_span,
                   const Calibration& c) -> TimeBreakdown {
   TimeBreakdown t;
   int64_t m = MicroBatches(w, l);
-  // The busiest stage's layers: every per-layer term is paid that many times.
-  double most = D(MaxStageLayers(w.model.layers, l.pipeline, ChunksPerStage(l)));
-  MicroBatchWork work = StageWork(w, l, hw, most, c);
-  double tensor_mb = TensorComm(w, l, hw, most);
-  if (w.overlap_tensor_comm) tensor_mb = Exposed(tensor_mb, work.total, c);
-  double pipeline_mb = PipelineComm(w, l, hw);
-  double params = ParamsPerGpu(w.model, l);
-  CommBytes bytes;
-  bytes.parameters = params * (w.precision == Precision::Fp32 ? 4 : 2);
-  bytes.gradients = w.reduce_in_fp32 ? params * 4 : bytes.parameters;
-  Link data_link = LinkFor(data_span, hw);
-  double zero3_mb = ExposedZero3(l, most, bytes, data_link, work, c);
-
-  double per_mb = work.total + tensor_mb + pipeline_mb + zero3_mb;
-  t.compute = D(m) * work.total;
-  t.tensor_comm = D(m) * tensor_mb;
-  t.pipeline_comm = D(m) * pipeline_mb;
+  MicroBatchTime mb = MicroBatchWithSpan(w, l, hw, data_span, c);
+  double per_mb = mb.total();
+  t.compute = D(m) * mb.compute;
+  t.tensor_comm = D(m) * mb.tensor_comm;
+  t.pipeline_comm = D(m) * mb.pipeline_comm;
   double v = l.schedule == Schedule::Interleaved ? D(l.virtual_stages) : 1.0;
   t.bubble = D(l.pipeline - 1) / v * per_mb;
-  t.data_comm = D(m) * zero3_mb;
-  if (l.zero < 3) t.data_comm += ExposedGradientSync(w, l, m, bytes, data_link, work, c);
+  t.data_comm = D(m) * mb.zero3_comm;
+  double params = ParamsPerGpu(w.model, l);
+  if (l.zero < 3) {
+    MicroBatchWork work{mb.forward, mb.compute};
+    t.data_comm += ExposedGradientSync(w, l, m, GradientBytes(w, l), LinkFor(data_span, hw), work, c);
+  }
   double owned = l.zero >= 1 ? params / D(l.data) : params;
   t.optimizer = hw.hbm_bandwidth > 0 ? owned * OptimizerTraffic(w) / hw.hbm_bandwidth : 0;
   return t;
 }
 
 }  // namespace
+
+auto PredictMicroBatch(const Workload& w, const Layout& l, const Hardware& hw, const Calibration& c) -> MicroBatchTime {
+  return MicroBatchWithSpan(w, l, hw, DataSpan(l, hw), c);
+}
 
 auto PredictTime(const Workload& w, const Layout& l, const Hardware& hw, const Calibration& c) -> TimeBreakdown {
   return TimeWithSpan(w, l, hw, DataSpan(l, hw), c);

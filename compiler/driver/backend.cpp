@@ -6,8 +6,10 @@
 #include "check/check.h"
 #include "driver/local_run.h"
 #include "driver/outputs.h"
+#include "emit/plan_html.h"
 #include "emit/plan_json.h"
 #include "emit/plan_report.h"
+#include "emit/plan_svg.h"
 #include "plan/planner.h"
 
 namespace avf::driver {
@@ -60,10 +62,14 @@ auto RunBackEnd(const Options& o, const source::SourceSet& sources, const sema::
       check::CheckJobs(program, diags, o.command == Command::Check ? "" : o.job, o.command == Command::Run);
   std::vector<const check::CheckedJob*> selected;
   if (BackEndResult r = SelectJobs(o, jobs, main_buffer, selected); r.usage_error) return r;
+  // A picture shows the ranks and the alternatives: `emit svg` draws what
+  // `plan --svg` does.
+  bool pictures = (o.command == Command::Plan && (!o.svg_output.empty() || !o.html_output.empty())) ||
+                  (o.command == Command::Emit && (o.emit == EmitKind::Svg || o.emit == EmitKind::Html));
   plan::PlanOptions options;
-  options.alternatives = o.command == Command::Plan ? o.top : 0;
-  options.tables = o.command == Command::Emit || o.command == Command::Compile || o.command == Command::Run;
-  options.whole_space = o.command == Command::Plan;
+  options.alternatives = o.command == Command::Plan || pictures ? o.top : 0;
+  options.tables = o.command == Command::Emit || o.command == Command::Compile || o.command == Command::Run || pictures;
+  options.whole_space = o.command == Command::Plan || pictures;
   std::vector<plan::Plan> plans;
   for (const check::CheckedJob* job : selected) {
     if (!job->ok) continue;
@@ -78,10 +84,15 @@ auto RunBackEnd(const Options& o, const source::SourceSet& sources, const sema::
     if (!plans.empty()) r.run_status = RunLocal(o, plans.front(), diags);
     return r;
   }
+  if (o.command == Command::Emit && pictures) {
+    for (const plan::Plan& p : plans) out << (o.emit == EmitKind::Svg ? emit::PlanSvg(p) : emit::PlanHtml(p));
+    return {};
+  }
   if (o.command == Command::Compile || (o.command == Command::Emit && o.emit != EmitKind::Plan)) {
     WriteArtifacts(o, plans, diags, out);
     return {};
   }
+  if (pictures) WritePictures(o, plans, selected.size() > 1, diags);
   for (size_t i = 0; i < plans.size(); ++i) {
     if (o.command == Command::Emit) emit::WritePlanJson(plans[i], out);
     else if (o.plan_format == PlanFormat::Json) emit::WritePlanSummaryJson(plans[i], out);

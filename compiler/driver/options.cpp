@@ -22,8 +22,8 @@ constexpr const char* kDescription =
     "                                    plan-configmap.yaml, rbac.yaml, monitoring.yaml (or slurm.sbatch)\n"
     "  aviflowc check FILE.avf           parse and check, write nothing\n"
     "  aviflowc plan FILE.avf            the chosen layout, predictions and the best alternatives\n"
-    "  aviflowc emit KIND FILE.avf       one artifact to standard output: plan, argo, k8s, slurm, trainer or\n"
-    "                                    monitoring\n"
+    "  aviflowc emit KIND FILE.avf       one artifact to standard output: plan, argo, k8s, slurm, trainer,\n"
+    "                                    monitoring, svg or html\n"
     "  aviflowc run FILE.avf --local     compile, then train the job here with avf-run (CPU)\n"
     "  aviflowc lsp                      a language server for editors, on standard input and output\n"
     "  aviflowc --dump=KIND FILE.avf     print a phase's result: tokens, ast or sema\n"
@@ -109,7 +109,9 @@ void ApplySpellings(const Spellings& s, Options& o) {
                                                      {"k8s", EmitKind::K8s},
                                                      {"slurm", EmitKind::Slurm},
                                                      {"trainer", EmitKind::Trainer},
-                                                     {"monitoring", EmitKind::Monitoring}};
+                                                     {"monitoring", EmitKind::Monitoring},
+                                                     {"svg", EmitKind::Svg},
+                                                     {"html", EmitKind::Html}};
   o.emit = emits.at(s.emit);
 }
 
@@ -137,12 +139,22 @@ auto ParseCommandLine(int argc, const char* const* argv) -> ParsedCommandLine {
   plan->add_option("--format", spellings.plan_format, "table (default) or json")
       ->check(CLI::IsMember({"table", "json"}))
       ->type_name("FORMAT");
+  CLI::Option* svg =
+      plan->add_option(
+              "--svg", o.svg_output,
+              "Also write the plan's picture to OUT.svg (several jobs: OUT-JOB.svg each; docs/cli.md#pictures)")
+          ->type_name("OUT.svg");
+  CLI::Option* html =
+      plan->add_option(
+              "--html", o.html_output,
+              "Also write a page with the picture and the alternatives to OUT.html (several jobs: OUT-JOB.html)")
+          ->type_name("OUT.html");
   CLI::App* emit = AddFileCommand(app, "emit", "Write one artifact of one job to standard output");
   emit->add_option("kind", spellings.emit,
-                   "argo, k8s, plan, slurm, trainer (the trainer's own configuration) or monitoring (the PodMonitor "
-                   "and alerts)")
+                   "argo, k8s, plan, slurm, trainer (the trainer's own configuration), monitoring (the PodMonitor "
+                   "and alerts), svg (the plan's picture) or html (the picture and the alternatives in one page)")
       ->required()
-      ->check(CLI::IsMember({"argo", "k8s", "plan", "slurm", "trainer", "monitoring"}))
+      ->check(CLI::IsMember({"argo", "k8s", "plan", "slurm", "trainer", "monitoring", "svg", "html"}))
       ->type_name("KIND");
   emit->add_option("file", o.input, "The .avf file")->required()->type_name("FILE.avf");
   CLI::App* run = AddFileCommand(app, "run", "Compile FILE.avf, then execute its plan on this machine (--local)");
@@ -231,6 +243,11 @@ auto ParseCommandLine(int argc, const char* const* argv) -> ParsedCommandLine {
     o.command = Command::Lsp;
     result.options = std::move(o);
     return result;
+  }
+  for (CLI::Option* picture : {svg, html}) {
+    if (picture->count() > 0 && picture->as<std::string>().empty()) {
+      return UsageError(fmt::format("`{}` needs a file name", picture->get_name()));
+    }
   }
   if (run->parsed() && !local) {
     return UsageError(

@@ -13,7 +13,7 @@ namespace avf::driver {
 
 enum class Command { Check, Plan, Emit, Compile, Run, Format, Explain, Lsp };
 enum class PlanFormat { Table, Json };
-enum class EmitKind { Plan, Argo, K8s, Slurm, Trainer, Monitoring };
+enum class EmitKind { Plan, Argo, K8s, Slurm, Trainer, Monitoring, Svg, Html };
 enum class Dump { None, Tokens, Ast, Sema };
 enum class ColorMode { Auto, Always, Never };
 enum class DiagnosticsFormat { Text, Json };
@@ -31,6 +31,8 @@ struct Options {
   size_t top = 5;       // plan --top: alternatives shown
   bool legend = false;  // plan --legend: what each column of the table means
   PlanFormat plan_format = PlanFormat::Table;
+  // plan --svg / --html: where each job's picture goes (docs/cli.md#pictures); empty: none.
+  std::string svg_output, html_output;
   EmitKind emit = EmitKind::Plan;
   std::string output_dir = ".";    // -o: where `aviflowc FILE.avf` writes DIR/<job>/
   bool template_workflow = false;  // --template: a WorkflowTemplate instead of a Workflow

@@ -10,7 +10,9 @@
 
 #include "deploy/lower.h"
 #include "emit/manifests.h"
+#include "emit/plan_html.h"
 #include "emit/plan_json.h"
+#include "emit/plan_svg.h"
 #include "emit/trainer_config.h"
 
 namespace avf::driver {
@@ -83,6 +85,8 @@ auto EmitOne(const Options& o, const plan::Plan& plan, const deploy::Deployment&
     case EmitKind::K8s: return emit::JobYaml(d);
     case EmitKind::Slurm: return emit::SlurmScript(d);
     case EmitKind::Plan: return d.plan_json;
+    case EmitKind::Svg:  // drawn from the plan, before lowering (RunBackEnd)
+    case EmitKind::Html: return "";
   }
   return "";
 }
@@ -143,6 +147,25 @@ auto WriteOutputFiles(const std::vector<OutputFile>& files, diag::DiagnosticEngi
     }
   }
   return ok;
+}
+
+auto PicturePath(const std::string& out, const std::string& job, bool several) -> std::string {
+  if (!several) return out;
+  llvm::StringRef extension = llvm::sys::path::extension(out);
+  return (llvm::StringRef(out).drop_back(extension.size()) + "-" + job + extension).str();
+}
+
+void WritePictures(const Options& o, const std::vector<plan::Plan>& plans, bool several,
+                   diag::DiagnosticEngine& diags) {
+  std::vector<OutputFile> files;
+  for (const plan::Plan& plan : plans) {
+    if (!o.svg_output.empty())
+      files.push_back({PicturePath(o.svg_output, plan.job.name, several), emit::PlanSvg(plan)});
+    if (!o.html_output.empty()) {
+      files.push_back({PicturePath(o.html_output, plan.job.name, several), emit::PlanHtml(plan)});
+    }
+  }
+  WriteOutputFiles(files, diags);
 }
 
 namespace {

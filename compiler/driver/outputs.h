@@ -27,6 +27,12 @@ struct OutputFile {
 // when anything could not be written.
 auto WriteOutputFiles(const std::vector<OutputFile>& files, diag::DiagnosticEngine& diags) -> bool;
 
+// `plan --svg OUT.svg` / `--html OUT.html`: each job's picture, at OUT for
+// one job and at OUT-JOB.svg (the job's name before the extension) when the
+// file declares several (`several`).
+auto PicturePath(const std::string& out, const std::string& job, bool several) -> std::string;
+void WritePictures(const Options& o, const std::vector<plan::Plan>& plans, bool several, diag::DiagnosticEngine& diags);
+
 void WriteArtifacts(const Options& o, const std::vector<plan::Plan>& plans, diag::DiagnosticEngine& diags,
                     llvm::raw_ostream& out);
 

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include <fmt/format.h>
+
 #include "plan_format/plan_format.h"
 
 namespace avf::emit {
@@ -94,6 +96,16 @@ auto FormatName(check::LrSchedule v) -> std::string_view {
     case check::LrSchedule::Constant: return pf::Spelling(pf::LrSchedule::Constant);
   }
   return "?";
+}
+
+auto GroupedDigits(double v) -> std::string {
+  std::string digits = fmt::format("{:.0f}", std::fabs(v));
+  std::string out = v < 0 ? "-" : "";
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
 }
 
 auto WholeBytes(double bytes) -> int64_t { return static_cast<int64_t>(std::llround(bytes)); }

@@ -2,6 +2,8 @@
 // the two stay the same shape.
 #pragma once
 
+#include <string>
+
 #include "check/job_spec.h"
 #include "cost/predict.h"
 #include "emit/json_writer.h"
@@ -20,6 +22,9 @@ auto FormatName(check::Target v) -> std::string_view;
 auto FormatName(check::LengthField v) -> std::string_view;
 auto FormatName(check::TokenFormat v) -> std::string_view;
 auto FormatName(check::LrSchedule v) -> std::string_view;
+
+// 1234567 -> "1,234,567": a whole number for people (`plan`'s table, the page).
+auto GroupedDigits(double v) -> std::string;
 
 // Bytes as a JSON integer.
 auto WholeBytes(double bytes) -> int64_t;

@@ -23,17 +23,6 @@ using plan::Candidate;
 
 auto Bytes(double b) -> std::string { return check::BytesText(b); }
 
-// 1234567 -> "1,234,567"
-auto Grouped(double v) -> std::string {
-  std::string digits = fmt::format("{:.0f}", std::fabs(v));
-  std::string out = v < 0 ? "-" : "";
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
-
 auto Duration(double s) -> std::string {
   if (s < 10) return fmt::format("{:.3g} s", s);
   if (s < 120) return fmt::format("{:.1f} s", s);
@@ -121,7 +110,7 @@ void WriteRow(llvm::raw_ostream& out, const std::string& label, const Candidate&
                                                              : "1";
   out << fmt::format(kRowFormat, label, l.tensor, l.pipeline, l.data, vp, l.zero, l.micro_batch,
                      cost::Name(l.recompute), l.sequence_parallel ? "yes" : "no", Bytes(p.memory_per_gpu),
-                     StepText(p.step_time), Grouped(p.tokens_per_s), fmt::format("{:.1f}", p.tflops_per_gpu),
+                     StepText(p.step_time), GroupedDigits(p.tokens_per_s), fmt::format("{:.1f}", p.tflops_per_gpu),
                      fmt::format("{:.1f}%", 100 * p.mfu), c.binding);
 }
 
@@ -159,7 +148,7 @@ void WriteMemory(const Candidate& c, double capacity, llvm::raw_ostream& out) {
 
 void WriteOverheads(const plan::Plan& plan, llvm::raw_ostream& out) {
   const plan::Totals& t = plan.totals;
-  out << fmt::format("  steps: {} x {} s = {}\n", Grouped(static_cast<double>(t.steps)),
+  out << fmt::format("  steps: {} x {} s = {}\n", GroupedDigits(static_cast<double>(t.steps)),
                      StepText(plan.chosen.prediction.step_time), Duration(t.step_seconds));
   if (const auto& s = t.staging) {
     out << fmt::format("  staging: {} at {} = {}\n", Bytes(s->bytes), Rate(s->rate), Duration(s->seconds));
@@ -171,10 +160,10 @@ void WriteOverheads(const plan::Plan& plan, llvm::raw_ostream& out) {
     out << "  checkpoints: none\n";
   } else if (!c->write_bw || *c->write_bw <= 0) {
     out << fmt::format("  checkpoints: {} x {}, not counted (storage `{}` declares no `write_bw`)\n",
-                       Grouped(static_cast<double>(c->count)), Bytes(c->bytes), plan.job.checkpoint.dir->storage);
+                       GroupedDigits(static_cast<double>(c->count)), Bytes(c->bytes), plan.job.checkpoint.dir->storage);
   } else {
-    out << fmt::format("  checkpoints: {} x {} at {} = {}{}\n", Grouped(static_cast<double>(c->count)), Bytes(c->bytes),
-                       Rate(*c->write_bw), Duration(c->seconds),
+    out << fmt::format("  checkpoints: {} x {} at {} = {}{}\n", GroupedDigits(static_cast<double>(c->count)),
+                       Bytes(c->bytes), Rate(*c->write_bw), Duration(c->seconds),
                        c->async ? " (async: only the last write holds training)" : "");
   }
 }
@@ -195,7 +184,7 @@ void WriteElastic(const plan::Plan& plan, llvm::raw_ostream& out) {
                      : l.schedule == cost::Schedule::GPipe     ? "gp"
                                                                : "1";
     out << fmt::format(kFamilyRow, e.nodes, e.gpus, l.tensor, l.pipeline, l.data, vp, l.zero, l.micro_batch,
-                       Bytes(p.memory_per_gpu), StepText(p.step_time), Grouped(p.tokens_per_s),
+                       Bytes(p.memory_per_gpu), StepText(p.step_time), GroupedDigits(p.tokens_per_s),
                        fmt::format("{:.1f}%", 100 * p.mfu), Duration(e.seconds));
   }
 }
@@ -230,17 +219,18 @@ void WritePlanTable(const plan::Plan& plan, bool legend, llvm::raw_ostream& out)
   WriteRow(out, "chosen", plan.chosen);
   for (size_t i = 0; i < plan.alternatives.size(); ++i) WriteRow(out, fmt::format("{}", i + 1), plan.alternatives[i]);
   std::string tied = plan.tied_left_out > 0 ? fmt::format("; {} tied with a row above not shown",
-                                                          Grouped(static_cast<double>(plan.tied_left_out)))
+                                                          GroupedDigits(static_cast<double>(plan.tied_left_out)))
                                             : "";
-  out << fmt::format("({} layouts evaluated{})\n\n", Grouped(static_cast<double>(plan.candidates_evaluated)), tied);
+  out << fmt::format("({} layouts evaluated{})\n\n", GroupedDigits(static_cast<double>(plan.candidates_evaluated)),
+                     tied);
   if (legend) WriteLegend(out);
   WriteWhy(plan, out);
   WriteMemory(plan.chosen, plan.job.hardware.gpu_memory, out);
   const plan::Totals& t = plan.totals;
-  std::string cost = t.cost ? fmt::format(", cost {} {}", Grouped(*t.cost), t.currency) : "";
+  std::string cost = t.cost ? fmt::format(", cost {} {}", GroupedDigits(*t.cost), t.currency) : "";
   out << fmt::format("to train: {} steps, {} tokens, {}, likely {}; {} GPU-hours{}\n",
-                     Grouped(static_cast<double>(t.steps)), check::CountText(t.tokens), Duration(t.seconds),
-                     DurationRange(t.seconds_low, t.seconds_high), Grouped(t.gpu_hours), cost);
+                     GroupedDigits(static_cast<double>(t.steps)), check::CountText(t.tokens), Duration(t.seconds),
+                     DurationRange(t.seconds_low, t.seconds_high), GroupedDigits(t.gpu_hours), cost);
   WriteOverheads(plan, out);
   WriteElastic(plan, out);
 }
