@@ -5,8 +5,11 @@
 # comes from outside a process (the front end, every phase through plan.json,
 # the plan reader, the rendezvous wire protocol, token-shard headers,
 # checkpoints). Every tree is built with -Werror. Builds whatever is missing
-# first; installs nothing (tools/setup.sh does): a missing package is named,
-# and the suite stops before building.
+# first; installs no system package (tools/setup.sh does): a missing package
+# is named, and the suite stops before building. The VS Code extension's npm
+# packages (tools/vscode/node_modules, pinned by package-lock.json) are fetched
+# like a build input when they are missing; without npm or its registry the
+# extension's tests are skipped with a note.
 #   AVIFLOW_QUICK=1 tools/test.sh   skips the sanitizer, TSan and fuzz builds
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,4 +32,8 @@ else
   extra=(-DAVIFLOW_SANITIZED_AVIFLOWC= -DAVIFLOW_SANITIZED_AVF_RUN= -DAVIFLOW_FUZZ_DIR= -DAVIFLOW_TSAN_DIR=)
 fi
 tools/build.sh -DAVIFLOW_WERROR=ON "${extra[@]}"
+if [ ! -d tools/vscode/node_modules ] && command -v npm >/dev/null; then
+  (cd tools/vscode && npm ci --ignore-scripts --no-audit --no-fund) ||
+    echo "test.sh: npm ci failed in tools/vscode; test/vscode will be skipped" >&2
+fi
 ctest --test-dir build --output-on-failure -j2
