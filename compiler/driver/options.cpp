@@ -1,5 +1,6 @@
 #include "driver/options.h"
 
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -7,7 +8,10 @@
 #include <map>
 
 #include <fmt/format.h>
+#include <llvm/Support/FileSystem.h>
 #include <CLI/CLI.hpp>
+
+#include "diag/diagnostic.h"
 
 #include "plan_format/launch.h"
 
@@ -25,6 +29,7 @@ constexpr const char* kDescription =
     "  aviflowc emit KIND FILE.avf       one artifact to standard output: plan, argo, k8s, slurm, trainer or\n"
     "                                    monitoring\n"
     "  aviflowc run FILE.avf --local     compile, then train the job here with avf-run (CPU)\n"
+    "  aviflowc fmt FILE.avf             print the file in the canonical layout (-i: rewrite, --check: list)\n"
     "  aviflowc --dump=KIND FILE.avf     print a phase's result: tokens, ast or sema\n\n"
     "Exit status: 0 success (warnings allowed), 1 the input has errors, 2 usage or I/O errors.";
 
@@ -90,6 +95,26 @@ auto UsageError(std::string message) -> ParsedCommandLine {
   result.message = "aviflowc: error: " + message + "\nRun `aviflowc --help` for usage.\n";
   result.exit_code = 2;
   return result;
+}
+
+// `aviflowc submit job.avf`: the first word names neither a command nor a
+// file (a word without an extension that is not there), so it was meant as a
+// command. The list is the app's subcommands, wherever they are added.
+auto UnknownCommand(CLI::App& app, const std::string& word) -> std::optional<ParsedCommandLine> {
+  bool word_like =
+      !word.empty() && std::isalpha(static_cast<unsigned char>(word[0])) &&
+      word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") == std::string::npos;
+  if (!word_like || llvm::sys::fs::exists(word)) return std::nullopt;
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) names.push_back(sub->get_name());
+  std::string list;
+  for (size_t i = 0; i < names.size(); ++i) {
+    list += (i == 0 ? "`" : i + 1 == names.size() ? " and `" : ", `") + names[i] + "`";
+  }
+  std::string hint = diag::ClosestMatch(word, names);
+  return UsageError(fmt::format("unknown command `{}`{}; the commands are {}, and `aviflowc FILE.avf` compiles",
+                                diag::ShortText(word), hint.empty() ? "" : fmt::format(" (did you mean `{}`?)", hint),
+                                list));
 }
 
 void ApplySpellings(const Spellings& s, Options& o) {
@@ -190,6 +215,10 @@ auto ParseCommandLine(int argc, const char* const* argv) -> ParsedCommandLine {
     result.message = std::string("aviflowc ") + AVIFLOW_VERSION + "\n";
     return result;
   } catch (const CLI::ParseError& e) {
+    const std::vector<std::string>& first = app.get_option("file")->results();
+    if (!first.empty() && app.get_subcommands().empty()) {
+      if (auto unknown = UnknownCommand(app, first.front())) return *unknown;
+    }
     result.message = std::string("aviflowc: error: ") + e.what() + "\nRun `aviflowc --help` for usage.\n";
     result.exit_code = 2;
     return result;
@@ -226,6 +255,7 @@ auto ParseCommandLine(int argc, const char* const* argv) -> ParsedCommandLine {
       return UsageError("`--template` applies to `aviflowc FILE.avf` and `emit argo`");
     }
   } else {
+    if (auto unknown = UnknownCommand(app, top_file)) return *unknown;
     o.input = top_file;
   }
   if (o.input.empty()) return UsageError("no input file");

@@ -27,6 +27,15 @@ struct OutputFile {
 // when anything could not be written.
 auto WriteOutputFiles(const std::vector<OutputFile>& files, diag::DiagnosticEngine& diags) -> bool;
 
+// What `aviflowc FILE.avf` writes (or `emit` prints), with every diagnostic
+// of lowering the plans; nothing is written yet.
+struct Artifacts {
+  std::vector<OutputFile> files;
+  std::string printed;
+};
+
+auto LowerArtifacts(const Options& o, const std::vector<plan::Plan>& plans, diag::DiagnosticEngine& diags) -> Artifacts;
+
 void WriteArtifacts(const Options& o, const std::vector<plan::Plan>& plans, diag::DiagnosticEngine& diags,
                     llvm::raw_ostream& out);
 
