@@ -28,7 +28,8 @@ struct OutputFile {
 auto WriteOutputFiles(const std::vector<OutputFile>& files, diag::DiagnosticEngine& diags) -> bool;
 
 // What `aviflowc FILE.avf` writes (or `emit` prints), with every diagnostic
-// of lowering the plans; nothing is written yet.
+// of lowering the plans; `check` and `plan` lower the same way and write
+// nothing, so that they report what compiling would.
 struct Artifacts {
   std::vector<OutputFile> files;
   std::string printed;
