@@ -24,11 +24,11 @@ constexpr const char* kDescription =
     "cluster before anything is scheduled.\n\n"
     "  aviflowc FILE.avf [-o DIR]        compile every job: DIR/<job>/plan.json, workflow.yaml, job.yaml,\n"
     "                                    plan-configmap.yaml, rbac.yaml, monitoring.yaml (or slurm.sbatch)\n"
-    "  aviflowc check FILE.avf           parse and check, write nothing\n"
+    "  aviflowc check FILE.avf           every check that compiling makes; write nothing\n"
     "  aviflowc plan FILE.avf            the chosen layout, predictions and the best alternatives\n"
     "  aviflowc emit KIND FILE.avf       one artifact to standard output: plan, argo, k8s, slurm, trainer or\n"
     "                                    monitoring\n"
-    "  aviflowc run FILE.avf --local     compile, then train the job here with avf-run (CPU)\n"
+    "  aviflowc run FILE.avf --local     compile, then train the job here with avf-run\n"
     "  aviflowc fmt FILE.avf             print the file in the canonical layout (-i: rewrite, --check: list)\n"
     "  aviflowc --dump=KIND FILE.avf     print a phase's result: tokens, ast or sema\n\n"
     "Exit status: 0 success (warnings allowed), 1 the input has errors, 2 usage or I/O errors.";
@@ -57,7 +57,7 @@ void AddCommonOptions(CLI::App& app, Options& o, Spellings& s) {
   app.add_flag("--verify-diagnostics", o.verify_diagnostics,
                "Check diagnostics against `// expected-error {{...}}` comments (for tests)");
   app.add_option("--error-limit", o.error_limit, "Stop after N errors (default 50; 0: no limit)")->type_name("N");
-  app.add_option("--job", o.job, "Only the job named NAME (plan, emit, compile)")->type_name("NAME");
+  app.add_option("--job", o.job, "Only the job named NAME (compile, check, plan, emit, run)")->type_name("NAME");
   app.add_flag("--template", o.template_workflow, "Write an Argo WorkflowTemplate instead of a Workflow");
 }
 
@@ -149,7 +149,7 @@ auto ParseCommandLine(int argc, const char* const* argv) -> ParsedCommandLine {
   CLI::Option* output =
       app.add_option("-o,--output", o.output_dir, "Write each job's artifacts to DIR/<job>/ (default: .)")
           ->type_name("DIR");
-  CLI::App* check = AddFileCommand(app, "check", "Parse and check FILE.avf; write nothing");
+  CLI::App* check = AddFileCommand(app, "check", "Check FILE.avf as compiling would; write nothing");
   check->add_option("file", o.input, "The .avf file")->required()->type_name("FILE.avf");
   CLI::App* plan = AddFileCommand(app, "plan", "Print each job's layout, predicted memory/time/MFU and alternatives");
   plan->add_option("file", o.input, "The .avf file")->required()->type_name("FILE.avf");
@@ -171,7 +171,8 @@ auto ParseCommandLine(int argc, const char* const* argv) -> ParsedCommandLine {
   CLI::App* run = AddFileCommand(app, "run", "Compile FILE.avf, then execute its plan on this machine (--local)");
   run->add_option("file", o.input, "The .avf file")->required()->type_name("FILE.avf");
   bool local = false;
-  run->add_flag("--local", local, "Run the plan's ranks as processes on this machine, with the CPU backend");
+  run->add_flag("--local", local,
+                "Run the plan's ranks as processes on this machine (avf-run --device auto: its GPUs, else the CPU)");
   run->add_option("--ranks", o.ranks, "Check that the plan has N ranks (default: the plan's)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
       ->type_name("N");
