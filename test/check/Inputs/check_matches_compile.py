@@ -26,7 +26,7 @@ def diagnostics(aviflowc, args, cwd=None):
 def main():
     aviflowc, scratch, files = sys.argv[1], sys.argv[2], sys.argv[3:]
     failed = False
-    for path in files:
+    for path in map(os.path.abspath, files):
         out = os.path.join(scratch, "out")
         shutil.rmtree(scratch, ignore_errors=True)
         os.makedirs(scratch)
@@ -37,7 +37,7 @@ def main():
         here = os.path.join(scratch, "here")
         os.makedirs(here)
         for command in ("check", "plan"):
-            rc, seen = diagnostics(aviflowc, [command, os.path.abspath(path)], cwd=here)
+            rc, seen = diagnostics(aviflowc, [command, path], cwd=here)
             if os.listdir(here):
                 print(f"  {command} wrote {os.listdir(here)}")
                 failed = True
