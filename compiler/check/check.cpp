@@ -208,6 +208,26 @@ auto BytesText(double bytes) -> std::string { return Compact(bytes) + "B"; }
 
 auto CountText(double count) -> std::string { return Compact(count); }
 
+auto BytePrefixHint(llvm::SMRange have_at, double have, llvm::SMRange need_at, double need) -> std::string {
+  auto written = [](llvm::SMRange r) {
+    return r.isValid() ? std::string_view(r.Start.getPointer(), r.End.getPointer() - r.Start.getPointer())
+                       : std::string_view();
+  };
+  std::string_view have_text = written(have_at), need_text = written(need_at);
+  if (auto twin = units::OtherBytePrefix(need_text); twin && !twin->binary && twin->value.real() <= have) {
+    return fmt::format("`{}` is in powers of 1024 ({}), `{}` in powers of 1000: `{}` fits", need_text, BytesText(need),
+                       have_text, twin->text);
+  }
+  if (auto twin = units::OtherBytePrefix(have_text); twin && twin->binary && twin->value.real() >= need) {
+    return fmt::format(
+        "if `{}` was copied from `df -h` or `free -h`, which print powers of 1024 (`{}`), it is `{}` = {}, enough for "
+        "{}",
+        have_text, have_text.substr(0, have_text.size() - 1), twin->text, BytesText(twin->value.real()),
+        BytesText(need));
+  }
+  return "";
+}
+
 auto CheckJobs(const sema::Program& program, DiagnosticEngine& diags, std::string_view only_job, bool one_machine)
     -> std::vector<CheckedJob> {
   std::vector<CheckedJob> jobs;

@@ -31,4 +31,16 @@ auto BytesText(double bytes) -> std::string;
 // "4.2T", "137K", "512": counts the same way.
 auto CountText(double count) -> std::string;
 
+// A unit hint for a byte figure `have` (a capacity, a node's memory, written
+// at `have_at`) that is less than `need` (written at `need_at`, or computed),
+// when a mix-up of decimal and binary prefixes explains it:
+//  - `need` is written with a binary prefix (`2TiB`) and the same number with
+//    the decimal one (`2TB`) would fit `have`;
+//  - else `have` is written with a decimal prefix (`7.3TB`) and the same
+//    number with the binary one (`7.3TiB`) would hold `need`: `df -h` and
+//    `free -h` print powers of 1024 as `7.3T`, so a figure copied from them is
+//    10% short.
+// "" when neither holds, or a figure is not a single literal.
+auto BytePrefixHint(llvm::SMRange have_at, double have, llvm::SMRange need_at, double need) -> std::string;
+
 }  // namespace avf::check

@@ -30,12 +30,14 @@ void CheckHotTier(const JobSpec& s, diag::DiagnosticEngine& diags) {
   }
   double need = static_cast<double>(ds.tokens) * ds.token_bytes;
   if (!hot.capacity || need <= *hot.capacity) return;
-  diags.Report(DiagId::HotTierTooSmall, s.at.stage_to, ds.name, BytesText(need), hot.storage, BytesText(*hot.capacity))
-      .Note(s.at.dataset_tokens,
-            fmt::format("{} tokens x {} bytes ({}) in {} shard{} of {}", CountText(ds.tokens), ds.token_bytes,
-                        Name(ds.format), ds.shards, ds.shards == 1 ? "" : "s", BytesText(need / ds.shards)))
-      .Note(s.at.hot_capacity, "capacity declared here")
-      .Help("stage a subset of the shards, or read the dataset in place without `stage_to`");
+  auto d = diags.Report(DiagId::HotTierTooSmall, s.at.stage_to, ds.name, BytesText(need), hot.storage,
+                        BytesText(*hot.capacity));
+  d.Note(s.at.dataset_tokens,
+         fmt::format("{} tokens x {} bytes ({}) in {} shard{} of {}", CountText(ds.tokens), ds.token_bytes,
+                     Name(ds.format), ds.shards, ds.shards == 1 ? "" : "s", BytesText(need / ds.shards)))
+      .Note(s.at.hot_capacity, "capacity declared here");
+  if (std::string hint = BytePrefixHint(s.at.hot_capacity, *hot.capacity, {}, need); !hint.empty()) d.Help(hint);
+  d.Help("stage a subset of the shards, or read the dataset in place without `stage_to`");
 }
 
 void CheckTrainingTokens(const JobSpec& s, diag::DiagnosticEngine& diags) {

@@ -189,10 +189,12 @@ void LowerResources(LowerContext& c) {
   std::optional<double> memory = d.memory;
   if (!memory && d.node_memory) memory = *d.node_memory * kNodeShare;
   if (d.memory && d.node_memory && *d.memory > *d.node_memory) {
-    c.Report(DiagId::ExceedsNode, d.memory_range, c.job.name, check::BytesText(*d.memory) + " of memory",
-             c.job.node_name, check::BytesText(*d.node_memory))
-        .Note(d.node_memory_range,
-              fmt::format("node `{}` declares `cpu_memory = {}`", c.job.node_name, check::BytesText(*d.node_memory)));
+    auto b = c.Report(DiagId::ExceedsNode, d.memory_range, c.job.name, check::BytesText(*d.memory) + " of memory",
+                      c.job.node_name, check::BytesText(*d.node_memory));
+    b.Note(d.node_memory_range,
+           fmt::format("node `{}` declares `cpu_memory = {}`", c.job.node_name, check::BytesText(*d.node_memory)));
+    std::string hint = check::BytePrefixHint(d.node_memory_range, *d.node_memory, d.memory_range, *d.memory);
+    if (!hint.empty()) b.Help(hint);
   }
   double shm = d.shm ? *d.shm : memory ? std::floor(*memory / 4 / kGiB) * kGiB : 64 * kGiB;
   if (memory && shm > *memory) {
@@ -277,6 +279,17 @@ void LowerPlacement(LowerContext& c) {
     if (std::string why = LabelKeyProblem(w->value); !why.empty()) ReportInvalid(c, *w, "node label key", why);
   }
   int64_t nodes = c.out.nodes, per_leaf = c.job.hardware.nodes_per_leaf;
+  // The planner priced one leaf (and the preflight expects its bandwidth);
+  // Slurm keeps the job there with --switches=1, Kubernetes only by label.
+  const cost::Hardware& hw = c.job.hardware;
+  if (p.leaf_label.empty() && nodes > 1 && c.out.target != Target::Slurm && c.plan.leaves_used == 1 && per_leaf > 0 &&
+      hw.nodes > per_leaf && hw.oversubscription > 1) {
+    c.Report(DiagId::OneLeafNotPinned, c.job.at.topology.isValid() ? c.job.at.topology : c.job.name_range, c.job.name,
+             nodes, c.job.cluster_name, fmt::format("{:g}", hw.oversubscription))
+        .Help(
+            "add `leaf_label = \"LABEL\"` to the cluster's `topology`: the node label whose value names each node's "
+            "leaf switch, so that the pods land on one leaf as planned");
+  }
   if (p.leaf_label.empty() || nodes <= 1) p.mode = TopologyMode::None;
   else if (per_leaf > 0 && nodes <= per_leaf) p.mode = TopologyMode::OneLeaf;
   else if (c.out.scheduler == Scheduler::Kueue && c.out.target == Target::JobSet && per_leaf > 0 &&

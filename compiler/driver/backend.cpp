@@ -68,7 +68,9 @@ auto RunBackEnd(const Options& o, const source::SourceSet& sources, const sema::
                   (o.command == Command::Emit && (o.emit == EmitKind::Svg || o.emit == EmitKind::Html));
   plan::PlanOptions options;
   options.alternatives = o.command == Command::Plan || pictures ? o.top : 0;
-  options.tables = o.command == Command::Emit || o.command == Command::Compile || o.command == Command::Run || pictures;
+  // plan.json's tables: written by compile and emit, read by avf-run, and
+  // measured by `check` and `plan` as compiling would (E0907).
+  options.tables = true;
   options.whole_space = o.command == Command::Plan || pictures;
   std::vector<plan::Plan> plans;
   for (const check::CheckedJob* job : selected) {
@@ -76,9 +78,15 @@ auto RunBackEnd(const Options& o, const source::SourceSet& sources, const sema::
     if (auto p = plan::PlanJob(job->spec, options, diags)) plans.push_back(std::move(*p));
   }
   bool writes = o.command == Command::Emit || o.command == Command::Compile || o.command == Command::Run;
-  if (o.command == Command::Check || (writes && diags.has_errors())) return {};
-  std::string hash = writes ? SourceHash(sources) : "";
+  if (writes && diags.has_errors()) return {};
+  std::string hash = SourceHash(sources);
   for (plan::Plan& p : plans) p.source_sha256 = hash;
+  // `check` is compiling without writing; `plan` reports the same. As
+  // compiling does, a file with errors is not lowered: a job that failed its
+  // checks would only add errors that follow from them.
+  bool lowers = o.command == Command::Check || o.command == Command::Plan;
+  if (lowers && !diags.has_errors()) LowerArtifacts(o, plans, diags);
+  if (o.command == Command::Check) return {};
   if (o.command == Command::Run) {
     BackEndResult r;
     if (!plans.empty()) r.run_status = RunLocal(o, plans.front(), diags);

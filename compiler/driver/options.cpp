@@ -1,5 +1,6 @@
 #include "driver/options.h"
 
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -7,7 +8,10 @@
 #include <map>
 
 #include <fmt/format.h>
+#include <llvm/Support/FileSystem.h>
 #include <CLI/CLI.hpp>
+
+#include "diag/diagnostic.h"
 
 #include "plan_format/launch.h"
 
@@ -20,11 +24,12 @@ constexpr const char* kDescription =
     "cluster before anything is scheduled.\n\n"
     "  aviflowc FILE.avf [-o DIR]        compile every job: DIR/<job>/plan.json, workflow.yaml, job.yaml,\n"
     "                                    plan-configmap.yaml, rbac.yaml, monitoring.yaml (or slurm.sbatch)\n"
-    "  aviflowc check FILE.avf           parse and check, write nothing\n"
+    "  aviflowc check FILE.avf           every check that compiling makes; write nothing\n"
     "  aviflowc plan FILE.avf            the chosen layout, predictions and the best alternatives\n"
     "  aviflowc emit KIND FILE.avf       one artifact to standard output: plan, argo, k8s, slurm, trainer,\n"
     "                                    monitoring, svg or html\n"
-    "  aviflowc run FILE.avf --local     compile, then train the job here with avf-run (CPU)\n"
+    "  aviflowc run FILE.avf --local     compile, then train the job here with avf-run\n"
+    "  aviflowc fmt FILE.avf             print the file in the canonical layout (-i: rewrite, --check: list)\n"
     "  aviflowc lsp                      a language server for editors, on standard input and output\n"
     "  aviflowc --dump=KIND FILE.avf     print a phase's result: tokens, ast or sema\n"
     "  aviflowc explain CODE             what a diagnostic code means, with a failing and a fixed example\n\n"
@@ -54,7 +59,7 @@ void AddCommonOptions(CLI::App& app, Options& o, Spellings& s) {
   app.add_flag("--verify-diagnostics", o.verify_diagnostics,
                "Check diagnostics against `// expected-error {{...}}` comments (for tests)");
   app.add_option("--error-limit", o.error_limit, "Stop after N errors (default 50; 0: no limit)")->type_name("N");
-  app.add_option("--job", o.job, "Only the job named NAME (plan, emit, compile)")->type_name("NAME");
+  app.add_option("--job", o.job, "Only the job named NAME (compile, check, plan, emit, run)")->type_name("NAME");
   app.add_flag("--template", o.template_workflow, "Write an Argo WorkflowTemplate instead of a Workflow");
 }
 
@@ -94,6 +99,26 @@ auto UsageError(std::string message) -> ParsedCommandLine {
   return result;
 }
 
+// `aviflowc submit job.avf`: the first word names neither a command nor a
+// file (a word without an extension that is not there), so it was meant as a
+// command. The list is the app's subcommands, wherever they are added.
+auto UnknownCommand(CLI::App& app, const std::string& word) -> std::optional<ParsedCommandLine> {
+  bool word_like =
+      !word.empty() && std::isalpha(static_cast<unsigned char>(word[0])) &&
+      word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") == std::string::npos;
+  if (!word_like || llvm::sys::fs::exists(word)) return std::nullopt;
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) names.push_back(sub->get_name());
+  std::string list;
+  for (size_t i = 0; i < names.size(); ++i) {
+    list += (i == 0 ? "`" : i + 1 == names.size() ? " and `" : ", `") + names[i] + "`";
+  }
+  std::string hint = diag::ClosestMatch(word, names);
+  return UsageError(fmt::format("unknown command `{}`{}; the commands are {}, and `aviflowc FILE.avf` compiles",
+                                diag::ShortText(word), hint.empty() ? "" : fmt::format(" (did you mean `{}`?)", hint),
+                                list));
+}
+
 void ApplySpellings(const Spellings& s, Options& o) {
   static const std::map<std::string, Dump> dumps{
       {"", Dump::None}, {"tokens", Dump::Tokens}, {"ast", Dump::Ast}, {"sema", Dump::Sema}};
@@ -128,7 +153,7 @@ auto ParseCommandLine(int argc, const char* const* argv) -> ParsedCommandLine {
   CLI::Option* output =
       app.add_option("-o,--output", o.output_dir, "Write each job's artifacts to DIR/<job>/ (default: .)")
           ->type_name("DIR");
-  CLI::App* check = AddFileCommand(app, "check", "Parse and check FILE.avf; write nothing");
+  CLI::App* check = AddFileCommand(app, "check", "Check FILE.avf as compiling would; write nothing");
   check->add_option("file", o.input, "The .avf file")->required()->type_name("FILE.avf");
   CLI::App* plan = AddFileCommand(app, "plan", "Print each job's layout, predicted memory/time/MFU and alternatives");
   plan->add_option("file", o.input, "The .avf file")->required()->type_name("FILE.avf");
@@ -160,7 +185,8 @@ auto ParseCommandLine(int argc, const char* const* argv) -> ParsedCommandLine {
   CLI::App* run = AddFileCommand(app, "run", "Compile FILE.avf, then execute its plan on this machine (--local)");
   run->add_option("file", o.input, "The .avf file")->required()->type_name("FILE.avf");
   bool local = false;
-  run->add_flag("--local", local, "Run the plan's ranks as processes on this machine, with the CPU backend");
+  run->add_flag("--local", local,
+                "Run the plan's ranks as processes on this machine (avf-run --device auto: its GPUs, else the CPU)");
   run->add_option("--ranks", o.ranks, "Check that the plan has N ranks (default: the plan's)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
       ->type_name("N");
@@ -212,6 +238,10 @@ auto ParseCommandLine(int argc, const char* const* argv) -> ParsedCommandLine {
     result.message = std::string("aviflowc ") + AVIFLOW_VERSION + "\n";
     return result;
   } catch (const CLI::ParseError& e) {
+    const std::vector<std::string>& first = app.get_option("file")->results();
+    if (!first.empty() && app.get_subcommands().empty()) {
+      if (auto unknown = UnknownCommand(app, first.front())) return *unknown;
+    }
     result.message = std::string("aviflowc: error: ") + e.what() + "\nRun `aviflowc --help` for usage.\n";
     result.exit_code = 2;
     return result;
@@ -267,6 +297,7 @@ auto ParseCommandLine(int argc, const char* const* argv) -> ParsedCommandLine {
       return UsageError("`--template` applies to `aviflowc FILE.avf` and `emit argo`");
     }
   } else {
+    if (auto unknown = UnknownCommand(app, top_file)) return *unknown;
     o.input = top_file;
   }
   if (o.input.empty()) return UsageError("no input file");

@@ -191,36 +191,47 @@ void CheckNameClashes(const std::vector<std::pair<const plan::Plan*, std::string
 
 }  // namespace
 
-void WriteArtifacts(const Options& o, const std::vector<plan::Plan>& plans, diag::DiagnosticEngine& diags,
-                    llvm::raw_ostream& out) {
-  std::vector<OutputFile> files;
+auto LowerArtifacts(const Options& o, const std::vector<plan::Plan>& plans, diag::DiagnosticEngine& diags)
+    -> Artifacts {
+  Artifacts out;
   std::vector<std::pair<const plan::Plan*, std::string>> names;  // namespace/name of each cluster job
-  std::string printed;
+  bool writes_files = o.command == Command::Compile;
   for (const plan::Plan& plan : plans) {
     std::string json;
     llvm::raw_string_ostream stream(json);
     emit::WritePlanJson(plan, stream);
     stream.flush();
-    if (o.command == Command::Compile) {
+    if (o.command != Command::Emit) {
       if (auto local = deploy::LocalTierOf(plan.job)) {
+        if (!writes_files) continue;
         diags.Report(diag::DiagId::LocalJobNotEmitted, local->decl_range, plan.job.name, local->storage);
         std::string dir = (llvm::Twine(o.output_dir) + "/" + plan.job.name).str();
-        files.push_back({dir + "/plan.json", json});
+        out.files.push_back({dir + "/plan.json", json});
         continue;
       }
     }
     deploy::LowerOptions lower{SourceName(o.input), json, Sha256(json), TargetFor(o, plan.job)};
     std::optional<deploy::Deployment> d = deploy::Lower(plan, lower, diags);
     if (!d) continue;
-    d->trainer_config = emit::TrainerConfigText(plan, d->trainer_paths);
     if (d->target != deploy::Target::Slurm) names.emplace_back(&plan, d->k8s_namespace + "/" + d->name);
-    if (o.command == Command::Emit) printed += EmitOne(o, plan, *d, diags);
-    else AddFiles(o, *d, files);
+    if (o.command == Command::Emit) {
+      d->trainer_config = emit::TrainerConfigText(plan, d->trainer_paths);
+      out.printed += EmitOne(o, plan, *d, diags);
+    } else if (writes_files) {
+      d->trainer_config = emit::TrainerConfigText(plan, d->trainer_paths);
+      AddFiles(o, *d, out.files);
+    }
   }
   CheckNameClashes(names, diags);
+  return out;
+}
+
+void WriteArtifacts(const Options& o, const std::vector<plan::Plan>& plans, diag::DiagnosticEngine& diags,
+                    llvm::raw_ostream& out) {
+  Artifacts artifacts = LowerArtifacts(o, plans, diags);
   if (diags.has_errors()) return;
-  out << printed;
-  WriteOutputFiles(files, diags);
+  out << artifacts.printed;
+  WriteOutputFiles(artifacts.files, diags);
 }
 
 }  // namespace avf::driver

@@ -33,6 +33,16 @@ auto WriteOutputFiles(const std::vector<OutputFile>& files, diag::DiagnosticEngi
 auto PicturePath(const std::string& out, const std::string& job, bool several) -> std::string;
 void WritePictures(const Options& o, const std::vector<plan::Plan>& plans, bool several, diag::DiagnosticEngine& diags);
 
+// What `aviflowc FILE.avf` writes (or `emit` prints), with every diagnostic
+// of lowering the plans; `check` and `plan` lower the same way and write
+// nothing, so that they report what compiling would.
+struct Artifacts {
+  std::vector<OutputFile> files;
+  std::string printed;
+};
+
+auto LowerArtifacts(const Options& o, const std::vector<plan::Plan>& plans, diag::DiagnosticEngine& diags) -> Artifacts;
+
 void WriteArtifacts(const Options& o, const std::vector<plan::Plan>& plans, diag::DiagnosticEngine& diags,
                     llvm::raw_ostream& out);
 

@@ -181,6 +181,45 @@ auto Candidates(const std::string& text, const std::string& importer, const Sear
   return out;
 }
 
+namespace {
+
+// NAME of every DIR/NAME.avf of the folders `std/NAME` is looked for in.
+auto StdModuleNames(const SearchPaths& paths) -> std::set<std::string> {
+  std::vector<std::string> dirs = paths.stdlib_dirs;
+  for (const std::string& dir : paths.include_dirs) {
+    llvm::SmallString<256> joined(dir);
+    path::append(joined, "std");
+    dirs.push_back(std::string(joined.str()));
+  }
+  std::set<std::string> names;
+  for (const std::string& dir : dirs) {
+    std::error_code ec;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+      if (path::extension(it->path()) == ".avf") names.insert(path::stem(it->path()).str());
+    }
+  }
+  return names;
+}
+
+}  // namespace
+
+auto StdExports(const SearchPaths& paths) -> std::map<std::string, std::string> {
+  std::map<std::string, std::string> exports;
+  for (const std::string& name : StdModuleNames(paths)) {
+    std::string module = "std/" + name;
+    std::vector<std::string> candidates = Candidates(module, "", paths);
+    auto found = std::find_if(candidates.begin(), candidates.end(), [](const std::string& c) { return fs::exists(c); });
+    if (found == candidates.end()) continue;
+    source::SourceSet sources;
+    diag::DiagnosticEngine ignored;
+    std::optional<unsigned> id = sources.LoadFile(*found, ignored);
+    if (!id) continue;
+    ast::File file = parse::Parse(lex::Lex(sources, *id, ignored), ignored);
+    for (const ast::Decl& d : file.decls) exports.emplace(d.name.text, module);
+  }
+  return exports;
+}
+
 auto DefaultStdlibDirs(const std::string& exe_path) -> std::vector<std::string> {
   llvm::SmallString<256> prefix(path::parent_path(path::parent_path(exe_path)));
   path::append(prefix, "share", "aviflowc", "stdlib");
@@ -191,7 +230,9 @@ auto LoadModules(const std::string& main_path, const SearchPaths& paths, source:
                  diag::DiagnosticEngine& diags) -> ModuleSet {
   Loader loader(paths, sources, diags);
   loader.LoadMain(main_path);
-  return loader.Take();
+  ModuleSet set = loader.Take();
+  set.paths = paths;
+  return set;
 }
 
 auto LoadModulesFromText(const std::string& main_path, std::string main_text, const SearchPaths& paths,

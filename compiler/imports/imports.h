@@ -2,6 +2,7 @@
 // each lexed and parsed. Import cycles and missing files are diagnosed here.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,7 @@ struct ModuleSet {
   // by hand may leave it empty; then `modules` order is used.
   std::vector<size_t> dependency_order;
   bool main_loaded = false;
+  SearchPaths paths;  // where the imports were looked for
 };
 
 auto LoadModules(const std::string& main_path, const SearchPaths& paths, source::SourceSet& sources,
@@ -48,6 +50,12 @@ auto LoadModulesFromText(const std::string& main_path, std::string main_text, co
 // Where `import "text"` in `importer` would be looked for, in order.
 auto Candidates(const std::string& text, const std::string& importer, const SearchPaths& paths)
     -> std::vector<std::string>;
+
+// The stdlib modules `import "std/NAME"` finds on `paths`, each with the
+// names it declares: name -> "std/NAME" (the first module in name order that
+// declares it). Each module is read and parsed apart, its problems ignored;
+// for hints such as "add `import "std/models"`".
+auto StdExports(const SearchPaths& paths) -> std::map<std::string, std::string>;
 
 // The stdlib folders for an executable at `exe_path`: installed
 // (<prefix>/share/aviflowc/stdlib beside <prefix>/bin) and in the build tree.

@@ -56,6 +56,10 @@ class Analyzer {
   auto program() const -> const Program& { return program_; }
   auto diags() -> diag::DiagnosticEngine& { return diags_; }
   void CheckBody(const ast::Body& body, const RecordSchema& schema, const std::string& where);
+  // An unknown `name` that a stdlib module declares: help and a fix-it that
+  // adds its import to the file of `buffer_id` (std_import.cpp). False when
+  // no stdlib module declares it.
+  auto SuggestStdImport(diag::DiagnosticBuilder& b, const std::string& name, unsigned buffer_id) -> bool;
 
  private:
   enum class EvalState : uint8_t { InProgress, Done };
@@ -107,6 +111,8 @@ class Analyzer {
   // are an error rather than a stack overflow.
   unsigned eval_depth_ = 0;
   Program program_;
+  // StdExports of the search path, read at the first unknown name.
+  std::optional<std::map<std::string, std::string>> std_exports_;
 };
 
 // Evaluates `expr` as the value of a field with schema `field`, reporting

@@ -34,7 +34,17 @@ class Evaluator {
   // auto), then checks the result against it.
   auto Field(const ast::Expr& e, const FieldSchema& schema) -> Value {
     Value v = Eval(e, &schema);
-    return Check(std::move(v), schema, e.range());
+    scaled_ = schema.counts.empty() ? nullptr : FindScaledCount(e);
+    Value checked = Check(std::move(v), schema, e.range());
+    // `batch = 4M`: a token count written where sequences are counted.
+    if (scaled_ == &e && !checked.is_error()) {
+      diags_
+          .Report(DiagId::ScaledCountOfSequences, e.range(), field_name_, schema.counts, scaled_->text,
+                  scaled_->value.ValueText(), schema.counts)
+          .Help(fmt::format("for a number of tokens, divide it by the model's `seq_len`: `{} = {} / SEQ_LEN`",
+                            path_.back(), scaled_->text));
+    }
+    return checked;
   }
 
  private:
@@ -52,13 +62,39 @@ class Evaluator {
   auto CheckRef(Value v, const FieldSchema& schema, llvm::SMRange range) -> Value;
   auto Mismatch(const Value& v, const FieldSchema& schema, llvm::SMRange range) -> Value;
   void ReportUnknownName(const ast::Name& name, const FieldSchema* expected);
+  static auto FindScaledCount(const ast::Expr& e) -> const ast::NumberExpr*;
 
   Analyzer& a_;
   diag::DiagnosticEngine& diags_;
   DeclId owner_;
   const FieldPath& path_;
   std::string field_name_;
+  // In a field that counts sequences: the first number of its expression
+  // written with a count suffix (`4M`), for a unit hint.
+  const ast::NumberExpr* scaled_ = nullptr;
 };
+
+// `4M`, `2k`: a count scaled by a decimal prefix, anywhere in `e`'s arithmetic.
+auto Evaluator::FindScaledCount(const ast::Expr& e) -> const ast::NumberExpr* {
+  switch (e.kind()) {
+    case ast::Expr::Kind::Number: {
+      const auto& n = llvm::cast<ast::NumberExpr>(e);
+      bool scaled = n.valid && n.value.dimension().IsCount() && !n.text.empty() &&
+                    std::string_view("kMGTP").find(n.text.back()) != std::string_view::npos;
+      return scaled ? &n : nullptr;
+    }
+    case ast::Expr::Kind::Unary: return FindScaledCount(*llvm::cast<ast::UnaryExpr>(e).operand);
+    case ast::Expr::Kind::Binary: {
+      const auto& b = llvm::cast<ast::BinaryExpr>(e);
+      if (const ast::NumberExpr* n = FindScaledCount(*b.first)) return n;
+      for (const ast::BinaryExpr::Step& step : b.rest) {
+        if (const ast::NumberExpr* n = FindScaledCount(*step.operand)) return n;
+      }
+      return nullptr;
+    }
+    default: return nullptr;
+  }
+}
 
 auto Evaluator::Eval(const ast::Expr& e, const FieldSchema* expected) -> Value {
   switch (e.kind()) {
@@ -121,15 +157,20 @@ void Evaluator::ReportUnknownName(const ast::Name& name, const FieldSchema* expe
   if (expected && expected->type == FieldType::Ref) kind = expected->ref_kind;
   if (expected && expected->type == FieldType::Location) kind = ast::DeclKind::Storage;
   auto b = diags_.Report(DiagId::UnknownName, name.range, name.text);
-  std::string near = diag::ClosestMatch(name.text, a_.NamesOfKind(kind));
-  if (near.empty() && kind) near = diag::ClosestMatch(name.text, a_.NamesOfKind(std::nullopt));
   if (expected && expected->type == FieldType::String) {
     // `bucket = datasets`: a string without its quotes.
     b.Help(fmt::format("`{}` takes a string; write it in quotes: `\"{}\"`", field_name_, name.text))
         .Fix(name.range, fmt::format("\"{}\"", name.text));
-  } else if (expected && expected->type == FieldType::Bool) {
+    return;
+  }
+  if (expected && expected->type == FieldType::Bool) {
     b.Help(fmt::format("`{}` takes `true` or `false`", field_name_));
-  } else if (!near.empty()) {
+    return;
+  }
+  if (a_.SuggestStdImport(b, name.text, a_.decl(owner_).buffer_id)) return;
+  // Only a declaration of the kind the field takes can be the fix.
+  std::string near = diag::ClosestMatch(name.text, a_.NamesOfKind(kind));
+  if (!near.empty()) {
     b.Suggest(name.range, near);
   } else if (kind && (*kind == ast::DeclKind::Gpu || *kind == ast::DeclKind::Node || *kind == ast::DeclKind::Fabric ||
                       *kind == ast::DeclKind::Model)) {
@@ -395,7 +436,14 @@ auto Evaluator::CheckQuantity(Value v, const FieldSchema& schema, llvm::SMRange 
   }
   const units::Quantity& q = v.quantity;
   if (schema.integer && !q.is_integer()) {
-    diags_.Report(DiagId::NotInteger, range, field_name_, q.DisplayText());
+    auto b = diags_.Report(DiagId::NotInteger, range, field_name_, q.DisplayText());
+    if (scaled_ && !schema.counts.empty()) {
+      b.Help(
+          fmt::format("`{}` counts {}, not tokens, and `{}` is {}: write the whole number of {} in a step, such as "
+                      "`{} = {}`",
+                      path_.back(), schema.counts, scaled_->text, scaled_->value.ValueText(), schema.counts,
+                      path_.back(), std::max<int64_t>(1, std::llround(q.real()))));
+    }
     return Value::Error();
   }
   double x = q.real();

@@ -118,6 +118,10 @@ class F {
     SetDefault(DefaultValue::Kind::SameAs).text = sibling;
     return *this;
   }
+  auto Counts(std::string_view what) -> F& {
+    f_.counts = what;
+    return *this;
+  }
   auto Doc(std::string_view d) -> F& {
     f_.doc = d;
     return *this;
@@ -253,7 +257,7 @@ const RecordSchema kParallel{
         F("tensor").Count().Auto().Default(1),
         F("pipeline").Count().Auto().Default(1),
         F("zero").Count().Min(0).Max(3).Auto().Default(0),
-        F("micro_batch").Count().Auto().Default(1),
+        F("micro_batch").Count().Counts("sequences").Auto().Default(1),
         F("schedule").Enum({"one_f_one_b", "interleaved", "gpipe"}).Auto().DefaultEnum("one_f_one_b"),
         F("virtual_stages").Count().Auto().Default(1),
         F("recompute").Enum({"none", "selective", "full"}).Auto().DefaultEnum("none"),
@@ -382,7 +386,7 @@ const RecordSchema kJob{
             .DefaultEnum("flash")
             .Doc("`flash`: the s x s attention matrix is never stored (FlashAttention)"),
         F("parallel").Record(kParallel),
-        F("batch").Count().Required().Max(16777216).Doc("global batch, in sequences"),
+        F("batch").Count().Counts("sequences").Required().Max(16777216).Doc("global batch, in sequences"),
         F("steps").Count(),
         F("tokens").Count(),
         F("epochs").Number().Min(0, true).Max(1000000),

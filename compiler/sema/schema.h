@@ -57,6 +57,7 @@ struct FieldSchema {
   bool allow_auto = false;
   std::optional<DefaultValue> default_value;
   std::string_view doc;
+  std::string_view counts;  // what a count field counts ("sequences"), for unit hints
 };
 
 struct RecordSchema {

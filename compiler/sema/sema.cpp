@@ -81,7 +81,8 @@ void Analyzer::ResolveBases() {
     auto base = Lookup(d.base_name->text);
     if (!base) {
       auto b = diags_.Report(diag::DiagId::UnknownName, d.base_name->range, d.base_name->text);
-      b.Suggest(d.base_name->range, diag::ClosestMatch(d.base_name->text, NamesOfKind(d.kind)));
+      if (!SuggestStdImport(b, d.base_name->text, d.buffer_id))
+        b.Suggest(d.base_name->range, diag::ClosestMatch(d.base_name->text, NamesOfKind(d.kind)));
       d.base_broken = true;
       continue;
     }

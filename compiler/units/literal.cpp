@@ -3,6 +3,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <optional>
 #include <string>
@@ -259,6 +260,23 @@ auto ParseLiteral(std::string_view text) -> LiteralResult {
     result.error = LiteralError::kNotFinite;
   }
   return result;
+}
+
+auto OtherBytePrefix(std::string_view text) -> std::optional<PrefixTwin> {
+  static constexpr std::string_view kDecimal[] = {"KB", "MB", "GB", "TB", "PB"};
+  static constexpr std::string_view kBinary[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
+  LiteralResult written = ParseLiteral(text);
+  if (written.error != LiteralError::kNone) return std::nullopt;
+  for (size_t i = 0; i < std::size(kDecimal); ++i) {
+    bool decimal = written.unit == kDecimal[i];
+    if (!decimal && written.unit != kBinary[i]) continue;
+    PrefixTwin twin;
+    twin.text = std::string(text.substr(0, written.unit_offset)) + std::string(decimal ? kBinary[i] : kDecimal[i]);
+    twin.value = ParseLiteral(twin.text).value;
+    twin.binary = decimal;
+    return twin;
+  }
+  return std::nullopt;
 }
 
 }  // namespace avf::units

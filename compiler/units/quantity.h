@@ -134,6 +134,18 @@ struct LiteralResult {
 
 auto ParseLiteral(std::string_view text) -> LiteralResult;
 
+// A byte literal with its prefix taken from the other system: `7.3TB` ->
+// `7.3TiB`, `2TiB` -> `2TB`. nullopt when `text` is not one number with a
+// prefixed byte unit. `df -h` and `free -h` print powers of 1024 as `7.3T`, so
+// a figure copied from them and written `7.3TB` is 10% short; the twin is what
+// a unit hint offers.
+struct PrefixTwin {
+  std::string text;     // "7.3TiB"
+  Quantity value;       // its bytes
+  bool binary = false;  // the twin's prefix is binary (KiB ... PiB)
+};
+auto OtherBytePrefix(std::string_view text) -> std::optional<PrefixTwin>;
+
 // Every unit suffix the language knows (units/units.def, in file order),
 // for documentation and tests. The empty suffix (a plain count) is not
 // listed.
