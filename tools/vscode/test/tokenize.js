@@ -1,7 +1,7 @@
 // Checks the TextMate grammar against aviflowc's own lexer: tokenizes each
 // .avf file as VS Code does (vscode-textmate with the Oniguruma regex engine
 // of vscode-oniguruma) and compares the scope of every token that
-// `aviflowc check --dump=tokens` reports with the scope its kind and place
+// `aviflowc --dump=tokens` reports with the scope its kind and place
 // call for; every other non-blank character must be in a comment.
 //   node tokenize.js [--grammar FILE] AVIFLOWC FILE.avf...
 // Prints one line per file; exits 1 listing the characters scoped wrongly.
@@ -75,7 +75,7 @@ function scopesOfSource(grammar, lines) {
 
 // `line:col Kind 'text'` (col counts bytes from 1) -> {line, byteCol, kind, text}.
 function lexerTokens(aviflowc, file) {
-  const dump = execFileSync(aviflowc, ['check', '--dump=tokens', file], { encoding: 'utf8' });
+  const dump = execFileSync(aviflowc, ['--dump=tokens', file], { encoding: 'utf8' });
   return dump.split('\n').filter((l) => l !== '').map((l) => {
     const match = /^(\d+):(\d+) (\w+)(?: '(.*)')?$/.exec(l);
     if (!match) {
