@@ -276,8 +276,9 @@ auto DrawLeafBars(const plan::Plan& plan, const Nodes& nodes, SvgWriter& svg, do
              {.size = 10, .anchor = Anchor::Middle, .fill = kMutedText});
   }
   std::string what = unit.leaves ? "leaf switch" : "node";
-  std::string caption = fmt::format("{}s; each bar: {} {}{}, its GPUs by pipeline stage from the bottom", what,
-                                    unit.per_bar, what, unit.per_bar == 1 ? "" : (unit.leaves ? "es" : "s"));
+  std::string plural = what + (unit.leaves ? "es" : "s");
+  std::string caption = fmt::format("{}; each bar: {} {}, its GPUs by pipeline stage from the bottom", plural,
+                                    unit.per_bar, unit.per_bar == 1 ? what : plural);
   if (!unit.leaves) caption += fmt::format(" ({} leaf switch{})", plan.leaves_used, plan.leaves_used == 1 ? "" : "es");
   svg.Text(kLeft, y0 + kBarHeight + 30, caption, {.size = 11, .fill = kMutedText});
   double nx = width - kMargin - kNodeWidth + 20;
