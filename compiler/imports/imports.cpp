@@ -75,7 +75,10 @@ class Loader {
     Visit(main_path, Identity(main_path), *id, /*is_main=*/true);
   }
 
-  auto Take() -> ModuleSet { return std::move(set_); }
+  auto Take() -> ModuleSet {
+    set_.paths = paths_;
+    return std::move(set_);
+  }
 
  private:
   // Parses one file, then its imports depth-first; `stack_` holds the files
@@ -230,9 +233,7 @@ auto LoadModules(const std::string& main_path, const SearchPaths& paths, source:
                  diag::DiagnosticEngine& diags) -> ModuleSet {
   Loader loader(paths, sources, diags);
   loader.LoadMain(main_path);
-  ModuleSet set = loader.Take();
-  set.paths = paths;
-  return set;
+  return loader.Take();
 }
 
 auto LoadModulesFromText(const std::string& main_path, std::string main_text, const SearchPaths& paths,

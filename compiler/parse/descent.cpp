@@ -200,6 +200,7 @@ class DescentParser {
   auto ParsePrimary() -> ast::ExprPtr;
   auto ParseNamed() -> ast::ExprPtr;
   auto ParseList() -> ast::ExprPtr;
+  auto ParseElements(TokenKind closer) -> std::vector<ast::ExprPtr>;
 
   const lex::TokenizedBuffer& tokens_;
   const std::vector<Token>& all_;
@@ -263,29 +264,31 @@ auto DescentParser::ParseNamed() -> ast::ExprPtr {
   }
   auto e = std::make_unique<ast::CallExpr>(llvm::SMRange());
   e->callee = std::move(name);
-  ++next_;
-  while (Peek() != TokenKind::RParen) {
-    e->args.push_back(ParseExpr());
-    if (Peek() != TokenKind::Comma) break;
-    ++next_;
-  }
-  Take(Peek() == TokenKind::RParen);
+  e->args = ParseElements(TokenKind::RParen);
   e->set_range(SpanFrom(first));
   return e;
 }
 
 // LBRACKET (expr (COMMA expr)* COMMA?)? RBRACKET
 auto DescentParser::ParseList() -> ast::ExprPtr {
-  size_t first = next_++;
+  size_t first = next_;
   auto e = std::make_unique<ast::ListExpr>(llvm::SMRange());
-  while (Peek() != TokenKind::RBracket) {
-    e->elements.push_back(ParseExpr());
+  e->elements = ParseElements(TokenKind::RBracket);
+  e->set_range(SpanFrom(first));
+  return e;
+}
+
+// The opener, then (expr (COMMA expr)* COMMA?)? up to and with `closer`.
+auto DescentParser::ParseElements(TokenKind closer) -> std::vector<ast::ExprPtr> {
+  ++next_;
+  std::vector<ast::ExprPtr> elements;
+  while (Peek() != closer) {
+    elements.push_back(ParseExpr());
     if (Peek() != TokenKind::Comma) break;
     ++next_;
   }
-  Take(Peek() == TokenKind::RBracket);
-  e->set_range(SpanFrom(first));
-  return e;
+  Take(Peek() == closer);
+  return elements;
 }
 
 }  // namespace
