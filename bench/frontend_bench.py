@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Front-end throughput: generates .avf files of growing size and times
 `aviflowc check` on each (wall time, MB/s, declarations/s, peak RSS), then
-each phase on its own (lex, parse, imports, sema: build/bin/frontend_phases).
+the front end in one go (its own peak RSS), and each phase on its own (lex,
+parse, imports, sema: build/bin/frontend_phases).
 
 Usage: bench/frontend_bench.py [AVIFLOWC] [--sizes 1000,10000,50000] [--phases PROGRAM]
 Prints figures only; it asserts nothing (timings vary with the machine).
@@ -68,8 +69,10 @@ def main() -> None:
             print(f"{n:>7} {mb:>7.2f} {seconds:>8.3f} {mb / seconds:>7.2f} {3 * n / seconds:>9.0f} "
                   f"{rss_kb / 1024:>12.1f} {code}")
             if pathlib.Path(args.phases).exists():
-                phases = subprocess.run([args.phases, str(path), "--runs", "1"], capture_output=True, text=True)
-                print("        " + (phases.stdout + phases.stderr).strip().replace("\n", "\n        "))
+                for mode in (["--whole"], []):
+                    phases = subprocess.run([args.phases, str(path), "--runs", "1", *mode], capture_output=True,
+                                            text=True)
+                    print("        " + (phases.stdout + phases.stderr).strip().replace("\n", "\n        "))
 
 
 if __name__ == "__main__":

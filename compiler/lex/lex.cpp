@@ -143,6 +143,9 @@ class Lexer {
   auto Scan() -> std::vector<Token> {
     Scanner cursor(out_.source());
     std::vector<Token> raw;
+    // Enough for dense source, so that the vector is not copied as it grows;
+    // capacity never written takes no memory.
+    raw.reserve(out_.source().size() / 2 + 16);
     while (const Token* next = cursor.Peek()) {
       Token t = *next;
       cursor.Next();

@@ -1,6 +1,7 @@
 #include "lex/scanner.h"
 
 #include <algorithm>
+#include <cassert>
 #include <optional>
 
 namespace avf::lex {
@@ -15,12 +16,22 @@ auto IsNameStart(char c) -> bool { return IsLetter(c) || c == '_'; }
 auto IsNameChar(char c) -> bool { return IsNameStart(c) || IsDigit(c); }
 auto IsSpace(char c) -> bool { return c == ' ' || c == '\t' || c == '\f' || c == '\r'; }
 
+constexpr std::pair<std::string_view, TokenKind> kKeywords[] = {
+    {"import", TokenKind::KwImport},   {"true", TokenKind::KwTrue},       {"false", TokenKind::KwFalse},
+    {"auto", TokenKind::KwAuto},       {"gpu", TokenKind::KwGpu},         {"fabric", TokenKind::KwFabric},
+    {"node", TokenKind::KwNode},       {"cluster", TokenKind::KwCluster}, {"storage", TokenKind::KwStorage},
+    {"dataset", TokenKind::KwDataset}, {"model", TokenKind::KwModel},     {"job", TokenKind::KwJob}};
+
+// The letters keywords start with, one bit each: most words are no keyword
+// and are told so without a comparison.
+constexpr uint32_t kKeywordStarts = [] {
+  uint32_t mask = 0;
+  for (auto [spelling, kind] : kKeywords) mask |= 1u << (spelling[0] - 'a');
+  return mask;
+}();
+
 auto KeywordOrIdentifier(llvm::StringRef word) -> TokenKind {
-  static constexpr std::pair<std::string_view, TokenKind> kKeywords[] = {
-      {"import", TokenKind::KwImport},   {"true", TokenKind::KwTrue},       {"false", TokenKind::KwFalse},
-      {"auto", TokenKind::KwAuto},       {"gpu", TokenKind::KwGpu},         {"fabric", TokenKind::KwFabric},
-      {"node", TokenKind::KwNode},       {"cluster", TokenKind::KwCluster}, {"storage", TokenKind::KwStorage},
-      {"dataset", TokenKind::KwDataset}, {"model", TokenKind::KwModel},     {"job", TokenKind::KwJob}};
+  if (word[0] < 'a' || word[0] > 'z' || !(kKeywordStarts & (1u << (word[0] - 'a')))) return TokenKind::Identifier;
   for (auto [spelling, kind] : kKeywords)
     if (word == llvm::StringRef(spelling.data(), spelling.size())) return kind;
   return TokenKind::Identifier;
@@ -52,18 +63,21 @@ Scanner::Scanner(llvm::StringRef text) : text_(text) {
   for (int i = 0; i < 2 && text_.substr(next_).startswith(kByteOrderMark); ++i) next_ += kByteOrderMark.size();
 }
 
-auto Scanner::Peek(size_t k) -> const Token* {
+auto Scanner::Fill(size_t k) -> const Token* {
+  assert(k < kLookahead);
   Token t;
-  while (ahead_.size() <= k && Scan(t)) ahead_.push_back(t);
-  return k < ahead_.size() ? &ahead_[k] : nullptr;
+  while (ahead_count_ <= k && Scan(t)) ahead_[(ahead_first_ + ahead_count_++) % kLookahead] = t;
+  return k < ahead_count_ ? &ahead_[(ahead_first_ + k) % kLookahead] : nullptr;
 }
 
 void Scanner::Next() {
-  if (Peek()) ahead_.pop_front();
+  if (!Peek()) return;
+  ahead_first_ = (ahead_first_ + 1) % kLookahead;
+  --ahead_count_;
 }
 
 void Scanner::SkipTo(uint32_t offset) {
-  ahead_.clear();
+  ahead_count_ = 0;
   next_ = std::min<uint32_t>(offset, text_.size());
 }
 

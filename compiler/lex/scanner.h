@@ -6,7 +6,7 @@
 // from the grammar.
 #pragma once
 
-#include <deque>
+#include <array>
 
 #include "lex/tokenized_buffer.h"
 
@@ -19,12 +19,16 @@ class Scanner {
   explicit Scanner(llvm::StringRef text);
 
   // The k-th token from here; nullptr past the end.
-  auto Peek(size_t k = 0) -> const Token*;
+  auto Peek(size_t k = 0) -> const Token* {
+    return k < ahead_count_ ? &ahead_[(ahead_first_ + k) % kLookahead] : Fill(k);
+  }
   void Next();
   // Continues with the first token at or after byte `offset`.
   void SkipTo(uint32_t offset);
 
  private:
+  // Scans up to the k-th token from here (k < kLookahead).
+  auto Fill(size_t k) -> const Token*;
   // The next token from next_, or false at the end; hidden ones are skipped.
   auto Scan(Token& out) -> bool;
   auto Number(uint32_t begin) const -> uint32_t;
@@ -35,7 +39,11 @@ class Scanner {
 
   llvm::StringRef text_;
   uint32_t next_ = 0;
-  std::deque<Token> ahead_;
+  // Tokens scanned but not consumed, a ring from ahead_first_.
+  static constexpr size_t kLookahead = 4;
+  std::array<Token, kLookahead> ahead_{};
+  size_t ahead_first_ = 0;
+  size_t ahead_count_ = 0;
 };
 
 }  // namespace avf::lex

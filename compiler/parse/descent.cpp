@@ -117,6 +117,8 @@ class DescentParser {
     }
     ++next_;
     body.range = SpanFrom(first);
+    // A file is mostly fields: the spare capacity of growth is dropped.
+    body.fields.shrink_to_fit();
     return body;
   }
 

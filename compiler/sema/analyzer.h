@@ -8,8 +8,11 @@
 #include <unordered_map>
 #include <vector>
 
+#include <llvm/ADT/StringMap.h>
+
 #include "diag/diagnostic.h"
 #include "imports/imports.h"
+#include "sema/paths.h"
 #include "sema/value.h"
 
 namespace avf::sema {
@@ -34,10 +37,6 @@ struct DeclState {
 // Each level takes a few KiB of stack; Analyze runs on a stack sized for it.
 inline constexpr unsigned kMaxEvalDepth = 1000;
 
-// A dotted field path inside a declaration: {"parallel", "tensor"}.
-using FieldPath = std::vector<std::string>;
-auto JoinPath(const FieldPath& path) -> std::string;
-
 class Analyzer {
  public:
   Analyzer(const imports::ModuleSet& modules, diag::DiagnosticEngine& diags);
@@ -46,12 +45,12 @@ class Analyzer {
   // Evaluates one field of a declaration, following inheritance and
   // defaults; nullopt when the field is neither written nor defaulted.
   // `use` locates the reference that asked, for cycle errors.
-  auto EvalField(DeclId decl, const FieldPath& path, llvm::SMRange use) -> std::optional<FieldValue>;
+  auto EvalField(DeclId decl, PathId path, llvm::SMRange use) -> std::optional<FieldValue>;
   auto Lookup(std::string_view name) const -> std::optional<DeclId>;
   // Names of declarations of `kind` (all kinds if nullopt), for "did you mean".
   auto NamesOfKind(std::optional<ast::DeclKind> kind) const -> std::vector<std::string>;
   // `base { overrides }` written in `owner.path`: a new declaration.
-  auto AddInline(const ast::RecordExpr& expr, DeclId base, DeclId owner, const FieldPath& path) -> DeclId;
+  auto AddInline(const ast::RecordExpr& expr, DeclId base, DeclId owner, std::string_view path) -> DeclId;
   auto decl(DeclId id) const -> const DeclState& { return decls_[id]; }
   auto program() const -> const Program& { return program_; }
   auto diags() -> diag::DiagnosticEngine& { return diags_; }
@@ -62,52 +61,65 @@ class Analyzer {
   auto SuggestStdImport(diag::DiagnosticBuilder& b, const std::string& name, unsigned buffer_id) -> bool;
 
  private:
-  enum class EvalState : uint8_t { InProgress, Done };
-  struct Memo {
-    EvalState state;
-    std::optional<FieldValue> value;
-  };
+  // Where the evaluation of one field of one declaration stands. A value
+  // computed before the record holding it is built waits in `pending_`; it
+  // is then moved into the record (Placed), so that it is stored once.
+  enum class SlotState : uint8_t { Unvisited, InProgress, Pending, Placed, Absent };
   struct Site {
     const ast::Field* field;
     DeclId decl;
   };
+  // A record's values gathered before it is built with exactly their number.
+  struct Scratch {
+    std::vector<FieldValue> gathered;
+    std::vector<std::pair<size_t, uint32_t>> placed;  // index in gathered, slot
+  };
 
   void Collect();
+  void AddDecl(DeclState state);
   void ResolveBases();
   void BreakBaseCycles();
   void MarkBrokenChains();
   void ReportBaseCycle(const std::vector<DeclId>& cycle);
-  // `key` is JoinPath(path).
-  auto FindSite(DeclId decl, const FieldPath& path, const std::string& key) -> std::optional<Site>;
-  auto FindSiteIn(DeclId decl, const FieldPath& path) const -> const ast::Field*;
-  auto SchemaAt(ast::DeclKind kind, const FieldPath& path) const -> const FieldSchema*;
-  auto Compute(DeclId decl, const FieldPath& path, const std::string& joined, const FieldSchema& schema)
-      -> std::optional<FieldValue>;
-  auto ComputeWritten(DeclId decl, const FieldPath& path, const FieldSchema& schema, const Site& site)
-      -> std::optional<FieldValue>;
-  auto BuildRecord(DeclId decl, const FieldPath& prefix, const RecordSchema& schema, llvm::SMRange where)
-      -> RecordValue;
-  auto DefaultFor(DeclId decl, const FieldPath& path, const FieldSchema& schema) -> std::optional<FieldValue>;
-  void ReportMissing(DeclId decl, const FieldPath& path, llvm::SMRange where);
+  auto SlotIndex(DeclId decl, PathId path) const -> uint32_t { return slot_base_[decl] + path; }
+  auto Paths(DeclId decl) const -> const SchemaPaths& { return *decl_paths_[decl]; }
+  // Evaluates an unvisited field under the cycle and depth guards.
+  auto Evaluate(DeclId decl, PathId path, llvm::SMRange use) -> std::optional<FieldValue>;
+  auto ReportCycle(DeclId decl, PathId path, llvm::SMRange use) -> FieldValue;
+  // The field's value for the record being built, which then holds it.
+  auto TakeForRecord(DeclId decl, PathId path, llvm::SMRange where) -> std::optional<FieldValue>;
+  auto FindSite(DeclId decl, PathId path) -> std::optional<Site>;
+  auto FindSiteIn(DeclId decl, PathId path) const -> const ast::Field*;
+  auto Compute(DeclId decl, PathId path) -> std::optional<FieldValue>;
+  auto ComputeRecord(DeclId decl, PathId path, const std::optional<Site>& site) -> std::optional<FieldValue>;
+  auto ComputeWritten(DeclId decl, PathId path, const Site& site) -> std::optional<FieldValue>;
+  auto BuildRecord(DeclId decl, PathId prefix, llvm::SMRange where) -> RecordValue;
+  auto DefaultFor(DeclId decl, PathId path) -> std::optional<FieldValue>;
+  void ReportMissing(DeclId decl, PathId path, llvm::SMRange where);
   auto InheritsFromBrokenBase(DeclId decl) const -> bool;
 
   const imports::ModuleSet& modules_;
   diag::DiagnosticEngine& diags_;
   std::vector<DeclState> decls_;
-  std::map<std::string, DeclId, std::less<>> by_name_;
-  // Keyed by a declaration and a JoinPath: hashed, since every field of
-  // every declaration passes through both maps.
-  struct FieldKeyHash {
-    auto operator()(const std::pair<DeclId, std::string>& key) const -> size_t {
-      return std::hash<std::string>()(key.second) * 31 + key.first;
-    }
-  };
-  std::unordered_map<std::pair<DeclId, std::string>, Memo, FieldKeyHash> memo_;
-  // FindSite results, so that long inheritance chains are walked once.
-  std::unordered_map<std::pair<DeclId, std::string>, std::optional<Site>, FieldKeyHash> sites_;
+  llvm::StringMap<DeclId> by_name_;
+  // One slot per declaration and path of its kind's schema, from slot_base_:
+  // its state, and its value where Pending or Placed (two arrays: 9 bytes a
+  // slot rather than 16).
+  std::vector<uint32_t> slot_base_;
+  std::vector<const SchemaPaths*> decl_paths_;  // PathsOf each declaration's kind
+  std::vector<SlotState> slot_states_;
+  std::vector<const FieldValue*> slot_values_;
+  std::unordered_map<uint32_t, FieldValue> pending_;  // by slot index
+  // FindSite results for bases, so that long inheritance chains are walked
+  // once; by slot index.
+  std::unordered_map<uint32_t, std::optional<Site>> base_sites_;
+  // A record no declaration of the chain writes holds only defaults, the
+  // same for every declaration: built once per record schema.
+  std::unordered_map<const RecordSchema*, std::shared_ptr<RecordValue>> default_records_;
+  std::vector<Scratch> scratch_pool_;
   // Per declaration (inline ones excepted): InheritsFromBrokenBase.
   std::vector<bool> broken_chain_;
-  // Nested EvalField calls, bounded so that absurdly long reference chains
+  // Nested evaluations, bounded so that absurdly long reference chains
   // are an error rather than a stack overflow.
   unsigned eval_depth_ = 0;
   Program program_;
@@ -117,8 +129,9 @@ class Analyzer {
 
 // Evaluates `expr` as the value of a field with schema `field`, reporting
 // type, unit and reference errors (eval.cpp).
+// `path` is the field's joined path ("parallel.tensor").
 auto EvaluateField(Analyzer& analyzer, const ast::Expr& expr, const FieldSchema& field, DeclId owner,
-                   const FieldPath& path) -> Value;
+                   std::string_view path) -> Value;
 
 // Rules that relate several fields of one declaration (rules.cpp).
 void CheckRules(Analyzer& analyzer, const Program& program);

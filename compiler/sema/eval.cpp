@@ -27,8 +27,12 @@ auto MakeQuantity(const units::Quantity& q, llvm::SMRange range) -> Value {
 
 class Evaluator {
  public:
-  Evaluator(Analyzer& analyzer, DeclId owner, const FieldPath& path)
-      : a_(analyzer), diags_(analyzer.diags()), owner_(owner), path_(path), field_name_(JoinPath(path)) {}
+  Evaluator(Analyzer& analyzer, DeclId owner, std::string_view path)
+      : a_(analyzer),
+        diags_(analyzer.diags()),
+        owner_(owner),
+        field_name_(path),
+        leaf_name_(path.substr(path.rfind('.') + 1)) {}
 
   // Evaluates with the field's schema in view (enum names, inline instances,
   // auto), then checks the result against it.
@@ -42,7 +46,7 @@ class Evaluator {
           .Report(DiagId::ScaledCountOfSequences, e.range(), field_name_, schema.counts, scaled_->text,
                   scaled_->value.ValueText(), schema.counts)
           .Help(fmt::format("for a number of tokens, divide it by the model's `seq_len`: `{} = {} / SEQ_LEN`",
-                            path_.back(), scaled_->text));
+                            leaf_name_, scaled_->text));
     }
     return checked;
   }
@@ -67,8 +71,8 @@ class Evaluator {
   Analyzer& a_;
   diag::DiagnosticEngine& diags_;
   DeclId owner_;
-  const FieldPath& path_;
-  std::string field_name_;
+  std::string_view field_name_;  // the joined path: "parallel.tensor"
+  std::string_view leaf_name_;   // "tensor"
   // In a field that counts sequences: the first number of its expression
   // written with a count suffix (`4M`), for a unit hint.
   const ast::NumberExpr* scaled_ = nullptr;
@@ -181,7 +185,6 @@ void Evaluator::ReportUnknownName(const ast::Name& name, const FieldSchema* expe
 // decl.field.subfield, or record.field
 auto Evaluator::EvalMember(const ast::MemberExpr& e) -> Value {
   Value current = Eval(*e.base, nullptr);
-  FieldPath path;
   for (const ast::Name& member : e.members) {
     if (current.is_error()) return current;
     if (current.kind == Value::Kind::Ref) {
@@ -196,7 +199,7 @@ auto Evaluator::EvalMember(const ast::MemberExpr& e) -> Value {
         b.Suggest(member.range, diag::ClosestMatch(member.text, SchemaOf(kind).FieldNames()));
         return Value::Error();
       }
-      std::optional<FieldValue> fv = a_.EvalField(decl, {member.text}, member.range);
+      std::optional<FieldValue> fv = a_.EvalField(decl, *PathsOf(kind).Child(kRootPath, member.text), member.range);
       if (!fv) {
         diags_.Report(DiagId::MemberNotSet, member.range, owner, member.text)
             .Note(declared, fmt::format("`{}` is declared here", a_.decl(decl).name));
@@ -336,7 +339,7 @@ auto Evaluator::EvalRecord(const ast::RecordExpr& e, const FieldSchema* expected
   Value v = Value::Of(Value::Kind::Ref, e.range());
   // Of another kind than the field takes: Check() reports the mismatch.
   bool fits = expected && expected->type == FieldType::Ref && a_.decl(*base).kind == expected->ref_kind;
-  v.decl = fits ? a_.AddInline(e, *base, owner_, path_) : *base;
+  v.decl = fits ? a_.AddInline(e, *base, owner_, field_name_) : *base;
   return v;
 }
 
@@ -403,7 +406,7 @@ auto Evaluator::Check(Value v, const FieldSchema& schema, llvm::SMRange range) -
     case FieldType::Secret:
       if (v.kind == Value::Kind::Secret) return v;
       if (v.kind == Value::Kind::String) {
-        std::string_view field = std::string_view(field_name_).substr(field_name_.rfind('.') + 1);
+        std::string_view field = leaf_name_;
         diags_.Report(DiagId::LiteralCredentials, range)
             .Help(fmt::format("store the credentials in a Kubernetes Secret and write `{} = secret(\"NAME\")`", field));
         return Value::Error();
@@ -441,8 +444,8 @@ auto Evaluator::CheckQuantity(Value v, const FieldSchema& schema, llvm::SMRange 
       b.Help(
           fmt::format("`{}` counts {}, not tokens, and `{}` is {}: write the whole number of {} in a step, such as "
                       "`{} = {}`",
-                      path_.back(), schema.counts, scaled_->text, scaled_->value.ValueText(), schema.counts,
-                      path_.back(), std::max<int64_t>(1, std::llround(q.real()))));
+                      leaf_name_, schema.counts, scaled_->text, scaled_->value.ValueText(), schema.counts, leaf_name_,
+                      std::max<int64_t>(1, std::llround(q.real()))));
     }
     return Value::Error();
   }
@@ -472,7 +475,7 @@ auto Evaluator::CheckRef(Value v, const FieldSchema& schema, llvm::SMRange range
 }  // namespace
 
 auto EvaluateField(Analyzer& analyzer, const ast::Expr& expr, const FieldSchema& field, DeclId owner,
-                   const FieldPath& path) -> Value {
+                   std::string_view path) -> Value {
   return Evaluator(analyzer, owner, path).Field(expr, field);
 }
 

@@ -1,5 +1,6 @@
 // Field evaluation with inheritance, defaults and cycle detection.
 #include <algorithm>
+#include <iterator>
 
 #include <fmt/format.h>
 
@@ -26,36 +27,30 @@ auto FindIn(const ast::Body& body, std::string_view name) -> const ast::Field* {
 
 }  // namespace
 
-auto Analyzer::SchemaAt(ast::DeclKind kind, const FieldPath& path) const -> const FieldSchema* {
-  const RecordSchema* record = &SchemaOf(kind);
-  const FieldSchema* field = nullptr;
-  for (const std::string& segment : path) {
-    if (!record) return nullptr;
-    field = record->Find(segment);
+// The field at `path` in the body of `decl` itself, if written there.
+auto Analyzer::FindSiteIn(DeclId decl, PathId path) const -> const ast::Field* {
+  const SchemaPaths& paths = Paths(decl);
+  PathId segments[8];
+  size_t depth = 0;
+  for (PathId p = path; p != kRootPath && depth < std::size(segments); p = paths[p].parent) segments[depth++] = p;
+  const ast::Body* body = decls_[decl].body;
+  const ast::Field* field = nullptr;
+  for (size_t i = depth; i-- > 0;) {
+    if (!body) return nullptr;
+    field = FindIn(*body, paths[segments[i]].field->name);
     if (!field) return nullptr;
-    record = field->type == FieldType::Record ? field->record : nullptr;
+    body = i > 0 ? InnerBody(*field) : nullptr;
   }
   return field;
 }
 
-// The field at `path` in the body of `decl` itself, if written there.
-auto Analyzer::FindSiteIn(DeclId decl, const FieldPath& path) const -> const ast::Field* {
-  const ast::Body* body = decls_[decl].body;
-  const ast::Field* field = nullptr;
-  for (size_t i = 0; body && i < path.size(); ++i) {
-    field = FindIn(*body, path[i]);
-    if (!field) return nullptr;
-    body = i + 1 < path.size() ? InnerBody(*field) : nullptr;
-  }
-  return field && field->name.text == path.back() ? field : nullptr;
-}
-
 // The nearest declaration up the inheritance chain that writes `path`.
-auto Analyzer::FindSite(DeclId decl, const FieldPath& path, const std::string& key) -> std::optional<Site> {
+auto Analyzer::FindSite(DeclId decl, PathId path) -> std::optional<Site> {
+  if (const ast::Field* field = FindSiteIn(decl, path)) return Site{field, decl};
   std::vector<DeclId> walked;
   std::optional<Site> found;
-  for (std::optional<DeclId> d = decl; d; d = decls_[*d].base) {
-    if (auto it = sites_.find({*d, key}); it != sites_.end()) {
+  for (std::optional<DeclId> d = decls_[decl].base; d; d = decls_[*d].base) {
+    if (auto it = base_sites_.find(SlotIndex(*d, path)); it != base_sites_.end()) {
       found = it->second;
       break;
     }
@@ -65,77 +60,115 @@ auto Analyzer::FindSite(DeclId decl, const FieldPath& path, const std::string& k
       break;
     }
   }
-  // Only the bases walked are worth remembering: `decl` itself asks once
-  // per path (EvalField memoizes), its bases once per declaration below them.
-  for (size_t i = 1; i < walked.size(); ++i) sites_[{walked[i], key}] = found;
+  // Only bases are worth remembering: `decl` itself asks once per path, its
+  // bases once per declaration below them.
+  for (DeclId base : walked) base_sites_[SlotIndex(base, path)] = found;
   return found;
 }
 
-auto Analyzer::EvalField(DeclId decl, const FieldPath& path, llvm::SMRange use) -> std::optional<FieldValue> {
-  const FieldSchema* schema = SchemaAt(decls_[decl].kind, path);
-  if (!schema) return std::nullopt;
-  auto key = std::make_pair(decl, JoinPath(path));
-  if (auto it = memo_.find(key); it != memo_.end()) {
-    if (it->second.state == EvalState::Done) return it->second.value;
-    diags_.Report(diag::DiagId::FieldCycle, use, decls_[decl].name + "." + key.second);
-    FieldValue broken{path.back(), Value::Error(), Origin::Written, decl};
-    return broken;
-  }
+auto Analyzer::ReportCycle(DeclId decl, PathId path, llvm::SMRange use) -> FieldValue {
+  const SchemaPath& p = Paths(decl)[path];
+  diags_.Report(diag::DiagId::FieldCycle, use, decls_[decl].name + "." + p.joined);
+  return FieldValue{p.field->name, Value::Error(), Origin::Written, decl};
+}
+
+auto Analyzer::Evaluate(DeclId decl, PathId path, llvm::SMRange use) -> std::optional<FieldValue> {
+  uint32_t index = SlotIndex(decl, path);
   if (eval_depth_ >= kMaxEvalDepth) {
     // Stops a stack overflow on reference chains no real file has (see
-    // sema.cpp, Analyze).
-    diags_.Report(diag::DiagId::ReferenceTooDeep, use, decls_[decl].name + "." + key.second, kMaxEvalDepth)
+    // sema.cpp, Analyze). The slot stays unvisited: nothing was computed.
+    const SchemaPath& p = Paths(decl)[path];
+    diags_.Report(diag::DiagId::ReferenceTooDeep, use, decls_[decl].name + "." + p.joined, kMaxEvalDepth)
         .Help("write the value directly somewhere along the chain");
-    return FieldValue{path.back(), Value::Error(), Origin::Written, decl};
+    return FieldValue{p.field->name, Value::Error(), Origin::Written, decl};
   }
-  // A reference into the map stays valid while Compute adds entries.
-  auto& [stored_key, memo] = *memo_.emplace(std::move(key), Memo{EvalState::InProgress, std::nullopt}).first;
+  slot_states_[index] = SlotState::InProgress;
   ++eval_depth_;
-  std::optional<FieldValue> value = Compute(decl, path, stored_key.second, *schema);
+  std::optional<FieldValue> value = Compute(decl, path);
   --eval_depth_;
-  memo = {EvalState::Done, value};
+  slot_states_[index] = value ? SlotState::Pending : SlotState::Absent;
   return value;
 }
 
-auto Analyzer::Compute(DeclId decl, const FieldPath& path, const std::string& joined, const FieldSchema& schema)
-    -> std::optional<FieldValue> {
-  std::optional<Site> site = FindSite(decl, path, joined);
-  if (schema.type == FieldType::Record) {
-    // An optional record that is not written is absent if it has required
-    // fields (topology), else it holds its defaults (parallel, optimizer).
-    bool has_required = std::any_of(schema.record->fields.begin(), schema.record->fields.end(),
-                                    [](const FieldSchema& f) { return f.required; });
-    if (!site && has_required) return std::nullopt;
-    // `topology = 3` is reported by CheckBody; its fields are not missing.
-    if (site && !InnerBody(*site->field)) return FieldValue{path.back(), Value::Error(), Origin::Written, site->decl};
-    llvm::SMRange where = site ? site->field->name.range : decls_[decl].name_range;
-    Origin origin = !site ? Origin::Defaulted : site->decl == decl ? Origin::Written : Origin::Inherited;
-    FieldValue fv{path.back(), Value::Of(Value::Kind::Record, site ? site->field->range : llvm::SMRange()), origin,
-                  site ? site->decl : decl};
-    fv.value.record = std::make_shared<RecordValue>(BuildRecord(decl, path, *schema.record, where));
-    return fv;
+auto Analyzer::EvalField(DeclId decl, PathId path, llvm::SMRange use) -> std::optional<FieldValue> {
+  uint32_t index = SlotIndex(decl, path);
+  switch (slot_states_[index]) {
+    case SlotState::Pending:
+    case SlotState::Placed: return *slot_values_[index];
+    case SlotState::Absent: return std::nullopt;
+    case SlotState::InProgress: return ReportCycle(decl, path, use);
+    case SlotState::Unvisited: break;
   }
-  if (!site) return DefaultFor(decl, path, schema);
+  std::optional<FieldValue> value = Evaluate(decl, path, use);
+  if (value && slot_states_[index] == SlotState::Pending) {
+    slot_values_[index] = &pending_.insert_or_assign(index, *value).first->second;
+  }
+  return value;
+}
+
+auto Analyzer::TakeForRecord(DeclId decl, PathId path, llvm::SMRange where) -> std::optional<FieldValue> {
+  uint32_t index = SlotIndex(decl, path);
+  switch (slot_states_[index]) {
+    case SlotState::Pending: {
+      auto node = pending_.extract(index);
+      return std::move(node.mapped());
+    }
+    case SlotState::Placed: return *slot_values_[index];
+    case SlotState::Absent: return std::nullopt;
+    case SlotState::InProgress: return ReportCycle(decl, path, where);
+    case SlotState::Unvisited: break;
+  }
+  return Evaluate(decl, path, where);
+}
+
+auto Analyzer::Compute(DeclId decl, PathId path) -> std::optional<FieldValue> {
+  std::optional<Site> site = FindSite(decl, path);
+  const FieldSchema& schema = *Paths(decl)[path].field;
+  if (schema.type == FieldType::Record) return ComputeRecord(decl, path, site);
+  if (!site) return DefaultFor(decl, path);
   if (site->decl != decl) {
     // Evaluated once, in the declaration that wrote it.
     std::optional<FieldValue> inherited = EvalField(site->decl, path, site->field->range);
     if (inherited && inherited->origin == Origin::Written) inherited->origin = Origin::Inherited;
     return inherited;
   }
-  return ComputeWritten(decl, path, schema, *site);
+  return ComputeWritten(decl, path, *site);
 }
 
-auto Analyzer::ComputeWritten(DeclId decl, const FieldPath& path, const FieldSchema& schema, const Site& site)
-    -> std::optional<FieldValue> {
-  if (!site.field->value) return FieldValue{path.back(), Value::Error(), Origin::Written, decl};
-  Value v = EvaluateField(*this, *site.field->value, schema, decl, path);
-  return FieldValue{path.back(), std::move(v), Origin::Written, decl};
+auto Analyzer::ComputeRecord(DeclId decl, PathId path, const std::optional<Site>& site) -> std::optional<FieldValue> {
+  const FieldSchema& schema = *Paths(decl)[path].field;
+  // An optional record that is not written is absent if it has required
+  // fields (topology), else it holds its defaults (parallel, optimizer).
+  bool has_required = std::any_of(schema.record->fields.begin(), schema.record->fields.end(),
+                                  [](const FieldSchema& f) { return f.required; });
+  if (!site && has_required) return std::nullopt;
+  // `topology = 3` is reported by CheckBody; its fields are not missing.
+  if (site && !InnerBody(*site->field)) return FieldValue{schema.name, Value::Error(), Origin::Written, site->decl};
+  if (!site) {
+    FieldValue fv{schema.name, Value::Of(Value::Kind::Record, {}), Origin::Defaulted, decl};
+    std::shared_ptr<RecordValue>& shared = default_records_[schema.record];
+    if (!shared) shared = std::make_shared<RecordValue>(BuildRecord(decl, path, decls_[decl].name_range));
+    fv.value.record = shared;
+    return fv;
+  }
+  Origin origin = site->decl == decl ? Origin::Written : Origin::Inherited;
+  FieldValue fv{schema.name, Value::Of(Value::Kind::Record, site->field->range), origin, site->decl};
+  fv.value.record = std::make_shared<RecordValue>(BuildRecord(decl, path, site->field->name.range));
+  return fv;
 }
 
-auto Analyzer::DefaultFor(DeclId decl, const FieldPath& path, const FieldSchema& schema) -> std::optional<FieldValue> {
+auto Analyzer::ComputeWritten(DeclId decl, PathId path, const Site& site) -> std::optional<FieldValue> {
+  const SchemaPath& p = Paths(decl)[path];
+  if (!site.field->value) return FieldValue{p.field->name, Value::Error(), Origin::Written, decl};
+  Value v = EvaluateField(*this, *site.field->value, *p.field, decl, p.joined);
+  return FieldValue{p.field->name, std::move(v), Origin::Written, decl};
+}
+
+auto Analyzer::DefaultFor(DeclId decl, PathId path) -> std::optional<FieldValue> {
+  const FieldSchema& schema = *Paths(decl)[path].field;
   if (!schema.default_value) return std::nullopt;
   const DefaultValue& d = *schema.default_value;
-  FieldValue fv{path.back(), Value{}, Origin::Defaulted, decl};
+  FieldValue fv{schema.name, Value{}, Origin::Defaulted, decl};
   Value& v = fv.value;
   switch (d.kind) {
     case DefaultValue::Kind::Integer:
@@ -156,9 +189,8 @@ auto Analyzer::DefaultFor(DeclId decl, const FieldPath& path, const FieldSchema&
       break;
     case DefaultValue::Kind::Auto: v = Value::Of(Value::Kind::Auto, {}); break;
     case DefaultValue::Kind::SameAs: {
-      FieldPath sibling = path;
-      sibling.back() = std::string(d.text);
-      std::optional<FieldValue> same = EvalField(decl, sibling, decls_[decl].name_range);
+      std::optional<PathId> sibling = Paths(decl).Child(Paths(decl)[path].parent, d.text);
+      std::optional<FieldValue> same = sibling ? EvalField(decl, *sibling, decls_[decl].name_range) : std::nullopt;
       if (!same) return std::nullopt;
       fv.value = same->value;
       break;
@@ -167,22 +199,41 @@ auto Analyzer::DefaultFor(DeclId decl, const FieldPath& path, const FieldSchema&
   return fv;
 }
 
-auto Analyzer::BuildRecord(DeclId decl, const FieldPath& prefix, const RecordSchema& schema, llvm::SMRange where)
-    -> RecordValue {
+// Builds the record at `prefix` (the root: the declaration itself). Each
+// field's value is moved into the record, which from then on holds it; the
+// record holds exactly the fields present, since most optional ones are not.
+auto Analyzer::BuildRecord(DeclId decl, PathId prefix, llvm::SMRange where) -> RecordValue {
+  const RecordSchema& schema = *Paths(decl)[prefix].record;
+  // Records nest (a field's value may build another declaration's record):
+  // each level takes a scratch of its own from the pool.
+  Scratch scratch;
+  if (!scratch_pool_.empty()) {
+    scratch = std::move(scratch_pool_.back());
+    scratch_pool_.pop_back();
+  }
+  scratch.gathered.reserve(schema.fields.size());  // so that a Placed slot may point in it meanwhile
+  for (size_t i = 0; i < schema.fields.size(); ++i) {
+    PathId path = Paths(decl).ChildAt(prefix, i);
+    std::optional<FieldValue> value = TakeForRecord(decl, path, where);
+    if (!value) {
+      if (schema.fields[i].required) ReportMissing(decl, path, where);
+      continue;
+    }
+    scratch.gathered.push_back(std::move(*value));
+    uint32_t index = SlotIndex(decl, path);
+    if (slot_states_[index] != SlotState::Pending) continue;
+    slot_states_[index] = SlotState::Placed;
+    slot_values_[index] = &scratch.gathered.back();
+    scratch.placed.emplace_back(scratch.gathered.size() - 1, index);
+  }
   RecordValue record;
   record.schema = &schema;
-  record.fields.reserve(schema.fields.size());
-  FieldPath path = prefix;
-  path.emplace_back();
-  for (const FieldSchema& field : schema.fields) {
-    path.back() = field.name;
-    std::optional<FieldValue> value = EvalField(decl, path, where);
-    if (value) {
-      record.fields.push_back(std::move(*value));
-    } else if (field.required) {
-      ReportMissing(decl, path, where);
-    }
-  }
+  record.fields.assign(std::make_move_iterator(scratch.gathered.begin()),
+                       std::make_move_iterator(scratch.gathered.end()));
+  for (auto [at, index] : scratch.placed) slot_values_[index] = &record.fields[at];
+  scratch.gathered.clear();
+  scratch.placed.clear();
+  scratch_pool_.push_back(std::move(scratch));
   return record;
 }
 
@@ -195,17 +246,14 @@ auto Analyzer::InheritsFromBrokenBase(DeclId decl) const -> bool {
   return broken_chain_[decl];
 }
 
-void Analyzer::ReportMissing(DeclId decl, const FieldPath& path, llvm::SMRange where) {
+void Analyzer::ReportMissing(DeclId decl, PathId path, llvm::SMRange where) {
   if (InheritsFromBrokenBase(decl)) return;
   const DeclState& d = decls_[decl];
+  const SchemaPath& p = Paths(decl)[path];
   std::string owner = fmt::format("{} `{}`", ast::KeywordOf(d.kind), d.name);
-  if (path.size() > 1) {
-    FieldPath parent(path.begin(), path.end() - 1);
-    owner = fmt::format("`{}` of {}", JoinPath(parent), owner);
-  }
-  const FieldSchema* schema = SchemaAt(d.kind, path);
-  auto b = diags_.Report(diag::DiagId::MissingField, where, owner, path.back());
-  if (schema) b.Help(fmt::format("add `{} = ...` ({})", path.back(), DescribeType(*schema)));
+  if (p.parent != kRootPath) owner = fmt::format("`{}` of {}", Paths(decl)[p.parent].joined, owner);
+  auto b = diags_.Report(diag::DiagId::MissingField, where, owner, p.field->name);
+  b.Help(fmt::format("add `{} = ...` ({})", p.field->name, DescribeType(*p.field)));
 }
 
 }  // namespace avf::sema

@@ -4,20 +4,12 @@
 #include <numeric>
 
 #include <fmt/format.h>
+#include <llvm/ADT/StringMap.h>
 #include <llvm/Support/thread.h>
 
 #include "sema/analyzer.h"
 
 namespace avf::sema {
-
-auto JoinPath(const FieldPath& path) -> std::string {
-  std::string joined;
-  for (const std::string& segment : path) {
-    if (&segment != &path.front()) joined += '.';
-    joined += segment;
-  }
-  return joined;
-}
 
 Analyzer::Analyzer(const imports::ModuleSet& modules, diag::DiagnosticEngine& diags)
     : modules_(modules), diags_(diags) {}
@@ -32,7 +24,7 @@ auto Analyzer::Run() -> Program {
   }
   // Inline instances are appended while evaluating, so the bound is re-read.
   for (DeclId id = 0; id < decls_.size(); ++id) {
-    program_.decls[id].fields = BuildRecord(id, {}, SchemaOf(decls_[id].kind), decls_[id].name_range);
+    program_.decls[id].fields = BuildRecord(id, kRootPath, decls_[id].name_range);
   }
   CheckRules(*this, program_);
   return std::move(program_);
@@ -52,6 +44,28 @@ auto CollectionOrder(const imports::ModuleSet& modules) -> std::vector<size_t> {
   return order;
 }
 
+// The first field of a body with a given name: bodies are short, so a scan
+// beats a map, except in generated files with very many fields.
+class FirstOfName {
+ public:
+  explicit FirstOfName(const ast::Body& body) : body_(body) {
+    if (body.fields.size() <= kScanUpTo) return;
+    for (const ast::Field& f : body.fields) by_name_.try_emplace(f.name.text, &f);
+  }
+  auto Find(const ast::Field& field) const -> const ast::Field* {
+    if (body_.fields.size() > kScanUpTo) return by_name_.lookup(field.name.text);
+    for (const ast::Field& f : body_.fields) {
+      if (f.name.text == field.name.text) return &f;
+    }
+    return &field;
+  }
+
+ private:
+  static constexpr size_t kScanUpTo = 32;
+  const ast::Body& body_;
+  llvm::StringMap<const ast::Field*> by_name_;
+};
+
 }  // namespace
 
 void Analyzer::Collect() {
@@ -65,11 +79,9 @@ void Analyzer::Collect() {
             .Help("rename one of them; names are shared by every imported file");
         continue;
       }
-      DeclId id = static_cast<DeclId>(decls_.size());
-      by_name_.emplace(d.name.text, id);
-      decls_.push_back(
+      by_name_.try_emplace(d.name.text, static_cast<DeclId>(decls_.size()));
+      AddDecl(
           {&d.body, *d.kind, d.name.text, d.name.range, d.base, std::nullopt, module.buffer_id, false, module.is_main});
-      program_.decls.push_back({*d.kind, d.name.text, d.name.range, std::nullopt, {}, module.buffer_id, false});
     }
   }
 }
@@ -166,31 +178,41 @@ auto Analyzer::NamesOfKind(std::optional<ast::DeclKind> kind) const -> std::vect
   return names;
 }
 
-auto Analyzer::AddInline(const ast::RecordExpr& expr, DeclId base, DeclId owner, const FieldPath& path) -> DeclId {
+void Analyzer::AddDecl(DeclState state) {
+  slot_base_.push_back(static_cast<uint32_t>(slot_states_.size()));
+  decl_paths_.push_back(&PathsOf(state.kind));
+  slot_states_.resize(slot_states_.size() + PathsOf(state.kind).size(), SlotState::Unvisited);
+  slot_values_.resize(slot_states_.size(), nullptr);
+  program_.decls.push_back(
+      {state.kind, state.name, state.name_range, state.base, {}, state.buffer_id, state.is_inline});
+  decls_.push_back(std::move(state));
+}
+
+auto Analyzer::AddInline(const ast::RecordExpr& expr, DeclId base, DeclId owner, std::string_view path) -> DeclId {
   DeclId id = static_cast<DeclId>(decls_.size());
   DeclState state;
   state.body = expr.body.get();
   state.kind = decls_[base].kind;
-  state.name = decls_[owner].name + "." + JoinPath(path);
+  state.name = decls_[owner].name + "." + std::string(path);
   state.name_range = expr.range();
   state.base = base;
   state.buffer_id = decls_[owner].buffer_id;
   state.is_inline = true;
   state.is_main = decls_[owner].is_main;
-  decls_.push_back(state);
-  program_.decls.push_back({state.kind, state.name, state.name_range, base, {}, state.buffer_id, true});
-  CheckBody(*expr.body, SchemaOf(state.kind), std::string(ast::KeywordOf(state.kind)));
+  ast::DeclKind kind = state.kind;
+  AddDecl(std::move(state));
+  CheckBody(*expr.body, SchemaOf(kind), std::string(ast::KeywordOf(kind)));
   return id;
 }
 
 // Reports unknown and repeated fields of one body, and recurses into nested
 // records; values are checked later, when evaluated.
 void Analyzer::CheckBody(const ast::Body& body, const RecordSchema& schema, const std::string& where) {
-  std::map<std::string, const ast::Field*, std::less<>> seen;
+  FirstOfName first_of_name(body);
   for (const ast::Field& field : body.fields) {
-    if (auto [it, fresh] = seen.emplace(field.name.text, &field); !fresh) {
+    if (const ast::Field* first = first_of_name.Find(field); first != &field) {
       diags_.Report(diag::DiagId::DuplicateField, field.name.range, field.name.text)
-          .Note(it->second->name.range, "first set here");
+          .Note(first->name.range, "first set here");
       continue;
     }
     const FieldSchema* f = schema.Find(field.name.text);

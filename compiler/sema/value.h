@@ -46,7 +46,7 @@ struct Value {
 enum class Origin : uint8_t { Written, Inherited, Defaulted };
 
 struct FieldValue {
-  std::string name;
+  std::string_view name;  // the schema's
   Value value;
   Origin origin = Origin::Written;
   DeclId written_in = 0;  // the declaration whose body holds it (Written/Inherited)

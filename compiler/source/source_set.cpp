@@ -1,4 +1,5 @@
 #include "source/source_set.h"
+#include <algorithm>
 
 #include <cstring>
 #include <string>
@@ -106,9 +107,11 @@ auto SourceSet::Validate(unsigned buffer_id, diag::DiagnosticEngine& diags, llvm
     diags.Report(diag::DiagId::FileIsBinary, from, Name(buffer_id).str());
     return false;
   }
-  const auto* begin = reinterpret_cast<const llvm::UTF8*>(text.begin());
+  // ASCII needs no decoding: the check starts at the first other byte.
+  const char* first =
+      std::find_if(text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x80; });
   const auto* end = reinterpret_cast<const llvm::UTF8*>(text.end());
-  const llvm::UTF8* bad = begin;
+  const auto* bad = reinterpret_cast<const llvm::UTF8*>(first);
   if (!llvm::isLegalUTF8String(&bad, end)) {
     llvm::SMLoc loc = llvm::SMLoc::getFromPointer(reinterpret_cast<const char*>(bad));
     diags.Report(diag::DiagId::InvalidUtf8, llvm::SMRange(loc, loc), static_cast<unsigned>(*bad));

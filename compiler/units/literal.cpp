@@ -233,9 +233,30 @@ auto FitsInt64(Int128 v) -> bool {
   return v >= std::numeric_limits<int64_t>::min() && v <= std::numeric_limits<int64_t>::max();
 }
 
+// The common literal, up to 18 plain digits and a unit of whole base units
+// (`32`, `80GiB`): the general case's exact arithmetic gives the same.
+auto ParsePlainInteger(std::string_view text) -> std::optional<LiteralResult> {
+  constexpr size_t kMaxDigits = 18;
+  size_t end = 0;
+  int64_t value = 0;
+  for (; end < text.size() && end < kMaxDigits && IsDigit(text[end]); ++end) value = value * 10 + (text[end] - '0');
+  if (end == 0 || end == kMaxDigits) return std::nullopt;
+  if (end < text.size() && (text[end] == '_' || text[end] == '.' || text[end] == 'e' || text[end] == 'E'))
+    return std::nullopt;
+  const UnitDef* unit = detail::FindUnit(text.substr(end));
+  int64_t product = 0;
+  if (!unit || unit->den != 1 || __builtin_mul_overflow(value, unit->num, &product)) return std::nullopt;
+  LiteralResult result;
+  result.unit_offset = end;
+  result.unit = std::string(text.substr(end));
+  result.value = Quantity::Integer(product, unit->dimension);
+  return result;
+}
+
 }  // namespace
 
 auto ParseLiteral(std::string_view text) -> LiteralResult {
+  if (std::optional<LiteralResult> plain = ParsePlainInteger(text)) return std::move(*plain);
   LiteralResult result;
   NumberParts parts = ScanNumber(text);
   result.unit_offset = parts.end;

@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <system_error>
+#include <unordered_map>
 
 namespace avf::units {
 namespace detail {
@@ -31,10 +32,14 @@ auto UnitTable() -> std::span<const UnitDef> { return kUnits; }
 
 auto FindUnit(std::string_view suffix) -> const UnitDef* {
   if (suffix.empty()) return &kPlainCount;
-  for (const UnitDef& u : kUnits) {
-    if (u.suffix == suffix) return &u;
-  }
-  return nullptr;
+  // Every number literal looks its suffix up: hashed rather than scanned.
+  static const std::unordered_map<std::string_view, const UnitDef*> kBySuffix = [] {
+    std::unordered_map<std::string_view, const UnitDef*> by_suffix;
+    for (const UnitDef& u : kUnits) by_suffix.emplace(u.suffix, &u);
+    return by_suffix;
+  }();
+  auto it = kBySuffix.find(suffix);
+  return it == kBySuffix.end() ? nullptr : it->second;
 }
 
 void Normalize(Decimal* d) {
