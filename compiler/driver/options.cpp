@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 #include <llvm/Support/FileSystem.h>
+#include <llvm/Support/Path.h>
 #include <CLI/CLI.hpp>
 
 #include "diag/diagnostic.h"
@@ -117,6 +118,42 @@ auto UnknownCommand(CLI::App& app, const std::string& word) -> std::optional<Par
   return UsageError(fmt::format("unknown command `{}`{}; the commands are {}, and `aviflowc FILE.avf` compiles",
                                 diag::ShortText(word), hint.empty() ? "" : fmt::format(" (did you mean `{}`?)", hint),
                                 list));
+}
+
+// `a` and `b` name one file: the same path once absolute and without `.` and
+// `..`, or one existing file (links included).
+auto SameFile(const std::string& a, const std::string& b) -> bool {
+  auto normal = [](const std::string& path) {
+    llvm::SmallString<256> p(path);
+    llvm::sys::fs::make_absolute(p);
+    llvm::sys::path::remove_dots(p, /*remove_dot_dot=*/true);
+    return std::string(p);
+  };
+  return normal(a) == normal(b) || llvm::sys::fs::equivalent(a, b);
+}
+
+// `plan --svg X --html X`: the second file would silently replace the first
+// (several jobs: OUT-JOB.svg and OUT-JOB.html alike); an output over the
+// input would replace the source. Refused before anything runs.
+auto OutputClash(const Options& o) -> std::optional<std::string> {
+  std::vector<std::pair<const char*, const std::string*>> outputs;
+  if (!o.svg_output.empty()) outputs.emplace_back("--svg", &o.svg_output);
+  if (!o.html_output.empty()) outputs.emplace_back("--html", &o.html_output);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const auto& [flag, path] = outputs[i];
+    if (o.input != "-" && SameFile(*path, o.input)) {
+      return fmt::format("`{} {}` names the input file; the {} would replace it", flag, *path,
+                         outputs[i].first == std::string_view("--svg") ? "picture" : "page");
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (!SameFile(*outputs[j].second, *path)) continue;
+      return fmt::format(
+          "`{} {}` and `{} {}` name the same file: the page would overwrite the picture; give each "
+          "its own file",
+          outputs[j].first, *outputs[j].second, flag, *path);
+    }
+  }
+  return std::nullopt;
 }
 
 void ApplySpellings(const Spellings& s, Options& o) {
@@ -302,6 +339,7 @@ auto ParseCommandLine(int argc, const char* const* argv) -> ParsedCommandLine {
   }
   if (o.input.empty()) return UsageError("no input file");
   if (o.output_dir.empty()) return UsageError("`-o` needs a folder");
+  if (auto clash = OutputClash(o)) return UsageError(*clash);
   result.options = std::move(o);
   return result;
 }
