@@ -239,10 +239,40 @@ auto SortedForOutput(const llvm::SourceMgr& sm, const DiagnosticEngine& engine) 
   return out;
 }
 
+namespace {
+
+// After the summary, once: where the codes shown are explained, as rustc
+// points at `rustc --explain`. The codes in the order they were shown.
+void ExplainHint(const std::vector<const Diagnostic*>& shown, llvm::raw_ostream& os) {
+  constexpr size_t kMaxListed = 8;
+  std::vector<std::string_view> codes;
+  for (const Diagnostic* d : shown) {
+    std::string_view code = Info(d->id).code;
+    if (!code.empty() && std::find(codes.begin(), codes.end(), code) == codes.end()) codes.push_back(code);
+  }
+  if (codes.empty()) return;
+  if (codes.size() == 1) {
+    os << fmt::format("For more information, try `aviflowc explain {}`.\n", codes.front());
+    return;
+  }
+  std::string list;
+  size_t listed = std::min(codes.size(), kMaxListed);
+  for (size_t i = 0; i < listed; ++i) {
+    list += i == 0 ? "" : i + 1 == listed && listed == codes.size() ? " and " : ", ";
+    list += codes[i];
+  }
+  if (listed < codes.size()) list += fmt::format(" and {} more", codes.size() - listed);
+  os << fmt::format("For more information, try `aviflowc explain CODE` for {}.\n", list);
+}
+
+}  // namespace
+
 void RenderText(const llvm::SourceMgr& sm, const DiagnosticEngine& engine, llvm::raw_ostream& os, bool color) {
   TextRenderer renderer(sm, os, color);
-  for (const Diagnostic* d : SortedForOutput(sm, engine)) renderer.Render(*d);
+  std::vector<const Diagnostic*> shown = SortedForOutput(sm, engine);
+  for (const Diagnostic* d : shown) renderer.Render(*d);
   renderer.Summary(engine);
+  ExplainHint(shown, os);
   os.flush();
 }
 

@@ -1,8 +1,5 @@
 #include "driver/backend.h"
 
-#include <llvm/ADT/StringExtras.h>
-#include <llvm/Support/SHA256.h>
-
 #include "check/check.h"
 #include "driver/local_run.h"
 #include "driver/outputs.h"
@@ -15,19 +12,6 @@
 namespace avf::driver {
 
 namespace {
-
-// SHA-256 of every loaded file's bytes in load order, each preceded by its
-// length: paths differ between machines, contents identify the job.
-auto SourceHash(const source::SourceSet& sources) -> std::string {
-  llvm::SHA256 hash;
-  const llvm::SourceMgr& mgr = sources.mgr();
-  for (unsigned id = 1; id <= mgr.getNumBuffers(); ++id) {
-    llvm::StringRef text = sources.Text(id);
-    hash.update(std::to_string(text.size()) + ":");
-    hash.update(text);
-  }
-  return llvm::toHex(hash.final(), /*LowerCase=*/true);
-}
 
 auto Usage(std::string message) -> BackEndResult { return {2, std::move(message)}; }
 
@@ -79,7 +63,7 @@ auto RunBackEnd(const Options& o, const source::SourceSet& sources, const sema::
   }
   bool writes = o.command == Command::Emit || o.command == Command::Compile || o.command == Command::Run;
   if (writes && diags.has_errors()) return {};
-  std::string hash = SourceHash(sources);
+  std::string hash = sources.ContentSha256();
   for (plan::Plan& p : plans) p.source_sha256 = hash;
   // `check` is compiling without writing; `plan` reports the same. As
   // compiling does, a file with errors is not lowered: a job that failed its

@@ -1,5 +1,6 @@
 #include "driver/options.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -9,6 +10,7 @@
 
 #include <fmt/format.h>
 #include <llvm/Support/FileSystem.h>
+#include <llvm/Support/Path.h>
 #include <CLI/CLI.hpp>
 
 #include "diag/diagnostic.h"
@@ -99,24 +101,139 @@ auto UsageError(std::string message) -> ParsedCommandLine {
   return result;
 }
 
-// `aviflowc submit job.avf`: the first word names neither a command nor a
-// file (a word without an extension that is not there), so it was meant as a
-// command. The list is the app's subcommands, wherever they are added.
-auto UnknownCommand(CLI::App& app, const std::string& word) -> std::optional<ParsedCommandLine> {
+// A word the user meant as a command: letters, digits, `-` and `_`, starting
+// with a letter, and no file of that name here (`myjob` may be a file).
+auto LooksLikeCommand(const std::string& word) -> bool {
   bool word_like =
       !word.empty() && std::isalpha(static_cast<unsigned char>(word[0])) &&
       word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") == std::string::npos;
-  if (!word_like || llvm::sys::fs::exists(word)) return std::nullopt;
+  return word_like && !llvm::sys::fs::exists(word);
+}
+
+// The app's subcommands, wherever they are added.
+auto CommandNames(CLI::App& app) -> std::vector<std::string> {
   std::vector<std::string> names;
   for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) names.push_back(sub->get_name());
+  return names;
+}
+
+// "the commands are `check`, `plan`, ... and `lsp`, and `aviflowc FILE.avf` compiles"
+auto CommandList(CLI::App& app) -> std::string {
+  std::vector<std::string> names = CommandNames(app);
   std::string list;
   for (size_t i = 0; i < names.size(); ++i) {
     list += (i == 0 ? "`" : i + 1 == names.size() ? " and `" : ", `") + names[i] + "`";
   }
-  std::string hint = diag::ClosestMatch(word, names);
-  return UsageError(fmt::format("unknown command `{}`{}; the commands are {}, and `aviflowc FILE.avf` compiles",
-                                diag::ShortText(word), hint.empty() ? "" : fmt::format(" (did you mean `{}`?)", hint),
-                                list));
+  return "the commands are " + list + ", and `aviflowc FILE.avf` compiles";
+}
+
+// `command` written out with `file` in its place: `aviflowc check job.avf`.
+auto WithFile(const std::string& command, const std::string& file, const std::string& kind = "KIND") -> std::string {
+  if (command == "emit") return fmt::format("aviflowc emit {} {}", kind, file);
+  if (command == "run") return fmt::format("aviflowc run {} --local", file);
+  if (command == "explain") return "aviflowc explain CODE";
+  if (command == "lsp") return "aviflowc lsp";
+  return fmt::format("aviflowc {} {}", command, file);
+}
+
+// `aviflowc submit job.avf`: the first word names neither a command nor a
+// file (a word without an extension that is not there), so it was meant as a
+// command.
+auto UnknownCommand(CLI::App& app, const std::string& word) -> std::optional<ParsedCommandLine> {
+  if (!LooksLikeCommand(word)) return std::nullopt;
+  std::string hint = diag::ClosestMatch(word, CommandNames(app));
+  return UsageError(fmt::format("unknown command `{}`{}; {}", diag::ShortText(word),
+                                hint.empty() ? "" : fmt::format(" (did you mean `{}`?)", hint), CommandList(app)));
+}
+
+// CLI11's messages for words out of place, said in aviflowc's terms: the
+// command after the file (`aviflowc job.avf check`, `aviflowc job.avf
+// submit`), another file after the file, a second code for `explain`.
+auto MisplacedWord(CLI::App& app) -> std::optional<ParsedCommandLine> {
+  std::vector<CLI::App*> commands = app.get_subcommands();
+  const std::vector<std::string>& first = app.get_option("file")->results();
+  if (!commands.empty() && commands.front()->get_name() == "explain") {
+    std::vector<std::string> extra = commands.front()->remaining();
+    if (extra.empty() || extra.front().starts_with("-")) return std::nullopt;
+    return UsageError(fmt::format("`explain` takes one code; found `{}` and `{}`",
+                                  diag::ShortText(commands.front()->get_option("code")->as<std::string>()),
+                                  diag::ShortText(extra.front())));
+  }
+  if (first.empty()) return std::nullopt;
+  const std::string& file = first.front();
+  if (commands.empty()) {
+    if (auto unknown = UnknownCommand(app, file)) return unknown;
+    std::vector<std::string> extra = app.remaining();
+    if (extra.empty() || extra.front().starts_with("-")) return std::nullopt;
+    const std::string& word = extra.front();
+    if (!LooksLikeCommand(word)) {
+      return UsageError(fmt::format("expected one input file, found `{}` and `{}`", file, word));
+    }
+    std::string hint = diag::ClosestMatch(word, CommandNames(app));
+    return UsageError(fmt::format("`{}` after `{}` is not a command{}; the command comes first: `{}`; {}",
+                                  diag::ShortText(word), file,
+                                  hint.empty() ? "" : fmt::format(" (did you mean `{}`?)", hint),
+                                  WithFile(hint.empty() ? "check" : hint, file), CommandList(app)));
+  }
+  // `aviflowc job.avf check`: the command went without its file.
+  CLI::App* command = commands.front();
+  CLI::Option* own = command->get_option_no_throw(command->get_name() == "fmt" ? "files" : "file");
+  if (!own || own->count() > 0) return std::nullopt;
+  CLI::Option* kind = command->get_option_no_throw("kind");
+  return UsageError(fmt::format(
+      "the file `{}` comes before the command `{}`; the command comes first: `{}`", file, command->get_name(),
+      WithFile(command->get_name(), file, kind && kind->count() > 0 ? kind->as<std::string>() : "KIND")));
+}
+
+// `aviflowc check job.avf WORD` (or WORD before the command): a second file,
+// a second command, or a stray word.
+auto ExtraWord(CLI::App& app, const std::string& command, const std::string& file, const std::string& word)
+    -> ParsedCommandLine {
+  if (!LooksLikeCommand(word))
+    return UsageError(fmt::format("expected one input file, found `{}` and `{}`", file, word));
+  std::vector<std::string> names = CommandNames(app);
+  if (std::find(names.begin(), names.end(), word) != names.end()) {
+    return UsageError(fmt::format("one command at a time: found `{}` and `{}`", command, word));
+  }
+  return UsageError(fmt::format(
+      "unexpected `{}`: `{}` takes one file, here `{}`; options begin with `-` (`aviflowc {} --help` lists them)",
+      diag::ShortText(word), command, file, command));
+}
+
+// `a` and `b` name one file: the same path once absolute and without `.` and
+// `..`, or one existing file (links included).
+auto SameFile(const std::string& a, const std::string& b) -> bool {
+  auto normal = [](const std::string& path) {
+    llvm::SmallString<256> p(path);
+    llvm::sys::fs::make_absolute(p);
+    llvm::sys::path::remove_dots(p, /*remove_dot_dot=*/true);
+    return std::string(p);
+  };
+  return normal(a) == normal(b) || llvm::sys::fs::equivalent(a, b);
+}
+
+// `plan --svg X --html X`: the second file would silently replace the first
+// (several jobs: OUT-JOB.svg and OUT-JOB.html alike); an output over the
+// input would replace the source. Refused before anything runs.
+auto OutputClash(const Options& o) -> std::optional<std::string> {
+  std::vector<std::pair<const char*, const std::string*>> outputs;
+  if (!o.svg_output.empty()) outputs.emplace_back("--svg", &o.svg_output);
+  if (!o.html_output.empty()) outputs.emplace_back("--html", &o.html_output);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const auto& [flag, path] = outputs[i];
+    if (o.input != "-" && SameFile(*path, o.input)) {
+      return fmt::format("`{} {}` names the input file; the {} would replace it", flag, *path,
+                         outputs[i].first == std::string_view("--svg") ? "picture" : "page");
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (!SameFile(*outputs[j].second, *path)) continue;
+      return fmt::format(
+          "`{} {}` and `{} {}` name the same file: the page would overwrite the picture; give each "
+          "its own file",
+          outputs[j].first, *outputs[j].second, flag, *path);
+    }
+  }
+  return std::nullopt;
 }
 
 void ApplySpellings(const Spellings& s, Options& o) {
@@ -238,10 +355,7 @@ auto ParseCommandLine(int argc, const char* const* argv) -> ParsedCommandLine {
     result.message = std::string("aviflowc ") + AVIFLOW_VERSION + "\n";
     return result;
   } catch (const CLI::ParseError& e) {
-    const std::vector<std::string>& first = app.get_option("file")->results();
-    if (!first.empty() && app.get_subcommands().empty()) {
-      if (auto unknown = UnknownCommand(app, first.front())) return *unknown;
-    }
+    if (auto misplaced = MisplacedWord(app)) return *misplaced;
     result.message = std::string("aviflowc: error: ") + e.what() + "\nRun `aviflowc --help` for usage.\n";
     result.exit_code = 2;
     return result;
@@ -289,7 +403,7 @@ auto ParseCommandLine(int argc, const char* const* argv) -> ParsedCommandLine {
                 : plan->parsed() ? Command::Plan
                 : run->parsed()  ? Command::Run
                                  : Command::Emit;
-    if (!top_file.empty()) return UsageError("expected one input file, found `" + o.input + "` and `" + top_file + "`");
+    if (!top_file.empty()) return ExtraWord(app, app.get_subcommands().front()->get_name(), o.input, top_file);
     if (output->count() > 0)
       return UsageError(
           "`-o` names the output folder of `aviflowc FILE.avf -o DIR`; `check`, `plan` and `emit` write no files");
@@ -302,6 +416,7 @@ auto ParseCommandLine(int argc, const char* const* argv) -> ParsedCommandLine {
   }
   if (o.input.empty()) return UsageError("no input file");
   if (o.output_dir.empty()) return UsageError("`-o` needs a folder");
+  if (auto clash = OutputClash(o)) return UsageError(*clash);
   result.options = std::move(o);
   return result;
 }

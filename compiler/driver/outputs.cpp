@@ -3,27 +3,18 @@
 #include <string>
 #include <utility>
 
-#include <llvm/ADT/StringExtras.h>
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/Path.h>
-#include <llvm/Support/SHA256.h>
 
-#include "deploy/lower.h"
+#include "emit/lower_plans.h"
 #include "emit/manifests.h"
 #include "emit/plan_html.h"
-#include "emit/plan_json.h"
 #include "emit/plan_svg.h"
 #include "emit/trainer_config.h"
 
 namespace avf::driver {
 
 namespace {
-
-auto Sha256(const std::string& text) -> std::string {
-  llvm::SHA256 hash;
-  hash.update(text);
-  return llvm::toHex(hash.final(), /*LowerCase=*/true);
-}
 
 auto SourceName(const std::string& input) -> std::string {
   if (input == "-") return "<stdin>";
@@ -168,61 +159,31 @@ void WritePictures(const Options& o, const std::vector<plan::Plan>& plans, bool 
   WriteOutputFiles(files, diags);
 }
 
-namespace {
-
-// Two jobs whose Kubernetes names coincide (`Train_A`, `train_a`) would
-// overwrite each other's objects in one namespace.
-void CheckNameClashes(const std::vector<std::pair<const plan::Plan*, std::string>>& names,
-                      diag::DiagnosticEngine& diags) {
-  for (size_t i = 0; i < names.size(); ++i) {
-    for (size_t j = 0; j < i; ++j) {
-      if (names[i].second != names[j].second) continue;
-      const check::JobSpec& a = names[j].first->job;
-      const check::JobSpec& b = names[i].first->job;
-      diags
-          .Report(diag::DiagId::KubernetesNameClash, b.name_range, b.name, a.name,
-                  names[i].second.substr(names[i].second.find('/') + 1))
-          .Note(a.name_range, fmt::format("job `{}` is declared here", a.name))
-          .Help("rename one of the jobs, or give them different `namespace`s");
-      break;
-    }
-  }
-}
-
-}  // namespace
-
 auto LowerArtifacts(const Options& o, const std::vector<plan::Plan>& plans, diag::DiagnosticEngine& diags)
     -> Artifacts {
   Artifacts out;
-  std::vector<std::pair<const plan::Plan*, std::string>> names;  // namespace/name of each cluster job
   bool writes_files = o.command == Command::Compile;
-  for (const plan::Plan& plan : plans) {
-    std::string json;
-    llvm::raw_string_ostream stream(json);
-    emit::WritePlanJson(plan, stream);
-    stream.flush();
-    if (o.command != Command::Emit) {
-      if (auto local = deploy::LocalTierOf(plan.job)) {
-        if (!writes_files) continue;
-        diags.Report(diag::DiagId::LocalJobNotEmitted, local->decl_range, plan.job.name, local->storage);
-        std::string dir = (llvm::Twine(o.output_dir) + "/" + plan.job.name).str();
-        out.files.push_back({dir + "/plan.json", json});
-        continue;
-      }
+  emit::LowerPlansOptions options;
+  options.source_name = SourceName(o.input);
+  options.local_jobs = o.command == Command::Emit ? emit::LocalJobs::Lower
+                       : writes_files             ? emit::LocalJobs::Report
+                                                  : emit::LocalJobs::Skip;
+  options.target = [&o](const check::JobSpec& job) { return TargetFor(o, job); };
+  for (emit::LoweredPlan& l : emit::LowerPlans(plans, options, diags)) {
+    const plan::Plan& plan = *l.plan;
+    if (l.local && writes_files) {
+      out.files.push_back({(llvm::Twine(o.output_dir) + "/" + plan.job.name + "/plan.json").str(), l.plan_json});
     }
-    deploy::LowerOptions lower{SourceName(o.input), json, Sha256(json), TargetFor(o, plan.job)};
-    std::optional<deploy::Deployment> d = deploy::Lower(plan, lower, diags);
-    if (!d) continue;
-    if (d->target != deploy::Target::Slurm) names.emplace_back(&plan, d->k8s_namespace + "/" + d->name);
+    if (!l.deployment) continue;
+    deploy::Deployment& d = *l.deployment;
     if (o.command == Command::Emit) {
-      d->trainer_config = emit::TrainerConfigText(plan, d->trainer_paths);
-      out.printed += EmitOne(o, plan, *d, diags);
+      d.trainer_config = emit::TrainerConfigText(plan, d.trainer_paths);
+      out.printed += EmitOne(o, plan, d, diags);
     } else if (writes_files) {
-      d->trainer_config = emit::TrainerConfigText(plan, d->trainer_paths);
-      AddFiles(o, *d, out.files);
+      d.trainer_config = emit::TrainerConfigText(plan, d.trainer_paths);
+      AddFiles(o, d, out.files);
     }
   }
-  CheckNameClashes(names, diags);
   return out;
 }
 

@@ -1,8 +1,10 @@
 #include "lsp/analysis.h"
 
 #include <llvm/Support/FileSystem.h>
+#include <llvm/Support/Path.h>
 
 #include "check/check.h"
+#include "emit/lower_plans.h"
 #include "plan/planner.h"
 #include "sema/sema.h"
 
@@ -10,18 +12,27 @@ namespace avf::lsp {
 
 namespace {
 
-// What `aviflowc check` runs after sema: every job checked, and those of the
-// document planned (no alternatives, no tables) for their diagnostics.
-void CheckAndPlan(Analysis& a, unsigned main_buffer) {
+// What `aviflowc check` runs after sema (driver/backend.cpp): every job
+// checked; those of the document planned as check plans them (no
+// alternatives, but the tables, whose size plan.json's limit measures, E0907);
+// and, when nothing failed, lowered to their targets through the path that
+// check and compiling take (emit::LowerPlans), for the E09xx diagnostics.
+void CheckPlanAndLower(Analysis& a, const std::string& path, unsigned main_buffer) {
   std::vector<check::CheckedJob> jobs = check::CheckJobs(*a.program, a.diags);
   plan::PlanOptions options;
   options.alternatives = 0;
   options.whole_space = false;
-  options.tables = false;
+  options.tables = true;
   for (const check::CheckedJob& job : jobs) {
     if (job.buffer_id != main_buffer || !job.ok) continue;
     if (auto p = plan::PlanJob(job.spec, options, a.diags)) a.plans.push_back(std::move(*p));
   }
+  if (a.diags.has_errors()) return;
+  std::string hash = a.sources->ContentSha256();
+  for (plan::Plan& p : a.plans) p.source_sha256 = hash;
+  emit::LowerPlansOptions lower;
+  lower.source_name = llvm::sys::path::filename(path).str();
+  emit::LowerPlans(a.plans, lower, a.diags);
 }
 
 }  // namespace
@@ -72,7 +83,7 @@ auto Analyze(const std::string& path, std::string text, const imports::SearchPat
   }
   if (a->diags.has_errors()) return a;
   a->program = sema::Analyze(a->modules, a->diags);
-  if (!a->diags.has_errors()) CheckAndPlan(*a, main->buffer_id);
+  if (!a->diags.has_errors()) CheckPlanAndLower(*a, path, main->buffer_id);
   return a;
 }
 

@@ -1,9 +1,9 @@
 // One run of the front end on an open document, as `aviflowc check` runs it
-// on a file: source -> lex -> parse -> imports -> sema -> check -> plan. The
-// document's text comes from the editor; its imports from disk. Each later
-// phase runs only when the earlier ones found no error, so a document with
-// errors still has its tokens and (partial) syntax tree for hover and
-// completion.
+// on a file: source -> lex -> parse -> imports -> sema -> check -> plan ->
+// lower (for its diagnostics; nothing is written). The document's text comes
+// from the editor; its imports from disk. Each later phase runs only when the
+// earlier ones found no error, so a document with errors still has its
+// tokens and (partial) syntax tree for hover and completion.
 #pragma once
 
 #include <memory>

@@ -5,9 +5,11 @@
 #include <string>
 #include <vector>
 
+#include <llvm/ADT/StringExtras.h>
 #include <llvm/Support/ConvertUTF.h>
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/SHA256.h>
 
 namespace avf::source {
 
@@ -91,6 +93,16 @@ auto SourceSet::Add(llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer, c
   unsigned id = mgr_.AddNewSourceBuffer(std::move(*buffer), from.Start);
   if (!Validate(id, diags, from)) return std::nullopt;
   return id;
+}
+
+auto SourceSet::ContentSha256() const -> std::string {
+  llvm::SHA256 hash;
+  for (unsigned id = 1; id <= mgr_.getNumBuffers(); ++id) {
+    llvm::StringRef text = Text(id);
+    hash.update(std::to_string(text.size()) + ":");
+    hash.update(text);
+  }
+  return llvm::toHex(hash.final(), /*LowerCase=*/true);
 }
 
 auto SourceSet::AddBuffer(std::string name, std::string contents, diag::DiagnosticEngine& diags)

@@ -38,6 +38,10 @@ class SourceSet {
   auto Name(unsigned buffer_id) const -> llvm::StringRef {
     return mgr_.getMemoryBuffer(buffer_id)->getBufferIdentifier();
   }
+  // SHA-256 of every buffer's bytes in load order, each preceded by its
+  // length, in lowercase hex: what a job was compiled from (plan.json's
+  // `source_sha256`). Paths differ between machines, contents identify the job.
+  auto ContentSha256() const -> std::string;
 
  private:
   auto Validate(unsigned buffer_id, diag::DiagnosticEngine& diags, llvm::SMRange from = {}) -> bool;
