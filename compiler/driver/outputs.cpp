@@ -211,6 +211,7 @@ auto LowerArtifacts(const Options& o, const std::vector<plan::Plan>& plans, diag
       }
     }
     deploy::LowerOptions lower{SourceName(o.input), json, Sha256(json), TargetFor(o, plan.job)};
+    lower.writes_pods = o.command != Command::Emit || (o.emit != EmitKind::Trainer && o.emit != EmitKind::Monitoring);
     std::optional<deploy::Deployment> d = deploy::Lower(plan, lower, diags);
     if (!d) continue;
     if (d->target != deploy::Target::Slurm) names.emplace_back(&plan, d->k8s_namespace + "/" + d->name);

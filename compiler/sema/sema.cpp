@@ -69,7 +69,8 @@ void Analyzer::Collect() {
       by_name_.emplace(d.name.text, id);
       decls_.push_back(
           {&d.body, *d.kind, d.name.text, d.name.range, d.base, std::nullopt, module.buffer_id, false, module.is_main});
-      program_.decls.push_back({*d.kind, d.name.text, d.name.range, std::nullopt, {}, module.buffer_id, false});
+      program_.decls.push_back(
+          {*d.kind, d.name.text, d.name.range, std::nullopt, {}, module.buffer_id, false, module.is_stdlib});
     }
   }
 }
@@ -178,7 +179,8 @@ auto Analyzer::AddInline(const ast::RecordExpr& expr, DeclId base, DeclId owner,
   state.is_inline = true;
   state.is_main = decls_[owner].is_main;
   decls_.push_back(state);
-  program_.decls.push_back({state.kind, state.name, state.name_range, base, {}, state.buffer_id, true});
+  program_.decls.push_back(
+      {state.kind, state.name, state.name_range, base, {}, state.buffer_id, true, program_.decls[owner].in_stdlib});
   CheckBody(*expr.body, SchemaOf(state.kind), std::string(ast::KeywordOf(state.kind)));
   return id;
 }
