@@ -336,6 +336,20 @@ void ReadDeployCluster(const Program& p, const Decl& cluster, DeploySpec& d) {
     d.node_memory = Number(node->fields, "cpu_memory");
     d.node_cpus_range = RangeOf(node->fields, "cpus", node->name_range);
     d.node_memory_range = RangeOf(node->fields, "cpu_memory", node->name_range);
+    // A figure the user wrote (their node, an override, an inline instance)
+    // is theirs; one inherited unchanged from a stdlib node is the stdlib's.
+    auto in_stdlib = [&](std::string_view field) {
+      const FieldValue* f = node->fields.Find(field);
+      return f && f->origin != sema::Origin::Defaulted && p.decls[f->written_in].in_stdlib;
+    };
+    d.node_cpus_in_stdlib = d.node_cpus && in_stdlib("cpus");
+    d.node_memory_in_stdlib = d.node_memory && in_stdlib("cpu_memory");
+    const Decl* reference = node;
+    while (!reference->in_stdlib && reference->base) reference = &p.decls[*reference->base];
+    if (reference->in_stdlib) {
+      d.reference_node = reference->name;
+      d.reference_node_use = node->in_stdlib ? RangeOf(c, "node", at) : node->name_range;
+    }
   }
 }
 

@@ -191,7 +191,15 @@ struct DeploySpec {
   Written leaf_label, spine_label;
   std::optional<int64_t> node_cpus;
   std::optional<double> node_memory;  // the node's cpu_memory, bytes
-  std::optional<int64_t> cpus;        // job.resources
+  // The node's `cpus` and `cpu_memory` as written in a stdlib module: the
+  // reference machine's figures, not the user's (W0932). `reference_node` is
+  // the first stdlib node up the node's chain (the node itself, or the base
+  // of the user's own), `reference_node_use` where the user's files name it:
+  // the cluster's `node = NAME`, or the user's node that derives from it.
+  bool node_cpus_in_stdlib = false, node_memory_in_stdlib = false;
+  std::string reference_node;
+  llvm::SMRange reference_node_use;
+  std::optional<int64_t> cpus;  // job.resources
   std::optional<double> memory, shm;
   llvm::SMRange cpus_range, memory_range, shm_range, node_cpus_range, node_memory_range;
   std::optional<int64_t> copiers;

@@ -173,6 +173,40 @@ void LowerExtendedResources(LowerContext& c) {
   }
 }
 
+// A request the job leaves to the node's figures, where those figures are
+// the stdlib's reference machine: the user's machines may have fewer CPUs
+// or less memory (pods that never schedule) or more (left idle). The job
+// declares its own CPUs with `resources.cpus`, or with a node whose `cpus`
+// is written in the user's files (their node, an override, an inline
+// instance); memory the same with `resources.memory` and `cpu_memory`.
+void ReportReferenceResources(LowerContext& c) {
+  const check::DeploySpec& d = c.job.deploy;
+  const Resources& r = c.out.resources;
+  bool cpus = !d.cpus && d.node_cpus_in_stdlib && r.cpus;
+  bool memory = !d.memory && d.node_memory_in_stdlib && !r.memory.empty();
+  if (!c.writes_pods || (!cpus && !memory)) return;
+  std::string cpu_text = cpus ? fmt::format("{} CPUs", *r.cpus) : "";
+  std::string memory_text =
+      memory ? fmt::format("{} ({}) of memory", r.memory, check::BytesText(*d.node_memory * kNodeShare)) : "";
+  std::string requests = cpus && memory ? cpu_text + " and " + memory_text : cpu_text + memory_text;
+  auto b = c.Report(DiagId::ReferenceNodeResources, d.reference_node_use, c.job.name, requests, d.reference_node);
+  if (cpus) {
+    b.Note(d.node_cpus_range, fmt::format("the stdlib's `{}` declares {} CPUs", d.reference_node, *d.node_cpus));
+  }
+  if (memory) {
+    b.Note(d.node_memory_range, fmt::format("the stdlib's `{}` declares `cpu_memory = {}`", d.reference_node,
+                                            check::BytesText(*d.node_memory)));
+  }
+  std::string job_fields = cpus && memory ? "cpus = N; memory = SIZE" : cpus ? "cpus = N" : "memory = SIZE";
+  std::string node_fields = cpus && memory ? "cpus = N; cpu_memory = SIZE" : cpus ? "cpus = N" : "cpu_memory = SIZE";
+  bool own_node = c.job.node_name != d.reference_node;
+  b.Help(own_node ? fmt::format("add your machines' `{}` to node `{}`, or give job `{}` `resources {{ {} }}`",
+                                node_fields, c.job.node_name, c.job.name, job_fields)
+                  : fmt::format("describe your machines in a node of your own, `node NAME : {} {{ {} }}`, or give job "
+                                "`{}` `resources {{ {} }}`",
+                                d.reference_node, node_fields, c.job.name, job_fields));
+}
+
 // The request, else a share of what the node has, else nothing; never more
 // than the node has.
 void LowerResources(LowerContext& c) {
@@ -209,6 +243,7 @@ void LowerResources(LowerContext& c) {
   }
   r.shm = Quantity(std::max(shm, 1024.0 * 1024.0));
   LowerExtendedResources(c);
+  ReportReferenceResources(c);
 }
 
 void AddEnv(Deployment& o, std::string name, std::string value, std::string note = "") {
@@ -470,7 +505,7 @@ auto Lower(const plan::Plan& plan, const LowerOptions& options, diag::Diagnostic
   out.plan_json = options.plan_json;
   out.plan_sha256 = options.plan_sha256;
   size_t errors = diags.error_count();
-  LowerContext c{plan, plan.job, diags, out};
+  LowerContext c{plan, plan.job, diags, out, options.writes_pods};
   LowerIdentity(c, options.target);
   if (out.name.empty()) return std::nullopt;
   if (auto local = LocalTierOf(plan.job)) {

@@ -19,6 +19,10 @@ struct LowerOptions {
   // `emit slurm` of a Kubernetes job (and `emit argo|k8s` of a Slurm job):
   // the artifact asked for, whatever the job's `target`.
   std::optional<Target> target;
+  // Whether the output holds the training pods (manifests, a batch script):
+  // false for `emit trainer` and `emit monitoring`, where the pods' CPU and
+  // memory requests reach nothing and W0932 is not reported.
+  bool writes_pods = true;
 };
 
 // nullopt when the job cannot be deployed to its target (the diagnostics say why).

@@ -17,6 +17,7 @@ struct LowerContext {
   const check::JobSpec& job;
   diag::DiagnosticEngine& diags;
   Deployment& out;
+  bool writes_pods = true;      // LowerOptions::writes_pods
   bool repeated_error = false;  // an error this job shares with an earlier one
   auto ok() const -> bool { return !diags.has_errors(); }
 

@@ -169,6 +169,7 @@ auto LowerArtifacts(const Options& o, const std::vector<plan::Plan>& plans, diag
                        : writes_files             ? emit::LocalJobs::Report
                                                   : emit::LocalJobs::Skip;
   options.target = [&o](const check::JobSpec& job) { return TargetFor(o, job); };
+  options.writes_pods = o.command != Command::Emit || (o.emit != EmitKind::Trainer && o.emit != EmitKind::Monitoring);
   for (emit::LoweredPlan& l : emit::LowerPlans(plans, options, diags)) {
     const plan::Plan& plan = *l.plan;
     if (l.local && writes_files) {

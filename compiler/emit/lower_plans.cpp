@@ -65,7 +65,7 @@ auto LowerPlans(const std::vector<plan::Plan>& plans, const LowerPlansOptions& o
       }
     }
     std::optional<deploy::Target> target = options.target ? options.target(plan.job) : std::nullopt;
-    deploy::LowerOptions lower{options.source_name, l.plan_json, Sha256(l.plan_json), target};
+    deploy::LowerOptions lower{options.source_name, l.plan_json, Sha256(l.plan_json), target, options.writes_pods};
     l.deployment = deploy::Lower(plan, lower, diags);
   }
   CheckNameClashes(lowered, diags);

@@ -31,6 +31,8 @@ struct LowerPlansOptions {
   // `emit`: the target of the artifact asked for, per job; unset (or
   // nullopt): the job's own `target`.
   std::function<std::optional<deploy::Target>(const check::JobSpec&)> target;
+  // deploy::LowerOptions::writes_pods: false for `emit trainer|monitoring`.
+  bool writes_pods = true;
 };
 
 struct LoweredPlan {

@@ -65,14 +65,14 @@ class Loader {
     auto id = sources_.LoadFile(main_path, diags_);
     if (!id) return;
     set_.main_loaded = true;
-    Visit(main_path, Identity(main_path), *id, /*is_main=*/true);
+    Visit(main_path, Identity(main_path), *id, /*is_main=*/true, /*is_stdlib=*/false);
   }
 
   void LoadMainText(const std::string& main_path, std::string text) {
     auto id = sources_.AddBuffer(main_path, std::move(text), diags_);
     if (!id) return;
     set_.main_loaded = true;
-    Visit(main_path, Identity(main_path), *id, /*is_main=*/true);
+    Visit(main_path, Identity(main_path), *id, /*is_main=*/true, /*is_stdlib=*/false);
   }
 
   auto Take() -> ModuleSet {
@@ -83,25 +83,26 @@ class Loader {
  private:
   // Parses one file, then its imports depth-first; `stack_` holds the files
   // being visited, for cycle detection.
-  void Visit(const std::string& shown_path, const std::string& identity, unsigned buffer_id, bool is_main) {
+  void Visit(const std::string& shown_path, const std::string& identity, unsigned buffer_id, bool is_main,
+             bool is_stdlib) {
     loaded_.insert(identity);
     lex::TokenizedBuffer tokens = lex::Lex(sources_, buffer_id, diags_);
     ast::File file = parse::Parse(tokens, diags_);
     size_t index = set_.modules.size();
-    set_.modules.push_back({shown_path, buffer_id, std::move(tokens), std::move(file), is_main});
+    set_.modules.push_back({shown_path, buffer_id, std::move(tokens), std::move(file), is_main, is_stdlib});
     stack_.push_back(identity);
     // A copy: visiting imports appends to set_.modules.
     std::vector<ast::Import> imports = set_.modules[index].ast.imports;
     std::map<std::string, llvm::SMRange> seen_here;
     for (const ast::Import& imp : imports) {
       if (diags_.limit_reached()) break;
-      Import(imp, shown_path, buffer_id, seen_here);
+      Import(imp, shown_path, buffer_id, is_stdlib, seen_here);
     }
     stack_.pop_back();
     set_.dependency_order.push_back(index);
   }
 
-  void Import(const ast::Import& imp, const std::string& importer, unsigned importer_buffer,
+  void Import(const ast::Import& imp, const std::string& importer, unsigned importer_buffer, bool importer_is_stdlib,
               std::map<std::string, llvm::SMRange>& seen_here) {
     if (imp.path.empty()) {
       diags_.Report(diag::DiagId::EmptyImportPath, imp.range).Help("write `import \"std/hardware\"`");
@@ -127,7 +128,10 @@ class Loader {
     if (loaded_.count(identity)) return;
     auto id = sources_.LoadFile(*found, diags_, imp.range);
     if (!id) return;
-    Visit(*found, identity, *id, /*is_main=*/false);
+    // Candidates lists the -I folders' files first, then the stdlib's.
+    bool from_stdlib_dir =
+        !IsRelative(imp.path) && static_cast<size_t>(found - candidates.begin()) >= paths_.include_dirs.size();
+    Visit(*found, identity, *id, /*is_main=*/false, IsRelative(imp.path) ? importer_is_stdlib : from_stdlib_dir);
   }
 
   void ReportNotFound(const ast::Import& imp, const std::vector<std::string>& candidates) {

@@ -24,6 +24,10 @@ struct Module {
   lex::TokenizedBuffer tokens;
   ast::File ast;
   bool is_main = false;
+  // Found by `import "std/NAME"` in a stdlib folder (not under a `-I` folder,
+  // which comes first), or imported by a relative path from such a module:
+  // the reference figures the project ships, not the user's own.
+  bool is_stdlib = false;
 };
 
 // Modules in load order: the main file first, then imports depth-first.

@@ -28,6 +28,7 @@ struct DeclState {
   unsigned buffer_id = 0;
   bool is_inline = false;
   bool is_main = false;
+  bool in_stdlib = false;  // declared in a module of the stdlib folder
   // The base is unknown, of another kind, or part of a cycle: fields it
   // would have given are not reported missing (that error says it all).
   bool base_broken = false;

@@ -80,8 +80,8 @@ void Analyzer::Collect() {
         continue;
       }
       by_name_.try_emplace(d.name.text, static_cast<DeclId>(decls_.size()));
-      AddDecl(
-          {&d.body, *d.kind, d.name.text, d.name.range, d.base, std::nullopt, module.buffer_id, false, module.is_main});
+      AddDecl({&d.body, *d.kind, d.name.text, d.name.range, d.base, std::nullopt, module.buffer_id, false,
+               module.is_main, module.is_stdlib});
     }
   }
 }
@@ -184,7 +184,7 @@ void Analyzer::AddDecl(DeclState state) {
   slot_states_.resize(slot_states_.size() + PathsOf(state.kind).size(), SlotState::Unvisited);
   slot_values_.resize(slot_states_.size(), nullptr);
   program_.decls.push_back(
-      {state.kind, state.name, state.name_range, state.base, {}, state.buffer_id, state.is_inline});
+      {state.kind, state.name, state.name_range, state.base, {}, state.buffer_id, state.is_inline, state.in_stdlib});
   decls_.push_back(std::move(state));
 }
 
@@ -199,6 +199,7 @@ auto Analyzer::AddInline(const ast::RecordExpr& expr, DeclId base, DeclId owner,
   state.buffer_id = decls_[owner].buffer_id;
   state.is_inline = true;
   state.is_main = decls_[owner].is_main;
+  state.in_stdlib = decls_[owner].in_stdlib;
   ast::DeclKind kind = state.kind;
   AddDecl(std::move(state));
   CheckBody(*expr.body, SchemaOf(kind), std::string(ast::KeywordOf(kind)));

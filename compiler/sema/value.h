@@ -69,6 +69,8 @@ struct Decl {
   // Set for `llama2_7b { seq_len = 4096 }` written inside another field;
   // such declarations are named after where they appear ("pretrain.model").
   bool is_inline = false;
+  // Declared in a stdlib module (imports::Module::is_stdlib), or inline there.
+  bool in_stdlib = false;
 };
 
 struct Program {
