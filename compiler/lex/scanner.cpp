@@ -22,16 +22,7 @@ constexpr std::pair<std::string_view, TokenKind> kKeywords[] = {
     {"node", TokenKind::KwNode},       {"cluster", TokenKind::KwCluster}, {"storage", TokenKind::KwStorage},
     {"dataset", TokenKind::KwDataset}, {"model", TokenKind::KwModel},     {"job", TokenKind::KwJob}};
 
-// The letters keywords start with, one bit each: most words are no keyword
-// and are told so without a comparison.
-constexpr uint32_t kKeywordStarts = [] {
-  uint32_t mask = 0;
-  for (auto [spelling, kind] : kKeywords) mask |= 1u << (spelling[0] - 'a');
-  return mask;
-}();
-
 auto KeywordOrIdentifier(llvm::StringRef word) -> TokenKind {
-  if (word[0] < 'a' || word[0] > 'z' || !(kKeywordStarts & (1u << (word[0] - 'a')))) return TokenKind::Identifier;
   for (auto [spelling, kind] : kKeywords)
     if (word == llvm::StringRef(spelling.data(), spelling.size())) return kind;
   return TokenKind::Identifier;

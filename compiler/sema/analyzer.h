@@ -87,8 +87,10 @@ class Analyzer {
   // Evaluates an unvisited field under the cycle and depth guards.
   auto Evaluate(DeclId decl, PathId path, llvm::SMRange use) -> std::optional<FieldValue>;
   auto ReportCycle(DeclId decl, PathId path, llvm::SMRange use) -> FieldValue;
-  // The field's value for the record being built, which then holds it.
-  auto TakeForRecord(DeclId decl, PathId path, llvm::SMRange where) -> std::optional<FieldValue>;
+  // The field's value, evaluated once. `take`: for the record being built,
+  // which then holds it (a pending value is moved out); otherwise a copy, and
+  // a value computed now waits in pending_ for its record.
+  auto Obtain(DeclId decl, PathId path, llvm::SMRange use, bool take) -> std::optional<FieldValue>;
   auto FindSite(DeclId decl, PathId path) -> std::optional<Site>;
   auto FindSiteIn(DeclId decl, PathId path) const -> const ast::Field*;
   auto Compute(DeclId decl, PathId path) -> std::optional<FieldValue>;

@@ -194,12 +194,13 @@ auto Evaluator::EvalMember(const ast::MemberExpr& e) -> Value {
       const ast::DeclKind kind = a_.decl(decl).kind;
       const llvm::SMRange declared = a_.decl(decl).name_range;
       std::string owner = fmt::format("{} `{}`", ast::KeywordOf(kind), a_.decl(decl).name);
-      if (!SchemaOf(kind).Find(member.text)) {
+      std::optional<PathId> path = PathsOf(kind).Child(kRootPath, member.text);
+      if (!path) {
         auto b = diags_.Report(DiagId::UnknownMember, member.range, owner, member.text);
         b.Suggest(member.range, diag::ClosestMatch(member.text, SchemaOf(kind).FieldNames()));
         return Value::Error();
       }
-      std::optional<FieldValue> fv = a_.EvalField(decl, *PathsOf(kind).Child(kRootPath, member.text), member.range);
+      std::optional<FieldValue> fv = a_.EvalField(decl, *path, member.range);
       if (!fv) {
         diags_.Report(DiagId::MemberNotSet, member.range, owner, member.text)
             .Note(declared, fmt::format("`{}` is declared here", a_.decl(decl).name));

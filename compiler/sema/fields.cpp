@@ -29,19 +29,13 @@ auto FindIn(const ast::Body& body, std::string_view name) -> const ast::Field* {
 
 // The field at `path` in the body of `decl` itself, if written there.
 auto Analyzer::FindSiteIn(DeclId decl, PathId path) const -> const ast::Field* {
-  const SchemaPaths& paths = Paths(decl);
-  PathId segments[8];
-  size_t depth = 0;
-  for (PathId p = path; p != kRootPath && depth < std::size(segments); p = paths[p].parent) segments[depth++] = p;
+  const SchemaPath& p = Paths(decl)[path];
   const ast::Body* body = decls_[decl].body;
-  const ast::Field* field = nullptr;
-  for (size_t i = depth; i-- > 0;) {
-    if (!body) return nullptr;
-    field = FindIn(*body, paths[segments[i]].field->name);
-    if (!field) return nullptr;
-    body = i > 0 ? InnerBody(*field) : nullptr;
+  if (p.parent != kRootPath) {
+    const ast::Field* parent = FindSiteIn(decl, p.parent);
+    body = parent ? InnerBody(*parent) : nullptr;
   }
-  return field;
+  return body ? FindIn(*body, p.field->name) : nullptr;
 }
 
 // The nearest declaration up the inheritance chain that writes `path`.
@@ -91,34 +85,25 @@ auto Analyzer::Evaluate(DeclId decl, PathId path, llvm::SMRange use) -> std::opt
 }
 
 auto Analyzer::EvalField(DeclId decl, PathId path, llvm::SMRange use) -> std::optional<FieldValue> {
+  return Obtain(decl, path, use, /*take=*/false);
+}
+
+auto Analyzer::Obtain(DeclId decl, PathId path, llvm::SMRange use, bool take) -> std::optional<FieldValue> {
   uint32_t index = SlotIndex(decl, path);
   switch (slot_states_[index]) {
     case SlotState::Pending:
+      if (take) return std::move(pending_.extract(index).mapped());
+      [[fallthrough]];
     case SlotState::Placed: return *slot_values_[index];
     case SlotState::Absent: return std::nullopt;
     case SlotState::InProgress: return ReportCycle(decl, path, use);
     case SlotState::Unvisited: break;
   }
   std::optional<FieldValue> value = Evaluate(decl, path, use);
-  if (value && slot_states_[index] == SlotState::Pending) {
+  if (!take && value && slot_states_[index] == SlotState::Pending) {
     slot_values_[index] = &pending_.insert_or_assign(index, *value).first->second;
   }
   return value;
-}
-
-auto Analyzer::TakeForRecord(DeclId decl, PathId path, llvm::SMRange where) -> std::optional<FieldValue> {
-  uint32_t index = SlotIndex(decl, path);
-  switch (slot_states_[index]) {
-    case SlotState::Pending: {
-      auto node = pending_.extract(index);
-      return std::move(node.mapped());
-    }
-    case SlotState::Placed: return *slot_values_[index];
-    case SlotState::Absent: return std::nullopt;
-    case SlotState::InProgress: return ReportCycle(decl, path, where);
-    case SlotState::Unvisited: break;
-  }
-  return Evaluate(decl, path, where);
 }
 
 auto Analyzer::Compute(DeclId decl, PathId path) -> std::optional<FieldValue> {
@@ -214,7 +199,7 @@ auto Analyzer::BuildRecord(DeclId decl, PathId prefix, llvm::SMRange where) -> R
   scratch.gathered.reserve(schema.fields.size());  // so that a Placed slot may point in it meanwhile
   for (size_t i = 0; i < schema.fields.size(); ++i) {
     PathId path = Paths(decl).ChildAt(prefix, i);
-    std::optional<FieldValue> value = TakeForRecord(decl, path, where);
+    std::optional<FieldValue> value = Obtain(decl, path, where, /*take=*/true);
     if (!value) {
       if (schema.fields[i].required) ReportMissing(decl, path, where);
       continue;
