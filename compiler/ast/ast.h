@@ -5,9 +5,11 @@
 // lexer bounds.
 #pragma once
 
+#include <forward_list>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <llvm/Support/Casting.h>
@@ -31,8 +33,10 @@ inline constexpr size_t kDeclKindCount = 0
 auto KeywordOf(DeclKind kind) -> std::string_view;
 auto DeclKindFromKeyword(std::string_view keyword) -> std::optional<DeclKind>;
 
+// Names, number literals and keywords are views: of the source buffer, or of
+// File::saved_text where a parser made the text up while recovering.
 struct Name {
-  std::string text;
+  std::string_view text;
   llvm::SMRange range;
 };
 
@@ -62,7 +66,7 @@ class ExprOf : public Expr {
 // already reported the literal (unknown unit, too large).
 struct NumberExpr : ExprOf<Expr::Kind::Number> {
   using ExprOf::ExprOf;
-  std::string text;
+  std::string_view text;
   units::Quantity value;
   bool valid = true;
 };
@@ -175,6 +179,8 @@ struct File {
   unsigned buffer_id = 0;
   std::vector<Import> imports;
   std::vector<Decl> decls;
+  // Text that is not in the source, for the views above (error recovery).
+  std::forward_list<std::string> saved_text;
 };
 
 }  // namespace avf::ast

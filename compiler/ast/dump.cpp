@@ -45,7 +45,7 @@ class AstDumper {
   }
 
   static auto KeywordOrText(const Decl& decl) -> std::string {
-    return decl.kind ? std::string(KeywordOf(*decl.kind)) : decl.keyword.text;
+    return std::string(decl.kind ? KeywordOf(*decl.kind) : decl.keyword.text);
   }
 
   void BodyOf(const Body& body, int depth) {

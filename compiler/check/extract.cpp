@@ -40,7 +40,7 @@ auto Text(const RecordValue& r, std::string_view name) -> std::string {
   const Value* v = Field(r, name);
   if (!v) return "";
   bool textual = v->kind == Value::Kind::String || v->kind == Value::Kind::Enum || v->kind == Value::Kind::Secret;
-  return textual ? v->text : "";
+  return textual ? v->text() : "";
 }
 
 auto Flag(const RecordValue& r, std::string_view name) -> bool {
@@ -55,7 +55,7 @@ auto Ref(const Program& p, const RecordValue& r, std::string_view name) -> const
 
 auto Sub(const RecordValue& r, std::string_view name) -> const RecordValue* {
   const Value* v = Field(r, name);
-  return v && v->kind == Value::Kind::Record && v->record ? v->record.get() : nullptr;
+  return v && v->kind == Value::Kind::Record ? v->record() : nullptr;
 }
 
 // The written value's range, else `fallback` (a default has no range).
@@ -86,7 +86,7 @@ auto StorageLocation(const Decl& storage, std::string path) -> Location {
 auto LocationOf(const Program& p, const RecordValue& r, std::string_view name) -> std::optional<Location> {
   const Value* v = Field(r, name);
   if (!v || v->kind != Value::Kind::Location) return std::nullopt;
-  return StorageLocation(p.decls[v->decl], v->text);
+  return StorageLocation(p.decls[v->decl], v->text());
 }
 
 auto ModelOf(const Decl& m, SpecRanges& at) -> cost::ModelShape {
@@ -242,10 +242,10 @@ void ReadParallel(const RecordValue& job, llvm::SMRange fallback, ParallelChoice
   out.zero = ChoiceOf(par, "zero", at);
   out.micro_batch = ChoiceOf(par, "micro_batch", at);
   out.schedule = EnumChoiceOf<cost::Schedule>(par, "schedule", at, [](const Value& v) {
-    return FromName(v.text, cost::kSchedules).value_or(cost::Schedule::OneFOneB);
+    return FromName(v.text(), cost::kSchedules).value_or(cost::Schedule::OneFOneB);
   });
   out.recompute = EnumChoiceOf<cost::Recompute>(par, "recompute", at, [](const Value& v) {
-    return FromName(v.text, cost::kRecomputes).value_or(cost::Recompute::None);
+    return FromName(v.text(), cost::kRecomputes).value_or(cost::Recompute::None);
   });
   out.sequence_parallel = EnumChoiceOf<bool>(par, "sequence_parallel", at, [](const Value& v) { return v.boolean; });
 }
@@ -259,8 +259,8 @@ void ReadOptimizer(const RecordValue& job, OptimizerSpec& o) {
   o.warmup = Integer(*r, "warmup").value_or(0);
   o.schedule = FromName(Text(*r, "schedule"), kLrSchedules).value_or(o.schedule);
   const Value* betas = Field(*r, "betas");
-  if (betas && betas->kind == Value::Kind::List && betas->list.size() == 2) {
-    o.betas = {betas->list[0].quantity.real(), betas->list[1].quantity.real()};
+  if (betas && betas->kind == Value::Kind::List && betas->list().size() == 2) {
+    o.betas = {betas->list()[0].quantity.real(), betas->list()[1].quantity.real()};
   }
 }
 
@@ -312,7 +312,7 @@ auto WrittenList(const RecordValue& r, std::string_view name, llvm::SMRange fall
   std::vector<Written> out;
   const Value* list = Field(r, name);
   if (!list || list->kind != Value::Kind::List) return out;
-  for (const Value& v : list->list) out.push_back({v.text, v.range.isValid() ? v.range : fallback});
+  for (const Value& v : list->list()) out.push_back({v.text(), v.range.isValid() ? v.range : fallback});
   return out;
 }
 

@@ -32,9 +32,9 @@ auto DeclItems(const Analysis& a, ast::DeclKind kind) -> std::vector<CompletionI
   std::set<std::string> seen;
   for (const imports::Module& m : a.modules.modules) {
     for (const ast::Decl& d : m.ast.decls) {
-      if (d.kind != kind || d.name.text.empty() || !seen.insert(d.name.text).second) continue;
-      out.push_back({d.name.text, CompletionKind::Reference, std::string(ast::KeywordOf(kind)) + " in " + m.path, "",
-                     d.name.text});
+      if (d.kind != kind || d.name.text.empty() || !seen.insert(std::string(d.name.text)).second) continue;
+      out.push_back({std::string(d.name.text), CompletionKind::Reference,
+                     std::string(ast::KeywordOf(kind)) + " in " + m.path, "", std::string(d.name.text)});
     }
   }
   return out;

@@ -78,7 +78,7 @@ auto JobHover(const Analysis& a, const std::string& name) -> std::string {
 // A declaration's keyword or name: the declaration, and a job's plan.
 auto DeclarationHover(const Analysis& a, const ast::Decl& decl, const imports::Module& module) -> std::string {
   std::string out = DeclHover(a, decl, module);
-  if (decl.kind == ast::DeclKind::Job && module.is_main) out = JobHover(a, decl.name.text) + "\n\n" + out;
+  if (decl.kind == ast::DeclKind::Job && module.is_main) out = JobHover(a, std::string(decl.name.text)) + "\n\n" + out;
   return out;
 }
 

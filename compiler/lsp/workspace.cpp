@@ -90,7 +90,7 @@ auto FieldSymbol(const ast::Field& f, Locator& locator) -> std::optional<Symbol>
   std::optional<Location> range = locator.LocationOf(f.range);
   std::optional<Location> name = locator.LocationOf(f.name.range);
   if (!range || !name || f.name.text.empty()) return std::nullopt;
-  Symbol s{f.name.text, "", SymbolKind::Field, range->range, name->range, {}};
+  Symbol s{std::string(f.name.text), "", SymbolKind::Field, range->range, name->range, {}};
   if (f.record) s.children = FieldSymbols(*f.record, locator);
   return s;
 }
@@ -107,8 +107,10 @@ auto DeclSymbol(const ast::Decl& d, Locator& locator) -> std::optional<Symbol> {
   std::optional<Location> range = locator.LocationOf(d.range);
   std::optional<Location> name = locator.LocationOf(d.name.range);
   if (!range || !name || d.name.text.empty()) return std::nullopt;
-  std::string detail = d.keyword.text + (d.base ? " : " + d.base->text : "");
-  return Symbol{d.name.text, detail, SymbolKind::Struct, range->range, name->range, FieldSymbols(d.body, locator)};
+  std::string detail(d.keyword.text);
+  if (d.base) detail += fmt::format(" : {}", d.base->text);
+  return Symbol{std::string(d.name.text),     detail, SymbolKind::Struct, range->range, name->range,
+                FieldSymbols(d.body, locator)};
 }
 
 }  // namespace

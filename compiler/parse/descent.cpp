@@ -62,7 +62,7 @@ class DescentParser {
   }
   auto TakeName() -> ast::Name {
     const Token& t = Take(IsName(Peek()));
-    return {tokens_.Text(t).str(), tokens_.Range(t)};
+    return {tokens_.Text(t), tokens_.Range(t)};
   }
   // From token `first` to the last one taken.
   auto SpanFrom(size_t first) const -> llvm::SMRange {
@@ -111,7 +111,7 @@ class DescentParser {
         ++next_;
         continue;
       }
-      if (previous_end == next_) ReportSeparatorMissing(body.fields.back().name.text);
+      if (previous_end == next_) ReportSeparatorMissing(std::string(body.fields.back().name.text));
       body.fields.push_back(ParseField());
       previous_end = next_;
     }
@@ -228,7 +228,7 @@ auto DescentParser::ParsePrimary() -> ast::ExprPtr {
   llvm::SMRange range = tokens_.Range(t);
   if (k == TokenKind::Number) {
     auto e = std::make_unique<ast::NumberExpr>(range);
-    e->text = tokens_.Text(t).str();
+    e->text = tokens_.Text(t);
     units::LiteralResult r = units::ParseLiteral(e->text);
     e->value = r.value;
     e->valid = r.error == units::LiteralError::kNone;  // else the lexer reported it

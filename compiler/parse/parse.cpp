@@ -73,6 +73,7 @@ class AstBuilder {
         if (auto d = BuildDecl(decl)) file.decls.push_back(std::move(*d));
       }
     }
+    file.saved_text = std::move(saved_text_);
     return file;
   }
 
@@ -88,10 +89,18 @@ class AstBuilder {
     return {begin, tokens_.Loc(Tok(stop).end)};
   }
 
-  auto MakeName(antlr4::ParserRuleContext* ctx) const -> ast::Name { return {ctx->getText(), Range(ctx)}; }
+  // A name's text is a view of the source, or, where ANTLR's recovery made
+  // the text up, of the file's saved text.
+  auto MakeName(antlr4::ParserRuleContext* ctx) -> ast::Name {
+    std::string text = ctx->getText();
+    llvm::StringRef source = tokens_.Text(Tok(ctx->getStart()));
+    if (IsReal(ctx->getStart()) && source == text) return {source, Range(ctx)};
+    saved_text_.push_front(std::move(text));
+    return {saved_text_.front(), Range(ctx)};
+  }
   auto MakeName(antlr4::Token* t) const -> ast::Name {
     const lex::Token& tok = Tok(t);
-    return {tokens_.Text(tok).str(), tokens_.Range(tok)};
+    return {tokens_.Text(tok), tokens_.Range(tok)};
   }
 
   // Missing tokens conjured by ANTLR's recovery have no place in the source.
@@ -214,6 +223,7 @@ class AstBuilder {
   const lex::TokenizedBuffer& tokens_;
   diag::DiagnosticEngine& diags_;
   const SyntaxErrorStrategy& errors_;
+  std::forward_list<std::string> saved_text_;
 };
 
 // primary : NUMBER | STRING | TRUE | FALSE | AUTO | anyName body
@@ -260,7 +270,7 @@ auto AstBuilder::BuildPrimary(AvfParser::PrimaryContext* ctx) -> ast::ExprPtr {
 
 auto AstBuilder::BuildNumber(AvfParser::NumberExprContext* ctx) -> ast::ExprPtr {
   auto e = std::make_unique<ast::NumberExpr>(Range(ctx));
-  e->text = tokens_.Text(Tok(ctx->NUMBER()->getSymbol())).str();
+  e->text = tokens_.Text(Tok(ctx->NUMBER()->getSymbol()));
   units::LiteralResult r = units::ParseLiteral(e->text);
   e->value = r.value;
   e->valid = r.error == units::LiteralError::kNone;  // else the lexer reported it

@@ -76,6 +76,7 @@ class Analyzer {
     std::vector<std::pair<size_t, uint32_t>> placed;  // index in gathered, slot
   };
 
+  void Reserve();
   void Collect();
   void AddDecl(DeclState state);
   void ResolveBases();
@@ -116,9 +117,6 @@ class Analyzer {
   // FindSite results for bases, so that long inheritance chains are walked
   // once; by slot index.
   std::unordered_map<uint32_t, std::optional<Site>> base_sites_;
-  // A record no declaration of the chain writes holds only defaults, the
-  // same for every declaration: built once per record schema.
-  std::unordered_map<const RecordSchema*, std::shared_ptr<RecordValue>> default_records_;
   std::vector<Scratch> scratch_pool_;
   // Per declaration (inline ones excepted): InheritsFromBrokenBase.
   std::vector<bool> broken_chain_;

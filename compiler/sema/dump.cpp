@@ -26,13 +26,14 @@ auto Quoted(const std::string& s) -> std::string {
 }
 
 void DumpRecord(const RecordValue& record, const Program& program, int depth, llvm::raw_ostream& os) {
-  for (const FieldValue& f : record.fields) {
-    os.indent(depth * 2) << f.name;
+  for (const FieldValue* field : record.Present()) {
+    const FieldValue& f = *field;
+    os.indent(depth * 2) << f.name();
     if (f.value.kind == Value::Kind::Record) {
       if (f.origin == Origin::Defaulted) os << "  // defaulted";
       if (f.origin == Origin::Inherited) os << "  // from " << program.decls[f.written_in].name;
       os << '\n';
-      DumpRecord(*f.value.record, program, depth + 1, os);
+      if (const RecordValue* inner = f.value.record()) DumpRecord(*inner, program, depth + 1, os);
       continue;
     }
     os << " = " << FormatValue(f.value, program);
@@ -47,15 +48,15 @@ void DumpRecord(const RecordValue& record, const Program& program, int depth, ll
 auto FormatValue(const Value& v, const Program& program) -> std::string {
   switch (v.kind) {
     case Value::Kind::Quantity: return v.quantity.DisplayText();
-    case Value::Kind::String: return Quoted(v.text);
+    case Value::Kind::String: return Quoted(v.text());
     case Value::Kind::Bool: return v.boolean ? "true" : "false";
-    case Value::Kind::Enum: return v.text;
+    case Value::Kind::Enum: return v.text();
     case Value::Kind::Ref: return program.decls[v.decl].name;
-    case Value::Kind::Location: return fmt::format("{} / {}", program.decls[v.decl].name, Quoted(v.text));
-    case Value::Kind::Secret: return fmt::format("secret({})", Quoted(v.text));
+    case Value::Kind::Location: return fmt::format("{} / {}", program.decls[v.decl].name, Quoted(v.text()));
+    case Value::Kind::Secret: return fmt::format("secret({})", Quoted(v.text()));
     case Value::Kind::List: {
       std::vector<std::string> items;
-      for (const Value& item : v.list) items.push_back(FormatValue(item, program));
+      for (const Value& item : v.list()) items.push_back(FormatValue(item, program));
       return fmt::format("[{}]", fmt::join(items, ", "));
     }
     case Value::Kind::Record: return "{...}";

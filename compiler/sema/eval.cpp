@@ -108,7 +108,7 @@ auto Evaluator::Eval(const ast::Expr& e, const FieldSchema* expected) -> Value {
     }
     case ast::Expr::Kind::String: {
       Value v = Value::Of(Value::Kind::String, e.range());
-      v.text = llvm::cast<ast::StringExpr>(e).value;
+      v.SetText(llvm::cast<ast::StringExpr>(e).value);
       return v;
     }
     case ast::Expr::Kind::Bool: {
@@ -131,12 +131,12 @@ auto Evaluator::Eval(const ast::Expr& e, const FieldSchema* expected) -> Value {
 
 // An enum value where the field takes one, else a declaration.
 auto Evaluator::EvalName(const ast::NameExpr& e, const FieldSchema* expected) -> Value {
-  const std::string& name = e.name.text;
+  std::string name(e.name.text);
   if (expected && expected->type == FieldType::Enum) {
     const auto& values = expected->enum_values;
     if (std::find(values.begin(), values.end(), name) != values.end()) {
       Value v = Value::Of(Value::Kind::Enum, e.range());
-      v.text = name;
+      v.SetText(name);
       return v;
     }
     if (!a_.Lookup(name)) {
@@ -171,9 +171,9 @@ void Evaluator::ReportUnknownName(const ast::Name& name, const FieldSchema* expe
     b.Help(fmt::format("`{}` takes `true` or `false`", field_name_));
     return;
   }
-  if (a_.SuggestStdImport(b, name.text, a_.decl(owner_).buffer_id)) return;
+  if (a_.SuggestStdImport(b, std::string(name.text), a_.decl(owner_).buffer_id)) return;
   // Only a declaration of the kind the field takes can be the fix.
-  std::string near = diag::ClosestMatch(name.text, a_.NamesOfKind(kind));
+  std::string near = diag::ClosestMatch(std::string(name.text), a_.NamesOfKind(kind));
   if (!near.empty()) {
     b.Suggest(name.range, near);
   } else if (kind && (*kind == ast::DeclKind::Gpu || *kind == ast::DeclKind::Node || *kind == ast::DeclKind::Fabric ||
@@ -209,11 +209,11 @@ auto Evaluator::EvalMember(const ast::MemberExpr& e) -> Value {
       current = fv->value;
       continue;
     }
-    if (current.kind == Value::Kind::Record) {
-      const FieldValue* fv = current.record->Find(member.text);
+    if (const RecordValue* record = current.record(); current.kind == Value::Kind::Record && record) {
+      const FieldValue* fv = record->Find(member.text);
       if (!fv) {
-        std::string owner = fmt::format("the `{}` record", current.record->schema->name);
-        bool known = current.record->schema->Find(member.text) != nullptr;
+        std::string owner = fmt::format("the `{}` record", record->schema->name);
+        bool known = record->schema->Find(member.text) != nullptr;
         if (known) diags_.Report(DiagId::MemberNotSet, member.range, owner, member.text);
         else diags_.Report(DiagId::UnknownMember, member.range, owner, member.text);
         return Value::Error();
@@ -249,8 +249,8 @@ auto Evaluator::Apply(const Value& lhs, const ast::BinaryExpr::Step& step, llvm:
     Value v;
     v.kind = Value::Kind::Location;
     v.decl = lhs.decl;
-    std::string tail = llvm::StringRef(rhs.text).trim('/').str();
-    v.text = lhs.kind == Value::Kind::Location && !lhs.text.empty() ? lhs.text + "/" + tail : tail;
+    std::string tail = llvm::StringRef(rhs.text()).trim('/').str();
+    v.SetText(lhs.kind == Value::Kind::Location && !lhs.text().empty() ? lhs.text() + "/" + tail : tail);
     return v;
   }
   if (lhs.kind != Value::Kind::Quantity || rhs.kind != Value::Kind::Quantity) {
@@ -314,11 +314,11 @@ auto Evaluator::EvalUnary(const ast::UnaryExpr& e) -> Value {
 
 auto Evaluator::EvalList(const ast::ListExpr& e, const FieldSchema* expected) -> Value {
   const FieldSchema* element = expected && expected->type == FieldType::List ? expected->element.get() : nullptr;
+  std::vector<Value> items;
+  items.reserve(e.elements.size());
+  for (const ast::ExprPtr& item : e.elements) items.push_back(element ? Field(*item, *element) : Eval(*item, nullptr));
   Value v = Value::Of(Value::Kind::List, e.range());
-  for (const ast::ExprPtr& item : e.elements) {
-    Value value = element ? Field(*item, *element) : Eval(*item, nullptr);
-    v.list.push_back(std::move(value));
-  }
+  v.SetList(std::move(items));
   return v;
 }
 
@@ -358,7 +358,7 @@ auto Evaluator::EvalCall(const ast::CallExpr& e) -> Value {
     return Value::Error();
   }
   Value v = Value::Of(Value::Kind::Secret, e.range());
-  v.text = arg->value;
+  v.SetText(arg->value);
   return v;
 }
 
@@ -395,7 +395,7 @@ auto Evaluator::Check(Value v, const FieldSchema& schema, llvm::SMRange range) -
     }
     case FieldType::String:
       if (v.kind != Value::Kind::String) return Mismatch(v, schema, range);
-      if (v.text.empty()) {
+      if (v.text().empty()) {
         diags_.Report(DiagId::EmptyString, range, field_name_);
         return Value::Error();
       }
@@ -415,10 +415,10 @@ auto Evaluator::Check(Value v, const FieldSchema& schema, llvm::SMRange range) -
       return Mismatch(v, schema, range);
     case FieldType::List: {
       if (v.kind != Value::Kind::List) return Mismatch(v, schema, range);
-      if (v.list.size() < schema.min_items || v.list.size() > schema.max_items) {
+      if (v.list().size() < schema.min_items || v.list().size() > schema.max_items) {
         std::string want = schema.min_items == schema.max_items ? fmt::format("exactly {} values", schema.min_items)
                                                                 : fmt::format("at most {} values", schema.max_items);
-        diags_.Report(DiagId::ListLength, range, field_name_, want, v.list.size());
+        diags_.Report(DiagId::ListLength, range, field_name_, want, v.list().size());
         return Value::Error();
       }
       return v;

@@ -63,7 +63,7 @@ auto Analyzer::FindSite(DeclId decl, PathId path) -> std::optional<Site> {
 auto Analyzer::ReportCycle(DeclId decl, PathId path, llvm::SMRange use) -> FieldValue {
   const SchemaPath& p = Paths(decl)[path];
   diags_.Report(diag::DiagId::FieldCycle, use, decls_[decl].name + "." + p.joined);
-  return FieldValue{p.field->name, Value::Error(), Origin::Written, decl};
+  return FieldValue{p.field, Value::Error(), Origin::Written, decl};
 }
 
 auto Analyzer::Evaluate(DeclId decl, PathId path, llvm::SMRange use) -> std::optional<FieldValue> {
@@ -74,7 +74,7 @@ auto Analyzer::Evaluate(DeclId decl, PathId path, llvm::SMRange use) -> std::opt
     const SchemaPath& p = Paths(decl)[path];
     diags_.Report(diag::DiagId::ReferenceTooDeep, use, decls_[decl].name + "." + p.joined, kMaxEvalDepth)
         .Help("write the value directly somewhere along the chain");
-    return FieldValue{p.field->name, Value::Error(), Origin::Written, decl};
+    return FieldValue{p.field, Value::Error(), Origin::Written, decl};
   }
   slot_states_[index] = SlotState::InProgress;
   ++eval_depth_;
@@ -124,64 +124,33 @@ auto Analyzer::ComputeRecord(DeclId decl, PathId path, const std::optional<Site>
   const FieldSchema& schema = *Paths(decl)[path].field;
   // An optional record that is not written is absent if it has required
   // fields (topology), else it holds its defaults (parallel, optimizer).
-  bool has_required = std::any_of(schema.record->fields.begin(), schema.record->fields.end(),
-                                  [](const FieldSchema& f) { return f.required; });
-  if (!site && has_required) return std::nullopt;
-  // `topology = 3` is reported by CheckBody; its fields are not missing.
-  if (site && !InnerBody(*site->field)) return FieldValue{schema.name, Value::Error(), Origin::Written, site->decl};
   if (!site) {
-    FieldValue fv{schema.name, Value::Of(Value::Kind::Record, {}), Origin::Defaulted, decl};
-    std::shared_ptr<RecordValue>& shared = default_records_[schema.record];
-    if (!shared) shared = std::make_shared<RecordValue>(BuildRecord(decl, path, decls_[decl].name_range));
-    fv.value.record = shared;
-    return fv;
+    const FieldValue* defaults = ConstantDefault(schema);
+    return defaults ? std::optional<FieldValue>(*defaults) : std::nullopt;
   }
+  // `topology = 3` is reported by CheckBody; its fields are not missing.
+  if (!InnerBody(*site->field)) return FieldValue{&schema, Value::Error(), Origin::Written, site->decl};
   Origin origin = site->decl == decl ? Origin::Written : Origin::Inherited;
-  FieldValue fv{schema.name, Value::Of(Value::Kind::Record, site->field->range), origin, site->decl};
-  fv.value.record = std::make_shared<RecordValue>(BuildRecord(decl, path, site->field->name.range));
+  FieldValue fv{&schema, Value::Of(Value::Kind::Record, site->field->range), origin, site->decl};
+  fv.value.SetRecord(BuildRecord(decl, path, site->field->name.range));
   return fv;
 }
 
 auto Analyzer::ComputeWritten(DeclId decl, PathId path, const Site& site) -> std::optional<FieldValue> {
   const SchemaPath& p = Paths(decl)[path];
-  if (!site.field->value) return FieldValue{p.field->name, Value::Error(), Origin::Written, decl};
+  if (!site.field->value) return FieldValue{p.field, Value::Error(), Origin::Written, decl};
   Value v = EvaluateField(*this, *site.field->value, *p.field, decl, p.joined);
-  return FieldValue{p.field->name, std::move(v), Origin::Written, decl};
+  return FieldValue{p.field, std::move(v), Origin::Written, decl};
 }
 
 auto Analyzer::DefaultFor(DeclId decl, PathId path) -> std::optional<FieldValue> {
   const FieldSchema& schema = *Paths(decl)[path].field;
-  if (!schema.default_value) return std::nullopt;
-  const DefaultValue& d = *schema.default_value;
-  FieldValue fv{schema.name, Value{}, Origin::Defaulted, decl};
-  Value& v = fv.value;
-  switch (d.kind) {
-    case DefaultValue::Kind::Integer:
-      v = Value::Of(Value::Kind::Quantity, {});
-      v.quantity = units::Quantity::Integer(d.integer, schema.dim);
-      break;
-    case DefaultValue::Kind::Real:
-      v = Value::Of(Value::Kind::Quantity, {});
-      v.quantity = units::Quantity::Real(d.real, schema.dim);
-      break;
-    case DefaultValue::Kind::Enum:
-      v = Value::Of(Value::Kind::Enum, {});
-      v.text = std::string(d.text);
-      break;
-    case DefaultValue::Kind::Bool:
-      v = Value::Of(Value::Kind::Bool, {});
-      v.boolean = d.boolean;
-      break;
-    case DefaultValue::Kind::Auto: v = Value::Of(Value::Kind::Auto, {}); break;
-    case DefaultValue::Kind::SameAs: {
-      std::optional<PathId> sibling = Paths(decl).Child(Paths(decl)[path].parent, d.text);
-      std::optional<FieldValue> same = sibling ? EvalField(decl, *sibling, decls_[decl].name_range) : std::nullopt;
-      if (!same) return std::nullopt;
-      fv.value = same->value;
-      break;
-    }
-  }
-  return fv;
+  if (const FieldValue* constant = ConstantDefault(schema)) return *constant;
+  if (!schema.default_value || schema.default_value->kind != DefaultValue::Kind::SameAs) return std::nullopt;
+  std::optional<PathId> sibling = Paths(decl).Child(Paths(decl)[path].parent, schema.default_value->text);
+  std::optional<FieldValue> same = sibling ? EvalField(decl, *sibling, decls_[decl].name_range) : std::nullopt;
+  if (!same) return std::nullopt;
+  return FieldValue{&schema, same->value, Origin::Defaulted, decl};
 }
 
 // Builds the record at `prefix` (the root: the declaration itself). Each
@@ -204,8 +173,15 @@ auto Analyzer::BuildRecord(DeclId decl, PathId prefix, llvm::SMRange where) -> R
       if (schema.fields[i].required) ReportMissing(decl, path, where);
       continue;
     }
-    scratch.gathered.push_back(std::move(*value));
     uint32_t index = SlotIndex(decl, path);
+    if (const FieldValue* constant = ConstantDefault(schema.fields[i]);
+        constant && value->origin == Origin::Defaulted) {
+      // Not stored: RecordValue::Find answers with it.
+      slot_states_[index] = SlotState::Placed;
+      slot_values_[index] = constant;
+      continue;
+    }
+    scratch.gathered.push_back(std::move(*value));
     if (slot_states_[index] != SlotState::Pending) continue;
     slot_states_[index] = SlotState::Placed;
     slot_values_[index] = &scratch.gathered.back();

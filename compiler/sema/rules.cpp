@@ -19,7 +19,7 @@ auto Integer(const RecordValue& r, std::string_view name) -> std::optional<int64
 
 auto EnumText(const RecordValue& r, std::string_view name) -> std::string {
   const FieldValue* f = r.Find(name);
-  return f && f->value.kind == Value::Kind::Enum ? f->value.text : "";
+  return f && f->value.kind == Value::Kind::Enum ? f->value.text() : "";
 }
 
 // Where to point for a field: its value if written here, else the name.
@@ -69,7 +69,7 @@ void CheckModel(diag::DiagnosticEngine& diags, const Decl& d) {
 void CheckCluster(diag::DiagnosticEngine& diags, const Decl& d) {
   const FieldValue* f = d.fields.Find("currency");
   if (!f || f->value.kind != Value::Kind::String || f->origin == Origin::Inherited) return;
-  const std::string& code = f->value.text;
+  const std::string& code = f->value.text();
   bool valid =
       code.size() == 3 && std::all_of(code.begin(), code.end(), [](char ch) { return ch >= 'A' && ch <= 'Z'; });
   if (!valid) {

@@ -1,15 +1,143 @@
 #include "sema/value.h"
 
+#include <algorithm>
+#include <unordered_map>
+
 #include <fmt/format.h>
 #include <llvm/ADT/StringRef.h>
 
 namespace avf::sema {
 
+auto Value::text() const -> const std::string& {
+  static const std::string kNone;
+  return payload_ ? payload_->text : kNone;
+}
+
+auto Value::list() const -> const std::vector<Value>& {
+  static const std::vector<Value> kNone;
+  return payload_ ? payload_->list : kNone;
+}
+
+auto Value::record() const -> const RecordValue* {
+  return payload_ && payload_->record.schema ? &payload_->record : nullptr;
+}
+
+// Copies share a payload until one of them is changed.
+auto Value::MutablePayload() -> ValuePayload& {
+  if (!payload_) payload_ = std::make_shared<ValuePayload>();
+  else if (payload_.use_count() > 1) payload_ = std::make_shared<ValuePayload>(*payload_);
+  return *payload_;
+}
+
+void Value::SetText(std::string text) { MutablePayload().text = std::move(text); }
+void Value::SetList(std::vector<Value> list) { MutablePayload().list = std::move(list); }
+void Value::SetRecord(RecordValue record) { MutablePayload().record = std::move(record); }
+
 auto RecordValue::Find(std::string_view name) const -> const FieldValue* {
   for (const FieldValue& f : fields) {
-    if (f.name == name) return &f;
+    if (f.field->name == name) return &f;
   }
-  return nullptr;
+  const FieldSchema* field = schema ? schema->Find(name) : nullptr;
+  return field ? ConstantDefault(*field) : nullptr;
+}
+
+auto RecordValue::Present() const -> std::vector<const FieldValue*> {
+  std::vector<const FieldValue*> present;
+  auto stored = fields.begin();
+  for (const FieldSchema& field : schema->fields) {
+    if (stored != fields.end() && stored->field == &field) {
+      present.push_back(&*stored++);
+    } else if (const FieldValue* d = ConstantDefault(field)) {
+      present.push_back(d);
+    }
+  }
+  return present;
+}
+
+namespace {
+
+// The value of a default that depends on nothing else; nullopt for SameAs.
+auto ConstantValue(const FieldSchema& field) -> std::optional<Value> {
+  if (!field.default_value) return std::nullopt;
+  const DefaultValue& d = *field.default_value;
+  switch (d.kind) {
+    case DefaultValue::Kind::Integer: {
+      Value v = Value::Of(Value::Kind::Quantity, {});
+      v.quantity = units::Quantity::Integer(d.integer, field.dim);
+      return v;
+    }
+    case DefaultValue::Kind::Real: {
+      Value v = Value::Of(Value::Kind::Quantity, {});
+      v.quantity = units::Quantity::Real(d.real, field.dim);
+      return v;
+    }
+    case DefaultValue::Kind::Enum: {
+      Value v = Value::Of(Value::Kind::Enum, {});
+      v.SetText(std::string(d.text));
+      return v;
+    }
+    case DefaultValue::Kind::Bool: {
+      Value v = Value::Of(Value::Kind::Bool, {});
+      v.boolean = d.boolean;
+      return v;
+    }
+    case DefaultValue::Kind::Auto: return Value::Of(Value::Kind::Auto, {});
+    case DefaultValue::Kind::SameAs: return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+auto HasRequired(const RecordSchema& record) -> bool {
+  return std::any_of(record.fields.begin(), record.fields.end(), [](const FieldSchema& f) { return f.required; });
+}
+
+// Every constant default of every schema, built once.
+class DefaultTable {
+ public:
+  DefaultTable() {
+    for (size_t kind = 0; kind < ast::kDeclKindCount; ++kind) AddRecord(SchemaOf(static_cast<ast::DeclKind>(kind)));
+  }
+  auto Find(const FieldSchema& field) const -> const FieldValue* {
+    auto it = by_field_.find(&field);
+    return it == by_field_.end() ? nullptr : &it->second;
+  }
+
+ private:
+  void AddRecord(const RecordSchema& record) {
+    for (const FieldSchema& field : record.fields) Add(field);
+  }
+  void Add(const FieldSchema& field) {
+    if (field.type == FieldType::Record && field.record) {
+      AddRecord(*field.record);
+      if (!HasRequired(*field.record)) {
+        Value v = Value::Of(Value::Kind::Record, {});
+        v.SetRecord(DefaultsOnly(*field.record));
+        by_field_.try_emplace(&field, FieldValue{&field, std::move(v), Origin::Defaulted, 0});
+      }
+    } else if (std::optional<Value> v = ConstantValue(field)) {
+      by_field_.try_emplace(&field, FieldValue{&field, std::move(*v), Origin::Defaulted, 0});
+    }
+  }
+  // A record none writes: the defaults that follow a sibling are stored.
+  static auto DefaultsOnly(const RecordSchema& schema) -> RecordValue {
+    RecordValue record{&schema, {}};
+    for (const FieldSchema& field : schema.fields) {
+      if (!field.default_value || field.default_value->kind != DefaultValue::Kind::SameAs) continue;
+      const FieldSchema* sibling = schema.Find(field.default_value->text);
+      std::optional<Value> v = sibling ? ConstantValue(*sibling) : std::nullopt;
+      if (v) record.fields.push_back(FieldValue{&field, std::move(*v), Origin::Defaulted, 0});
+    }
+    return record;
+  }
+
+  std::unordered_map<const FieldSchema*, FieldValue> by_field_;
+};
+
+}  // namespace
+
+auto ConstantDefault(const FieldSchema& field) -> const FieldValue* {
+  static const DefaultTable table;
+  return table.Find(field);
 }
 
 auto Program::Find(std::string_view name) const -> std::optional<DeclId> {
@@ -29,16 +157,17 @@ auto DescribeValue(const Value& v, const Program& program) -> std::string {
       if (llvm::StringRef(text).endswith(" " + what)) text.resize(text.size() - what.size() - 1);
       return fmt::format("{} `{}`", what, text);
     }
-    case Value::Kind::String: return fmt::format("the string \"{}\"", v.text);
+    case Value::Kind::String: return fmt::format("the string \"{}\"", v.text());
     case Value::Kind::Bool: return v.boolean ? "`true`" : "`false`";
-    case Value::Kind::Enum: return fmt::format("`{}`", v.text);
+    case Value::Kind::Enum: return fmt::format("`{}`", v.text());
     case Value::Kind::Ref: {
       const Decl& d = program.decls[v.decl];
       return fmt::format("{} `{}`", ast::KeywordOf(d.kind), d.name);
     }
-    case Value::Kind::Location: return fmt::format("the location `{} / \"{}\"`", program.decls[v.decl].name, v.text);
+    case Value::Kind::Location: return fmt::format("the location `{} / \"{}\"`", program.decls[v.decl].name, v.text());
     case Value::Kind::Secret: return "a secret";
-    case Value::Kind::List: return fmt::format("a list of {} value{}", v.list.size(), v.list.size() == 1 ? "" : "s");
+    case Value::Kind::List:
+      return fmt::format("a list of {} value{}", v.list().size(), v.list().size() == 1 ? "" : "s");
     case Value::Kind::Record: return "a record";
     case Value::Kind::Auto: return "`auto`";
     case Value::Kind::Error: return "an invalid value";

@@ -20,17 +20,27 @@ namespace avf::sema {
 using DeclId = uint32_t;
 
 struct RecordValue;
+struct FieldValue;
+struct ValuePayload;
 
+// Most values are numbers, names and flags: text, lists and records live in
+// a payload shared by the value's copies, so that the millions of values of
+// a large program stay small.
 struct Value {
   enum class Kind : uint8_t { Quantity, String, Bool, Enum, Ref, Location, Secret, List, Record, Auto, Error };
   Kind kind = Kind::Error;
-  units::Quantity quantity;             // Quantity
-  std::string text;                     // String, Enum, Secret name, Location path
-  bool boolean = false;                 // Bool
-  DeclId decl = 0;                      // Ref, Location (the storage)
-  std::vector<Value> list;              // List
-  std::shared_ptr<RecordValue> record;  // Record
-  llvm::SMRange range;                  // where it was written (empty for defaults)
+  bool boolean = false;      // Bool
+  DeclId decl = 0;           // Ref, Location (the storage)
+  units::Quantity quantity;  // Quantity
+  llvm::SMRange range;       // where it was written (empty for defaults)
+
+  // String, Enum, Secret name, Location path; empty for other kinds.
+  auto text() const -> const std::string&;
+  auto list() const -> const std::vector<Value>&;  // List
+  auto record() const -> const RecordValue*;       // Record; null if none
+  void SetText(std::string text);
+  void SetList(std::vector<Value> list);
+  void SetRecord(RecordValue record);
 
   static auto Error() -> Value { return Value{}; }
   static auto Of(Kind kind, llvm::SMRange range) -> Value {
@@ -40,24 +50,46 @@ struct Value {
     return v;
   }
   auto is_error() const -> bool { return kind == Kind::Error; }
+
+ private:
+  auto MutablePayload() -> ValuePayload&;
+  std::shared_ptr<ValuePayload> payload_;
 };
 
 // How a field got its value.
 enum class Origin : uint8_t { Written, Inherited, Defaulted };
 
 struct FieldValue {
-  std::string_view name;  // the schema's
+  const FieldSchema* field = nullptr;  // in the schema of the record holding it
   Value value;
   Origin origin = Origin::Written;
   DeclId written_in = 0;  // the declaration whose body holds it (Written/Inherited)
+  auto name() const -> std::string_view { return field->name; }
 };
 
-// Fields in schema order; fields neither written nor defaulted are absent.
+// Fields in schema order. A record stores the fields written (or inherited)
+// and the defaults that depend on other fields; Find also answers with the
+// defaults that do not (ConstantDefault). Fields neither written nor
+// defaulted are absent.
 struct RecordValue {
   const RecordSchema* schema = nullptr;
   std::vector<FieldValue> fields;
   auto Find(std::string_view name) const -> const FieldValue*;
+  // Every field present, stored or defaulted, in schema order.
+  auto Present() const -> std::vector<const FieldValue*>;
 };
+
+struct ValuePayload {
+  std::string text;
+  std::vector<Value> list;
+  RecordValue record;
+};
+
+// The value a field takes where no declaration writes it, when that value
+// does not depend on other fields: a default of the schema, or, for an
+// optional record without required fields, the record of its defaults.
+// Null for other fields. One per schema field, shared by every program.
+auto ConstantDefault(const FieldSchema& field) -> const FieldValue*;
 
 struct Decl {
   ast::DeclKind kind;

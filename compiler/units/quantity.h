@@ -53,7 +53,7 @@ class Quantity {
   // stays real even when its double is whole (2.5 * 2 is the real 5): only
   // exact integer arithmetic and exact literals produce integers.
   auto is_integer() const -> bool { return is_integer_; }
-  auto integer() const -> int64_t { return int_; }  // only if is_integer()
+  auto integer() const -> int64_t { return is_integer_ ? int_ : 0; }  // only if is_integer()
   auto real() const -> double { return is_integer_ ? static_cast<double>(int_) : real_; }
 
   // Shortest decimal text of the value in base units ("80000000000",
@@ -73,13 +73,20 @@ class Quantity {
   // same double).
   auto DisplayText() const -> std::string;
 
-  friend auto operator==(const Quantity&, const Quantity&) -> bool = default;
+  friend auto operator==(const Quantity& a, const Quantity& b) -> bool {
+    if (a.dim_ != b.dim_ || a.is_integer_ != b.is_integer_) return false;
+    return a.is_integer_ ? a.int_ == b.int_ : a.real_ == b.real_;
+  }
 
  private:
   Dimension dim_{};
   bool is_integer_ = true;
-  int64_t int_ = 0;
-  double real_ = 0;
+  // One or the other, as is_integer_ says: the front end keeps millions of
+  // quantities, so they take 16 bytes rather than 24.
+  union {
+    int64_t int_ = 0;
+    double real_;
+  };
 };
 
 enum class ArithmeticError {

@@ -27,7 +27,8 @@ class Describer {
   auto File(const ast::File& file) -> std::string {
     for (const ast::Import& i : file.imports) Line("import " + i.path, i.range) << At(i.statement) << "\n";
     for (const ast::Decl& d : file.decls) {
-      Line("decl " + d.keyword.text + " " + d.name.text + (d.base ? ":" + d.base->text : ""), d.range)
+      std::string base = d.base ? ":" + std::string(d.base->text) : "";
+      Line("decl " + std::string(d.keyword.text) + " " + std::string(d.name.text) + base, d.range)
           << At(d.keyword.range) << At(d.name.range) << (d.base ? At(d.base->range) : "") << "\n";
       Body(d.body, 1);
     }
@@ -46,7 +47,7 @@ class Describer {
   void Body(const ast::Body& body, int depth) {
     Line("body", body.range, depth) << "\n";
     for (const ast::Field& f : body.fields) {
-      Line("field " + f.name.text, f.range, depth) << At(f.name.range) << "\n";
+      Line("field " + std::string(f.name.text), f.range, depth) << At(f.name.range) << "\n";
       if (f.record) Body(*f.record, depth + 1);
       if (f.value) Expr(*f.value, depth + 1);
     }
