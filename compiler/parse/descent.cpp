@@ -111,7 +111,7 @@ class DescentParser {
         ++next_;
         continue;
       }
-      if (previous_end == next_) ReportSeparatorMissing(std::string(body.fields.back().name.text));
+      if (previous_end == next_) ReportSeparatorMissing(body.fields.back().name.text);
       body.fields.push_back(ParseField());
       previous_end = next_;
     }
@@ -122,10 +122,12 @@ class DescentParser {
     return body;
   }
 
-  void ReportSeparatorMissing(const std::string& previous_name) {
+  void ReportSeparatorMissing(std::string_view previous_name) {
     llvm::SMLoc end = tokens_.Loc(all_[next_ - 1].end);
     llvm::SMRange next = tokens_.Range(all_[next_]);
-    reports_.push_back([=](diag::DiagnosticEngine& d) { ReportMissingSeparator(d, end, next, previous_name); });
+    reports_.push_back([=, name = std::string(previous_name)](diag::DiagnosticEngine& d) {
+      ReportMissingSeparator(d, end, next, name);
+    });
   }
 
   // field : anyName ASSIGN expr | anyName body ;

@@ -131,12 +131,12 @@ auto Evaluator::Eval(const ast::Expr& e, const FieldSchema* expected) -> Value {
 
 // An enum value where the field takes one, else a declaration.
 auto Evaluator::EvalName(const ast::NameExpr& e, const FieldSchema* expected) -> Value {
-  std::string name(e.name.text);
+  std::string_view name = e.name.text;
   if (expected && expected->type == FieldType::Enum) {
     const auto& values = expected->enum_values;
     if (std::find(values.begin(), values.end(), name) != values.end()) {
       Value v = Value::Of(Value::Kind::Enum, e.range());
-      v.SetText(name);
+      v.SetText(std::string(name));
       return v;
     }
     if (!a_.Lookup(name)) {
@@ -173,7 +173,7 @@ void Evaluator::ReportUnknownName(const ast::Name& name, const FieldSchema* expe
   }
   if (a_.SuggestStdImport(b, std::string(name.text), a_.decl(owner_).buffer_id)) return;
   // Only a declaration of the kind the field takes can be the fix.
-  std::string near = diag::ClosestMatch(std::string(name.text), a_.NamesOfKind(kind));
+  std::string near = diag::ClosestMatch(name.text, a_.NamesOfKind(kind));
   if (!near.empty()) {
     b.Suggest(name.range, near);
   } else if (kind && (*kind == ast::DeclKind::Gpu || *kind == ast::DeclKind::Node || *kind == ast::DeclKind::Fabric ||

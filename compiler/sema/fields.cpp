@@ -174,8 +174,8 @@ auto Analyzer::BuildRecord(DeclId decl, PathId prefix, llvm::SMRange where) -> R
       continue;
     }
     uint32_t index = SlotIndex(decl, path);
-    if (const FieldValue* constant = ConstantDefault(schema.fields[i]);
-        constant && value->origin == Origin::Defaulted) {
+    const FieldValue* constant = value->origin == Origin::Defaulted ? ConstantDefault(schema.fields[i]) : nullptr;
+    if (constant) {
       // Not stored: RecordValue::Find answers with it.
       slot_states_[index] = SlotState::Placed;
       slot_values_[index] = constant;

@@ -115,7 +115,7 @@ void Analyzer::ResolveBases() {
     if (!base) {
       auto b = diags_.Report(diag::DiagId::UnknownName, d.base_name->range, d.base_name->text);
       if (!SuggestStdImport(b, std::string(d.base_name->text), d.buffer_id))
-        b.Suggest(d.base_name->range, diag::ClosestMatch(std::string(d.base_name->text), NamesOfKind(d.kind)));
+        b.Suggest(d.base_name->range, diag::ClosestMatch(d.base_name->text, NamesOfKind(d.kind)));
       d.base_broken = true;
       continue;
     }

@@ -20,7 +20,6 @@ namespace avf::sema {
 using DeclId = uint32_t;
 
 struct RecordValue;
-struct FieldValue;
 struct ValuePayload;
 
 // Most values are numbers, names and flags: text, lists and records live in
