@@ -283,10 +283,16 @@ auto AstBuilder::BuildList(std::vector<AvfParser::ExprContext*> elements, llvm::
   return e;
 }
 
+auto EmptyFile(unsigned buffer_id) -> ast::File {
+  ast::File file;
+  file.buffer_id = buffer_id;
+  return file;
+}
+
 }  // namespace
 
 auto ParseByAntlr(const lex::TokenizedBuffer& tokens, diag::DiagnosticEngine& diags) -> ast::File {
-  if (!tokens.parseable()) return ast::File{tokens.buffer_id(), {}, {}};
+  if (!tokens.parseable()) return EmptyFile(tokens.buffer_id());
   OurTokenSource source(tokens);
   antlr4::CommonTokenStream stream(&source);
   AvfParser parser(&stream);
@@ -299,12 +305,12 @@ auto ParseByAntlr(const lex::TokenizedBuffer& tokens, diag::DiagnosticEngine& di
   } catch (const antlr4::ParseCancellationException&) {
     // Not thrown by SyntaxErrorStrategy (it parses on past the error limit,
     // counting); kept so that a bail-out can never escape the phase.
-    return ast::File{tokens.buffer_id(), {}, {}};
+    return EmptyFile(tokens.buffer_id());
   }
 }
 
 auto Parse(const lex::TokenizedBuffer& tokens, diag::DiagnosticEngine& diags) -> ast::File {
-  if (!tokens.parseable()) return ast::File{tokens.buffer_id(), {}, {}};
+  if (!tokens.parseable()) return EmptyFile(tokens.buffer_id());
   if (std::optional<ast::File> file = ParseByDescent(tokens, diags)) return std::move(*file);
   return ParseByAntlr(tokens, diags);
 }
