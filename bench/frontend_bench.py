@@ -4,7 +4,12 @@
 the front end in one go (its own peak RSS), and each phase on its own (lex,
 parse, imports, sema: build/bin/frontend_phases).
 
-Usage: bench/frontend_bench.py [AVIFLOWC] [--sizes 1000,10000,50000] [--phases PROGRAM]
+With --syntax-errors, the files are ones being edited instead: each size with
+one syntax error at the end, one in the middle, and a `{` deleted in the
+middle (a run of errors), timed by `frontend_phases --expect-errors` (lexing,
+and parsing next to the whole-file ANTLR parse).
+
+Usage: bench/frontend_bench.py [AVIFLOWC] [--sizes 1000,10000,50000] [--phases PROGRAM] [--syntax-errors]
 Prints figures only; it asserts nothing (timings vary with the machine).
 """
 import argparse
@@ -42,6 +47,28 @@ def run(aviflowc: str, path: pathlib.Path) -> tuple[float, int, int]:
     return elapsed, max(rss, before), proc.returncode
 
 
+# Where a file being edited has its syntax errors: (name, edit of the text).
+SYNTAX_ERRORS = [
+    ("error at the end", lambda text, n: text + "job tail { gpus = }\n"),
+    ("error in the middle", lambda text, n: text.replace("gpus = 128", "gpus = 128 128", n // 2 + 1)
+     .replace("gpus = 128 128", "gpus = 128", n // 2)),
+    ("`{` deleted in the middle", lambda text, n: text.replace(f"job j{n // 2} {{", f"job j{n // 2}")),
+]
+
+
+def time_syntax_errors(phases: str, sizes: list[int]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in sizes:
+            text = HEADER + "".join(DECL.format(i=i, gib=80 + i % 3) for i in range(n))
+            for name, edit in SYNTAX_ERRORS:
+                path = pathlib.Path(tmp) / f"bench_{n}.avf"
+                path.write_text(edit(text, n))
+                print(f"{n} jobs, {name}:")
+                proc = subprocess.run([phases, str(path), "--runs", "3", "--expect-errors"], capture_output=True,
+                                      text=True)
+                print("        " + (proc.stdout + proc.stderr).strip().replace("\n", "\n        "))
+
+
 def cpu_model() -> str:
     try:
         for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
@@ -57,8 +84,12 @@ def main() -> None:
     parser.add_argument("aviflowc", nargs="?", default="build/bin/aviflowc")
     parser.add_argument("--sizes", default="100,1000,10000,30000")
     parser.add_argument("--phases", default="build/bin/frontend_phases")
+    parser.add_argument("--syntax-errors", action="store_true")
     args = parser.parse_args()
     print(f"machine: {cpu_model()}, {os.cpu_count()} CPUs")
+    if args.syntax_errors:
+        time_syntax_errors(args.phases, [int(s) for s in args.sizes.split(",")])
+        return
     print(f"{'jobs':>7} {'MB':>7} {'seconds':>8} {'MB/s':>7} {'decls/s':>9} {'peak RSS MB':>12} exit")
     with tempfile.TemporaryDirectory() as tmp:
         for n in (int(s) for s in args.sizes.split(",")):

@@ -7,9 +7,14 @@
 // imports, sema: what `check` and the language server do before planning),
 // so that the peak RSS is the front end's own and not the phases' together.
 //
-// Usage: frontend_phases FILE.avf [--runs N] [--stdlib DIR] [--whole]
+// With --expect-errors, the file is one being edited, with syntax errors:
+// lexing and parsing are timed (parsing also by the ANTLR parser alone on the
+// whole file, the reference that Parse must equal), nothing after.
+//
+// Usage: frontend_phases FILE.avf [--runs N] [--stdlib DIR] [--whole | --expect-errors]
 // Prints figures only; exit 1 when the file does not compile cleanly through
-// sema (the figures would time error paths), 2 on bad usage.
+// sema (the figures would time error paths), or with --expect-errors when it
+// parses without a syntax error; 2 on bad usage.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -77,19 +82,42 @@ auto Whole(const std::string& path, const std::string& stdlib, int runs) -> int 
   return 0;
 }
 
+// Lexing and parsing of a file with syntax errors.
+auto WithErrors(avf::source::SourceSet& sources, unsigned id, double mb, int runs) -> int {
+  avf::lex::TokenizedBuffer tokens(id, "");
+  Print("lex", mb, BestSeconds(runs, [&] {
+          avf::diag::DiagnosticEngine d;
+          tokens = avf::lex::Lex(sources, id, d);
+        }));
+  size_t errors = 0;
+  Print("parse", mb, BestSeconds(runs, [&] {
+          avf::diag::DiagnosticEngine d;
+          avf::ast::File file = avf::parse::Parse(tokens, d);
+          errors = d.error_count();
+        }));
+  Print("parse by ANTLR alone", mb, BestSeconds(runs, [&] {
+          avf::diag::DiagnosticEngine d;
+          avf::ast::File file = avf::parse::ParseByAntlr(tokens, d);
+        }));
+  if (errors == 0) return fmt::print(stderr, "frontend_phases: the file has no syntax error\n"), 1;
+  fmt::print("{} errors reported by the parser\n", errors);
+  return 0;
+}
+
 auto main(int argc, char** argv) -> int {
   std::string path, stdlib = AVF_STDLIB_DIR;
   int runs = 3;
-  bool whole = false;
+  bool whole = false, expect_errors = false;
+  const char* usage = "usage: frontend_phases FILE.avf [--runs N] [--stdlib DIR] [--whole | --expect-errors]\n";
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--runs") && i + 1 < argc) runs = std::max(1, std::atoi(argv[++i]));
     else if (!std::strcmp(argv[i], "--stdlib") && i + 1 < argc) stdlib = argv[++i];
     else if (!std::strcmp(argv[i], "--whole")) whole = true;
+    else if (!std::strcmp(argv[i], "--expect-errors")) expect_errors = true;
     else if (argv[i][0] != '-' && path.empty()) path = argv[i];
-    else return fmt::print(stderr, "usage: frontend_phases FILE.avf [--runs N] [--stdlib DIR] [--whole]\n"), 2;
+    else return fmt::print(stderr, "{}", usage), 2;
   }
-  if (path.empty())
-    return fmt::print(stderr, "usage: frontend_phases FILE.avf [--runs N] [--stdlib DIR] [--whole]\n"), 2;
+  if (path.empty() || (whole && expect_errors)) return fmt::print(stderr, "{}", usage), 2;
   if (whole) return Whole(path, stdlib, runs);
 
   avf::source::SourceSet sources;
@@ -98,6 +126,7 @@ auto main(int argc, char** argv) -> int {
   if (!id) return fmt::print(stderr, "frontend_phases: cannot read {}\n", path), 1;
   double mb = sources.Text(*id).size() / 1e6;
   fmt::print("{}: {:.2f} MB, best of {} runs, {:.1f} MiB peak RSS with the file read\n", path, mb, runs, PeakRssMiB());
+  if (expect_errors) return WithErrors(sources, *id, mb, runs);
 
   avf::lex::TokenizedBuffer tokens(*id, "");
   Print("lex", mb, BestSeconds(runs, [&] {

@@ -27,13 +27,18 @@ inline auto KindOfAntlrType(size_t type) -> lex::TokenKind {
   return lex::TokenKind::BadChar;
 }
 
-// Our token behind an ANTLR token: the parser's token index is the index
-// into TokenizedBuffer::tokens(). A token ANTLR conjured while recovering has
-// no index and maps to the end of the file.
-inline auto OurToken(const lex::TokenizedBuffer& tokens, const antlr4::Token* t) -> const lex::Token& {
+// ANTLR numbers the tokens it is given from 0; a parse that starts at our
+// token `first` (parse.cpp parses only the part of a file that failed) has
+// its token i at our index first + i. A token ANTLR conjured while
+// recovering has no index and maps to the end of the file.
+inline auto OurIndex(const lex::TokenizedBuffer& tokens, size_t first, const antlr4::Token* t) -> size_t {
   size_t index = t->getTokenIndex();
-  const auto& all = tokens.tokens();
-  return index < all.size() ? all[index] : all.back();
+  size_t last = tokens.tokens().size() - 1;
+  return index == INVALID_INDEX ? last : std::min(first + index, last);
+}
+
+inline auto OurToken(const lex::TokenizedBuffer& tokens, size_t first, const antlr4::Token* t) -> const lex::Token& {
+  return tokens.tokens()[OurIndex(tokens, first, t)];
 }
 
 // IntervalSet::contains is overloaded for size_t and ssize_t.

@@ -3,13 +3,19 @@
 // string token: one definition, so that the two cannot drift apart.
 #pragma once
 
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "ast/ast.h"
 #include "diag/diagnostic.h"
 #include "lex/tokenized_buffer.h"
 
 namespace avf::parse {
+
+// What building the AST reports, kept until the whole file is parsed: the
+// ANTLR builder makes these after every syntax error, in the file's order.
+using DeferredReports = std::vector<std::function<void(diag::DiagnosticEngine&)>>;
 
 // The value of a string token; an unterminated one (reported by the lexer)
 // reads as if it were closed at the end of the line.

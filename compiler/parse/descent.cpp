@@ -3,7 +3,6 @@
 // the ANTLR builder's Range(ctx) does.
 #include "parse/descent.h"
 
-#include <functional>
 #include <vector>
 
 #include "parse/ast_reports.h"
@@ -15,33 +14,33 @@ namespace {
 using lex::Token;
 using lex::TokenKind;
 
-// Thrown at the first token the grammar does not allow; ParseByDescent
-// catches it and hands the file to the ANTLR parser.
+// Thrown at the first token the grammar does not allow; ParseItems drops
+// the item and hands it to the ANTLR parser.
 struct SyntaxError {};
 
 class DescentParser {
  public:
-  explicit DescentParser(const lex::TokenizedBuffer& tokens) : tokens_(tokens), all_(tokens.tokens()) {}
+  DescentParser(const lex::TokenizedBuffer& tokens, size_t first, DeferredReports& reports)
+      : tokens_(tokens), all_(tokens.tokens()), next_(first), reports_(reports) {}
 
   // file : (item | sep)* EOF ;   item : importDecl | decl ;
-  auto ParseFile() -> ast::File {
-    ast::File file;
-    file.buffer_id = tokens_.buffer_id();
+  auto ParseItems(ast::File& file) -> std::optional<size_t> {
     for (TokenKind k = Peek(); k != TokenKind::EndOfFile; k = Peek()) {
       if (IsSeparator(k)) {
         ++next_;
-      } else if (k == TokenKind::KwImport) {
-        file.imports.push_back(ParseImport(!file.decls.empty()));
-      } else {
-        file.decls.push_back(ParseDecl());
+        continue;
+      }
+      size_t item = next_;
+      size_t reported = reports_.size();
+      try {
+        if (k == TokenKind::KwImport) file.imports.push_back(ParseImport(!file.decls.empty()));
+        else file.decls.push_back(ParseDecl());
+      } catch (const SyntaxError&) {
+        reports_.resize(reported);
+        return item;
       }
     }
-    return file;
-  }
-
-  // The reports of a file that parsed, in the order the ANTLR builder makes them.
-  void Report(diag::DiagnosticEngine& diags) const {
-    for (const auto& report : reports_) report(diags);
+    return std::nullopt;
   }
 
  private:
@@ -208,8 +207,8 @@ class DescentParser {
 
   const lex::TokenizedBuffer& tokens_;
   const std::vector<Token>& all_;
-  size_t next_ = 0;
-  std::vector<std::function<void(diag::DiagnosticEngine&)>> reports_;
+  size_t next_;
+  DeferredReports& reports_;
 };
 
 // primary : NUMBER | STRING | TRUE | FALSE | AUTO | anyName body
@@ -297,15 +296,18 @@ auto DescentParser::ParseElements(TokenKind closer) -> std::vector<ast::ExprPtr>
 
 }  // namespace
 
+auto ParseItemsByDescent(const lex::TokenizedBuffer& tokens, size_t first, ast::File& file, DeferredReports& reports)
+    -> std::optional<size_t> {
+  return DescentParser(tokens, first, reports).ParseItems(file);
+}
+
 auto ParseByDescent(const lex::TokenizedBuffer& tokens, diag::DiagnosticEngine& diags) -> std::optional<ast::File> {
-  DescentParser parser(tokens);
-  try {
-    ast::File file = parser.ParseFile();
-    parser.Report(diags);
-    return file;
-  } catch (const SyntaxError&) {
-    return std::nullopt;
-  }
+  ast::File file;
+  file.buffer_id = tokens.buffer_id();
+  DeferredReports reports;
+  if (ParseItemsByDescent(tokens, 0, file, reports)) return std::nullopt;
+  for (const auto& report : reports) report(diags);
+  return file;
 }
 
 }  // namespace avf::parse

@@ -1,7 +1,7 @@
-// Parses with the descent parser and, where it meets a syntax error, runs the
-// ANTLR parser over the lexer's tokens for its recovery and messages,
-// converting the parse tree into ast::File right here, so later phases never
-// see ANTLR.
+// Parses with the descent parser and, from each top-level item where it meets
+// a syntax error, runs the ANTLR parser over the lexer's tokens for its
+// recovery and messages, converting the parse tree into ast::File right here,
+// so later phases never see ANTLR.
 #include "AvfLexer.h"
 #include "AvfParser.h"
 #include "antlr4-runtime.h"  // first: it #undefs EOF
@@ -21,12 +21,13 @@ namespace {
 using antlrgen::AvfLexer;
 using antlrgen::AvfParser;
 
-// Feeds our tokens to the ANTLR parser: start/stop are byte offsets and the
-// token index equals the index into TokenizedBuffer::tokens(). Tokens name
-// this source so that ANTLR's recovery can conjure missing tokens.
+// Feeds our tokens from index `first` on to the ANTLR parser: start/stop are
+// byte offsets and ANTLR's token index i is our index first + i
+// (antlr_tokens.h). Tokens name this source so that ANTLR's recovery can
+// conjure missing tokens.
 class OurTokenSource : public antlr4::TokenSource {
  public:
-  explicit OurTokenSource(const lex::TokenizedBuffer& tokens) : tokens_(tokens) {}
+  OurTokenSource(const lex::TokenizedBuffer& tokens, size_t first) : tokens_(tokens), next_(first) {}
 
   auto nextToken() -> std::unique_ptr<antlr4::Token> override {
     const auto& all = tokens_.tokens();
@@ -49,36 +50,38 @@ class OurTokenSource : public antlr4::TokenSource {
 
  private:
   const lex::TokenizedBuffer& tokens_;
-  size_t next_ = 0;
+  size_t next_;
   antlr4::TokenFactory<antlr4::CommonToken>* factory_ = antlr4::CommonTokenFactory::DEFAULT.get();
 };
 
-// Converts parse-tree contexts into AST nodes.
+// Converts parse-tree contexts into AST nodes; what it reports waits in
+// `reports` until the whole file is parsed.
 class AstBuilder {
  public:
-  AstBuilder(const lex::TokenizedBuffer& tokens, diag::DiagnosticEngine& diags, const SyntaxErrorStrategy& errors)
-      : tokens_(tokens), diags_(diags), errors_(errors) {}
+  AstBuilder(const lex::TokenizedBuffer& tokens, size_t first, DeferredReports& reports,
+             const SyntaxErrorStrategy& errors)
+      : tokens_(tokens), first_(first), reports_(reports), errors_(errors) {}
 
-  // file : (item | sep)* EOF ;   item : importDecl | decl ;
-  auto BuildFile(AvfParser::FileContext* ctx) -> ast::File {
-    ast::File file;
-    file.buffer_id = tokens_.buffer_id();
+  // file : (item | sep)* EOF ;   item : importDecl | decl ;   appended to `file`.
+  void BuildItems(AvfParser::FileContext* ctx, ast::File& file) {
     for (AvfParser::ItemContext* item : ctx->item()) {
       if (auto* imp = item->importDecl()) {
-        if (!imp->STRING() || imp->STRING()->getSymbol()->getTokenIndex() >= tokens_.tokens().size()) continue;
-        if (!file.decls.empty()) diags_.Report(diag::DiagId::ImportNotAtTop, Range(imp));
+        if (!imp->STRING() || !IsReal(imp->STRING()->getSymbol())) continue;
+        if (!file.decls.empty()) {
+          reports_.push_back(
+              [range = Range(imp)](diag::DiagnosticEngine& d) { d.Report(diag::DiagId::ImportNotAtTop, range); });
+        }
         const lex::Token& t = Tok(imp->STRING()->getSymbol());
         file.imports.push_back({StringValue(t), tokens_.Range(t), Range(imp)});
       } else if (auto* decl = item->decl()) {
         if (auto d = BuildDecl(decl)) file.decls.push_back(std::move(*d));
       }
     }
-    file.saved_text = std::move(saved_text_);
-    return file;
+    file.saved_text.splice_after(file.saved_text.before_begin(), saved_text_);
   }
 
  private:
-  auto Tok(antlr4::Token* t) const -> const lex::Token& { return OurToken(tokens_, t); }
+  auto Tok(antlr4::Token* t) const -> const lex::Token& { return OurToken(tokens_, first_, t); }
 
   auto StringValue(const lex::Token& t) const -> std::string { return parse::StringValue(tokens_, t); }
 
@@ -112,7 +115,7 @@ class AstBuilder {
     ast::Decl decl;
     decl.keyword = MakeName(ctx->kind);
     decl.kind = ast::DeclKindFromKeyword(decl.keyword.text);
-    if (!decl.kind) ReportUnknownDeclKind(diags_, decl.keyword);
+    if (!decl.kind) reports_.push_back([k = decl.keyword](diag::DiagnosticEngine& d) { ReportUnknownDeclKind(d, k); });
     decl.name = MakeName(ctx->name);
     if (IsReal(ctx->base)) decl.base = MakeName(ctx->base);
     decl.body = BuildBody(ctx->body());
@@ -141,7 +144,9 @@ class AstBuilder {
     // A syntax error in or between the two was reported already.
     if (errors_.ErrorBetween(previous->getStart()->getTokenIndex(), start->getTokenIndex())) return;
     std::string name = previous->children.empty() ? "field" : previous->children.front()->getText();
-    ReportMissingSeparator(diags_, tokens_.Loc(Tok(stop).end), tokens_.Range(Tok(start)), name);
+    llvm::SMLoc end = tokens_.Loc(Tok(stop).end);
+    llvm::SMRange second = tokens_.Range(Tok(start));
+    reports_.push_back([=](diag::DiagnosticEngine& d) { ReportMissingSeparator(d, end, second, name); });
   }
 
   // field : anyName ASSIGN expr | anyName body ;
@@ -221,7 +226,8 @@ class AstBuilder {
   auto BuildList(std::vector<AvfParser::ExprContext*> elements, llvm::SMRange range) -> ast::ExprPtr;
 
   const lex::TokenizedBuffer& tokens_;
-  diag::DiagnosticEngine& diags_;
+  size_t first_;
+  DeferredReports& reports_;
   const SyntaxErrorStrategy& errors_;
   std::forward_list<std::string> saved_text_;
 };
@@ -289,30 +295,116 @@ auto EmptyFile(unsigned buffer_id) -> ast::File {
   return file;
 }
 
+// Thrown where a parse that stops early (AntlrParse::resync) stopped.
+struct Resynced {};
+
+// At a turn of the file's loop where no error recovery is pending (the last
+// token was matched), ANTLR's state is what it is at the start of a file but
+// for DefaultErrorStrategy::lastErrorStates, the parser states of every
+// recovery so far (endErrorCondition leaves them): a parse that starts with
+// those goes on from there exactly as the parse of the whole file would. So
+// a parse with `resync` stops at the first such turn after its first token,
+// and the descent parser, which gives the same results as ANTLR wherever it
+// accepts an item, takes over.
+class ResyncStrategy : public SyntaxErrorStrategy {
+ public:
+  ResyncStrategy(const lex::TokenizedBuffer& tokens, size_t first, diag::DiagnosticEngine& diags, bool resync,
+                 const antlr4::misc::IntervalSet& error_states)
+      : SyntaxErrorStrategy(tokens, first, diags), resync_(resync) {
+    lastErrorStates = error_states;
+  }
+
+  void sync(antlr4::Parser* parser) override {
+    if (resync_ && AtResyncPoint(parser)) {
+      stopped_in_ = dynamic_cast<AvfParser::FileContext*>(parser->getContext());
+      throw Resynced{};
+    }
+    SyntaxErrorStrategy::sync(parser);
+  }
+
+  // The file's context where the parse stopped early.
+  auto stopped_in() const -> AvfParser::FileContext* { return stopped_in_; }
+  auto error_states() const -> const antlr4::misc::IntervalSet& { return lastErrorStates; }
+
+ private:
+  auto AtResyncPoint(antlr4::Parser* parser) -> bool {
+    if (!dynamic_cast<AvfParser::FileContext*>(parser->getContext())) return false;
+    if (inErrorRecoveryMode(parser) || lastErrorIndex != -1) return false;
+    antlr4::Token* next = parser->getCurrentToken();
+    size_t type = next->getType();
+    bool starts_item_or_sep = type == AvfParser::IMPORT || type == AvfParser::IDENT || type == AvfParser::NL ||
+                              type == AvfParser::SEMI || (type >= AvfParser::GPU && type <= AvfParser::JOB);
+    return next->getTokenIndex() > 0 && starts_item_or_sep;
+  }
+
+  bool resync_;
+  AvfParser::FileContext* stopped_in_ = nullptr;
+};
+
+// One run of the ANTLR parser from token `first` of a file, adding to `file`.
+// Syntax errors are reported as they are found; what the AST builder reports
+// is added to `reports`.
+struct AntlrParse {
+  const lex::TokenizedBuffer& tokens;
+  size_t first;
+  bool resync;                              // stop at the first resync point (ResyncStrategy)
+  antlr4::misc::IntervalSet& error_states;  // the recoveries' states, before and after
+
+  // Our index of the token where the parse stopped, or tokens.size() when it
+  // parsed up to the end of the file.
+  auto Run(ast::File& file, DeferredReports& reports, diag::DiagnosticEngine& diags) const -> size_t {
+    OurTokenSource source(tokens, first);
+    antlr4::CommonTokenStream stream(&source);
+    AvfParser parser(&stream);
+    parser.removeErrorListeners();
+    auto errors = std::make_shared<ResyncStrategy>(tokens, first, diags, resync, error_states);
+    parser.setErrorHandler(errors);
+    try {
+      AvfParser::FileContext* tree = parser.file();
+      AstBuilder(tokens, first, reports, *errors).BuildItems(tree, file);
+      return tokens.tokens().size();
+    } catch (const Resynced&) {
+      AstBuilder(tokens, first, reports, *errors).BuildItems(errors->stopped_in(), file);
+      error_states = errors->error_states();
+      return errors->Index(parser.getCurrentToken());
+    } catch (const antlr4::ParseCancellationException&) {
+      // Not thrown by SyntaxErrorStrategy (it parses on past the error limit,
+      // counting); kept so that a bail-out can never escape the phase.
+      file = EmptyFile(tokens.buffer_id());
+      reports.clear();
+      return tokens.tokens().size();
+    }
+  }
+};
+
 }  // namespace
 
 auto ParseByAntlr(const lex::TokenizedBuffer& tokens, diag::DiagnosticEngine& diags) -> ast::File {
-  if (!tokens.parseable()) return EmptyFile(tokens.buffer_id());
-  OurTokenSource source(tokens);
-  antlr4::CommonTokenStream stream(&source);
-  AvfParser parser(&stream);
-  parser.removeErrorListeners();
-  auto errors = std::make_shared<SyntaxErrorStrategy>(tokens, diags);
-  parser.setErrorHandler(errors);
-  try {
-    AvfParser::FileContext* tree = parser.file();
-    return AstBuilder(tokens, diags, *errors).BuildFile(tree);
-  } catch (const antlr4::ParseCancellationException&) {
-    // Not thrown by SyntaxErrorStrategy (it parses on past the error limit,
-    // counting); kept so that a bail-out can never escape the phase.
-    return EmptyFile(tokens.buffer_id());
-  }
+  ast::File file = EmptyFile(tokens.buffer_id());
+  if (!tokens.parseable()) return file;
+  DeferredReports reports;
+  antlr4::misc::IntervalSet error_states;
+  AntlrParse{tokens, 0, /*resync=*/false, error_states}.Run(file, reports, diags);
+  for (const auto& report : reports) report(diags);
+  return file;
 }
 
+// The descent parser parses the items it can; from the first token of each
+// item it cannot, ANTLR parses on until its state no longer depends on what
+// came before (ResyncStrategy), and the descent parser takes over again. The
+// result is the whole-file ANTLR parse's, for a fraction of the time.
 auto Parse(const lex::TokenizedBuffer& tokens, diag::DiagnosticEngine& diags) -> ast::File {
-  if (!tokens.parseable()) return EmptyFile(tokens.buffer_id());
-  if (std::optional<ast::File> file = ParseByDescent(tokens, diags)) return std::move(*file);
-  return ParseByAntlr(tokens, diags);
+  ast::File file = EmptyFile(tokens.buffer_id());
+  if (!tokens.parseable()) return file;
+  DeferredReports reports;
+  antlr4::misc::IntervalSet error_states;
+  std::optional<size_t> failed = ParseItemsByDescent(tokens, 0, file, reports);
+  while (failed) {
+    size_t resume = AntlrParse{tokens, *failed, /*resync=*/true, error_states}.Run(file, reports, diags);
+    failed = resume < tokens.tokens().size() ? ParseItemsByDescent(tokens, resume, file, reports) : std::nullopt;
+  }
+  for (const auto& report : reports) report(diags);
+  return file;
 }
 
 }  // namespace avf::parse

@@ -1,7 +1,8 @@
 // Phase 2: TokenizedBuffer -> ast::File. A recursive-descent parser builds
-// the AST of a file without syntax errors (descent.h); a file with any is
-// parsed again by ANTLR, whose contexts are converted to the AST here and
-// whose errors are reported in the user's terms (syntax_errors.cpp). Nothing
+// the AST (descent.h); the top-level items where it meets a syntax error are
+// parsed by ANTLR, as far as ANTLR's recovery reaches, its contexts converted
+// to the AST here and its errors reported in the user's terms
+// (syntax_errors.cpp). The result is that of ANTLR on the whole file. Nothing
 // after this phase sees ANTLR.
 #pragma once
 
@@ -13,7 +14,8 @@ namespace avf::parse {
 
 auto Parse(const lex::TokenizedBuffer& tokens, diag::DiagnosticEngine& diags) -> ast::File;
 
-// The reference parser alone, for the test that holds the two equal.
+// The reference parser alone on the whole file, for the tests that hold
+// Parse equal to it.
 auto ParseByAntlr(const lex::TokenizedBuffer& tokens, diag::DiagnosticEngine& diags) -> ast::File;
 
 }  // namespace avf::parse

@@ -85,13 +85,15 @@ auto LastField(antlr4::ParserRuleContext* ctx) -> AvfParser::FieldContext* {
 }  // namespace
 
 auto SyntaxErrorStrategy::OurToken(antlr4::Token* token) const -> const lex::Token& {
-  return parse::OurToken(tokens_, token);
+  return parse::OurToken(tokens_, first_, token);
 }
+
+auto SyntaxErrorStrategy::Index(antlr4::Token* token) const -> size_t { return OurIndex(tokens_, first_, token); }
 
 auto SyntaxErrorStrategy::DescribeFound(antlr4::Token* token) const -> std::string {
   // An inserted closer is not in the source: describe what follows it.
   const auto& all = tokens_.tokens();
-  size_t index = std::min(token->getTokenIndex(), all.size() - 1);
+  size_t index = Index(token);
   while (index + 1 < all.size() && lex::TokenizedBuffer::IsInserted(all[index])) ++index;
   const lex::Token& t = all[index];
   llvm::StringRef text = tokens_.Text(t);
@@ -245,7 +247,7 @@ void SyntaxErrorStrategy::ReportGeneric(antlr4::Token* offending, antlr4::Parser
                                         const antlr4::misc::IntervalSet& expected) {
   const lex::Token& found = OurToken(offending);
   const auto& all = tokens_.tokens();
-  size_t index = std::min(offending->getTokenIndex(), all.size() - 1);
+  size_t index = Index(offending);
   const lex::Token* before = index > 0 ? &all[index - 1] : nullptr;
   llvm::SMRange range = tokens_.Range(found);
   std::string what = DescribeFound(offending);
@@ -265,7 +267,6 @@ void SyntaxErrorStrategy::ReportGeneric(antlr4::Token* offending, antlr4::Parser
   }
   if (found.kind == lex::TokenKind::Colon && Has(expected, AvfParser::ASSIGN)) {
     // `gpus: 8` or `parallel: { ... }`
-    size_t index = offending->getTokenIndex();
     bool block = index + 1 < all.size() && all[index + 1].kind == lex::TokenKind::LBrace;
     auto b = diags_.Report(diag::DiagId::UnexpectedToken, range, what, DescribeExpected(expected));
     if (block) b.Help("a block of fields is written `NAME { ... }`, without `:`").Fix(range, "");

@@ -19,14 +19,17 @@ namespace avf::parse {
 
 class SyntaxErrorStrategy : public antlr4::DefaultErrorStrategy {
  public:
-  SyntaxErrorStrategy(const lex::TokenizedBuffer& tokens, diag::DiagnosticEngine& diags)
-      : tokens_(tokens), diags_(diags) {}
+  // `first`: our index of the first token given to the parser (antlr_tokens.h).
+  SyntaxErrorStrategy(const lex::TokenizedBuffer& tokens, size_t first, diag::DiagnosticEngine& diags)
+      : tokens_(tokens), first_(first), diags_(diags) {}
 
   void sync(antlr4::Parser* parser) override;
   void recover(antlr4::Parser* parser, std::exception_ptr e) override;
 
-  // True when a syntax error was reported at a token with index in [first, last].
+  // True when a syntax error was reported at a token with ANTLR's index in [first, last].
   auto ErrorBetween(size_t first, size_t last) const -> bool;
+  // Our index of an ANTLR token.
+  auto Index(antlr4::Token* token) const -> size_t;
 
  protected:
   auto singleTokenDeletion(antlr4::Parser* parser) -> antlr4::Token* override;
@@ -59,8 +62,9 @@ class SyntaxErrorStrategy : public antlr4::DefaultErrorStrategy {
   auto LastFieldName(antlr4::ParserRuleContext* body) const -> std::string;
 
   const lex::TokenizedBuffer& tokens_;
+  size_t first_;
   diag::DiagnosticEngine& diags_;
-  std::vector<size_t> error_tokens_;  // where errors were reported, ascending
+  std::vector<size_t> error_tokens_;  // ANTLR's indices of where errors were reported, ascending
 };
 
 }  // namespace avf::parse

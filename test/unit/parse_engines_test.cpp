@@ -2,7 +2,9 @@
 // file of the repository and on hand-picked corners of the grammar, wherever
 // the descent parser accepts a file both build the same AST, ranges included,
 // and report the same diagnostics; wherever it gives up, ANTLR finds a syntax
-// error (the descent parser never rejects a valid file).
+// error (the descent parser never rejects a valid file). And Parse, which
+// hands ANTLR only the parts of a file that fail, against ANTLR on the whole
+// file, on the repository's files with syntax errors injected.
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -11,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include "ast/dump.h"
 #include "lex/lex.h"
 #include "parse/descent.h"
 #include "parse/parse.h"
@@ -96,6 +99,7 @@ auto DescribeDiagnostics(const diag::DiagnosticEngine& diags, const char* base) 
     for (llvm::SMRange r : d.ranges) out << " r" << at(r);
     for (const diag::FixIt& f : d.fixits) out << " fix" << at(f.range) << "'" << f.replacement << "'";
     for (const std::string& h : d.help) out << " help:" << h;
+    for (const diag::SubDiagnostic& n : d.notes) out << " note@" << at(n.range) << ":" << n.message;
     out << "\n";
   }
   return out.str();
@@ -181,8 +185,11 @@ TEST(ParseEngines, CornersOfTheGrammar) {
   }
 }
 
+auto CompareWithWholeFile(const std::string& text, size_t limit) -> bool;
+
 // Random token soup inside a declaration: most is invalid (then ANTLR must
-// find the error), enough is valid to compare trees.
+// find the error), enough is valid to compare trees; and twice over in one
+// file, Parse against ANTLR on the whole file.
 TEST(ParseEngines, RandomTokens) {
   const std::vector<std::string> pieces = {"a",   "b",     "=",    "1",        "2GB",     "+",           "-", "*",
                                            "/",   "(",     ")",    "[",        "]",       ",",           ".", ";",
@@ -196,12 +203,187 @@ TEST(ParseEngines, RandomTokens) {
     for (size_t i = 0; i < length; ++i) text += pieces[rng() % pieces.size()] + (rng() % 3 ? " " : "");
     text += "\n}\n";
     accepted += Compare("random.avf", text).descent_accepted;
+    CompareWithWholeFile(text + text, diag::DiagnosticEngine::kDefaultErrorLimit);
     if (testing::Test::HasFailure()) {
       ADD_FAILURE() << "text: " << testing::PrintToString(text);
       return;
     }
   }
   EXPECT_GT(accepted, 1000u);
+}
+
+// Parse against ParseByAntlr on `text`: the same AST (ranges included, and
+// as --dump=ast prints it) and the same diagnostics, in the same order, under
+// the error limit `limit`. True when the text has a syntax error.
+auto CompareWithWholeFile(const std::string& text, size_t limit) -> bool {
+  source::SourceSet sources;
+  diag::DiagnosticEngine setup;
+  std::optional<unsigned> id = sources.AddBuffer("mutated.avf", text, setup);
+  EXPECT_TRUE(id);
+  if (!id) return false;
+  const char* base = sources.Text(*id).data();
+  diag::DiagnosticEngine fast, whole;
+  fast.set_error_limit(limit);
+  whole.set_error_limit(limit);
+  lex::TokenizedBuffer tokens = lex::Lex(sources, *id, fast);
+  lex::Lex(sources, *id, whole);
+  size_t lexed = whole.diagnostics().size();
+  ast::File by_parse = Parse(tokens, fast);
+  ast::File by_antlr = ParseByAntlr(tokens, whole);
+  auto dump = [&](const ast::File& file) {
+    std::string out;
+    llvm::raw_string_ostream os(out);
+    ast::DumpAst(sources.mgr(), file, os);
+    return os.str();
+  };
+  EXPECT_EQ(Describer(base).File(by_parse), Describer(base).File(by_antlr));
+  EXPECT_EQ(dump(by_parse), dump(by_antlr));
+  EXPECT_EQ(DescribeDiagnostics(fast, base), DescribeDiagnostics(whole, base));
+  EXPECT_EQ(fast.error_count(), whole.error_count());
+  EXPECT_EQ(fast.suppressed_count(), whole.suppressed_count());
+  bool syntax_error = false;
+  for (size_t i = lexed; i < whole.diagnostics().size(); ++i)
+    syntax_error |= diag::Info(whole.diagnostics()[i].id).code.substr(0, 3) == "E02";
+  return syntax_error;
+}
+
+// Deterministic syntax errors injected into a file: a token deleted, replaced
+// by junk or with junk inserted before it.
+class Mutator {
+ public:
+  Mutator(std::string text, unsigned seed) : text_(std::move(text)), rng_(seed) {
+    source::SourceSet sources;
+    diag::DiagnosticEngine diags;
+    std::optional<unsigned> id = sources.AddBuffer("original.avf", text_, diags);
+    if (!id) return;
+    lex::TokenizedBuffer tokens = lex::Lex(sources, *id, diags);
+    for (const lex::Token& t : tokens.tokens())
+      if (t.begin != t.end) tokens_.push_back(t);
+  }
+
+  auto token_count() const -> size_t { return tokens_.size(); }
+
+  // `count` errors, the first at token `at`, the others at random tokens.
+  auto Inject(size_t at, size_t count) -> std::string {
+    std::vector<std::pair<lex::Token, std::string>> edits;
+    for (size_t i = 0; i < count && !tokens_.empty(); ++i) {
+      const lex::Token& t = tokens_[i == 0 ? at % tokens_.size() : rng_() % tokens_.size()];
+      std::string junk = kJunk[rng_() % std::size(kJunk)];
+      std::string original = text_.substr(t.begin, t.end - t.begin);
+      switch (rng_() % 3) {
+        case 0: edits.push_back({t, ""}); break;
+        case 1: edits.push_back({t, junk}); break;
+        default: edits.push_back({t, junk + " " + original}); break;
+      }
+    }
+    std::sort(edits.begin(), edits.end(), [](const auto& a, const auto& b) { return a.first.begin > b.first.begin; });
+    std::string out = text_;
+    uint32_t limit = UINT32_MAX;  // edits never overlap
+    for (const auto& [t, replacement] : edits) {
+      if (t.end > limit) continue;
+      out.replace(t.begin, t.end - t.begin, replacement);
+      limit = t.begin;
+    }
+    return out;
+  }
+
+ private:
+  static constexpr const char* kJunk[] = {"=",  "}",      "{",      ")",        "(",     "[",    "]",           ":",
+                                          ",",  ".",      "job",    "x",        "\"s\"", "5",    "@",           ";",
+                                          "\n", "import", "= =",    "job j {",  "gpu g", "a = ", "a.b",         "-",
+                                          "*",  "x {",    "\"open", "import 5", "{ {",   "} }",  "model m : {", "1 2",
+                                          "/*", "\n}\n",  "f(",     "[1,,2]"};
+  std::string text_;
+  std::mt19937 rng_;
+  std::vector<lex::Token> tokens_;
+};
+
+auto ReadFile(const std::filesystem::path& path) -> std::string {
+  std::ifstream in(path, std::ios::binary);
+  return {(std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()};
+}
+
+// The front-end benchmark's declarations (bench/frontend_bench.py), a few dozen.
+auto BenchLikeFile(int jobs) -> std::string {
+  std::string text =
+      "import \"std/hardware\"\n"
+      "cluster pod { node = hgx_a100; nodes = 16; network = ib_ndr; topology = fat_tree { nodes_per_leaf = 8 } }\n"
+      "dataset docs { source = cold / \"d\"; tokens = 4.2T; shards = 512 }\n";
+  for (int i = 0; i < jobs; ++i) {
+    std::string n = std::to_string(i);
+    text += "gpu g" + n + " : a100_80g { memory = 80GiB; tdp = 400W }\nmodel m" + n +
+            " { arch = llama; layers = 32; hidden = 4096; ffn = 4 * 2752 }\njob j" + n + " {\n  model = m" + n +
+            "; data = docs; gpus = 128\n  parallel { tensor = 8; data = auto }\n  optimizer { kind = adamw; betas = "
+            "[0.9, 0.95] }\n}\n";
+  }
+  return text;
+}
+
+// Every file with errors injected at tokens spread over it, one error at a
+// time and several at once, also under a small error limit.
+TEST(ParseEngines, SlicedParseEqualsWholeFileAntlr) {
+  namespace fs = std::filesystem;
+  std::vector<std::pair<std::string, std::string>> files;
+  for (const char* dir : {"examples", "stdlib", "test/parse"}) {
+    for (const auto& entry : fs::directory_iterator(fs::path(AVF_SOURCE_DIR) / dir)) {
+      if (entry.path().extension() == ".avf") files.push_back({entry.path().string(), ReadFile(entry.path())});
+    }
+  }
+  std::sort(files.begin(), files.end());
+  files.push_back({"bench-like", BenchLikeFile(40)});
+  ASSERT_GT(files.size(), 15u);
+  size_t texts = 0, with_syntax_errors = 0;
+  unsigned seed = 1;
+  for (const auto& [name, text] : files) {
+    Mutator mutator(text, seed++);
+    const size_t points = 30;
+    for (size_t i = 0; i < points * 2; ++i) {
+      size_t at = mutator.token_count() * (i % points) / points;
+      std::string mutated = mutator.Inject(at, i < points ? 1 : 2 + i % 3);
+      size_t limit = i % 7 == 0 ? 2 : diag::DiagnosticEngine::kDefaultErrorLimit;
+      with_syntax_errors += CompareWithWholeFile(mutated, limit);
+      ++texts;
+      if (testing::Test::HasFailure()) {
+        ADD_FAILURE() << name << " with errors injected:\n" << mutated;
+        return;
+      }
+    }
+  }
+  std::cout << texts << " texts, " << with_syntax_errors << " with syntax errors\n";
+  EXPECT_GT(with_syntax_errors, texts * 3 / 4);
+}
+
+// Corners of where the ANTLR parse may stop: recovery that runs on past a
+// declaration's `}` to the end of its line, a `{` conjured by the recovery
+// that takes in the declarations after it, stray closers, an import after a
+// declaration that ANTLR parsed.
+TEST(ParseEngines, SlicedParseCorners) {
+  const char* texts[] = {
+      "job { a = 1 } gpu g { memory = 1 }\ngpu h {}\n",
+      "job j a = 1\ngpu g { memory = 80GB }\nmodel m { layers = 2 }\n",
+      "job j\n  a = 1\n}\ngpu g {}\n",
+      "gpu g {}\n} } ) ]\nmodel m { a = 1 }\n",
+      "gpu g { a = }\nimport \"x\"\nmodel m { a = 1 b = 2 }\nimport \"y\"\n",
+      "modle m { a = 1 b = 2 ; c = }\njbo j { a = 1 }; job k { x = [1,,2] }\n",
+      "gpu g { a = 1 }; = ; gpu h { }\n",
+      "import job\nimport \"a\"\ngpu g : { }\n",
+      "gpu g { a = (1 + }\n  b = 2\n}\nmodel m {}\n",
+      "job j { a = f(1,\n}\nmodel m { a = [1, 2\n  b = 3\n}\n",
+      "gpu g { a = 1 }\n/* unterminated\nmodel m {}\n",
+      "x\n",
+      "}",
+      "job j { } job k { }\njob l { a = 1 } x y z\njob m { }\n",
+      "gpu g : a memory = 80GB\ngpu h { memory = 1 }\n}\nmodel m { a = 1 }\n",
+      "gpu g : a memory = 80GB\ngpu h { memory = 1 }\nmodel m { a = 1 }\n",
+  };
+  for (const char* text : texts) {
+    CompareWithWholeFile(text, diag::DiagnosticEngine::kDefaultErrorLimit);
+    CompareWithWholeFile(text, 1);
+    if (testing::Test::HasFailure()) {
+      ADD_FAILURE() << "text: " << testing::PrintToString(text);
+      return;
+    }
+  }
 }
 
 }  // namespace
