@@ -43,15 +43,16 @@ struct Name {
 class Expr {
  public:
   enum class Kind : uint8_t { Number, String, Bool, Auto, Name, Member, List, Binary, Unary, Record, Call, Error };
-  Expr(Kind kind, llvm::SMRange range) : kind_(kind), range_(range) {}
+  Expr(Kind kind, llvm::SMRange range) : range_(range), kind_(kind) {}
   virtual ~Expr() = default;
   auto kind() const -> Kind { return kind_; }
   auto range() const -> llvm::SMRange { return range_; }
   void set_range(llvm::SMRange range) { range_ = range; }
 
  private:
-  Kind kind_;
+  // kind_ last: a derived node's small members go into the padding after it.
   llvm::SMRange range_;
+  Kind kind_;
 };
 using ExprPtr = std::unique_ptr<Expr>;
 
@@ -63,13 +64,25 @@ class ExprOf : public Expr {
 };
 
 // `80GiB`: the literal's text and its value. `valid` is false when the lexer
-// already reported the literal (unknown unit, too large).
+// already reported the literal (unknown unit, too large). A file has one of
+// these for every number, so it is packed into 56 bytes: its text (not its
+// range, which takes in brackets around it) is a pointer and a length.
 struct NumberExpr : ExprOf<Expr::Kind::Number> {
-  using ExprOf::ExprOf;
-  std::string_view text;
-  units::Quantity value;
+  NumberExpr(llvm::SMRange range, std::string_view text)
+      : ExprOf(range), text_size_(static_cast<uint32_t>(text.size())), text_data_(text.data()) {}
+  auto text() const -> std::string_view { return {text_data_, text_size_}; }
+
+  // In this order, after Expr's kind: 56 bytes.
   bool valid = true;
+
+ private:
+  uint32_t text_size_;  // sources are at most 64 MiB (source::kMaxFileBytes)
+  const char* text_data_;
+
+ public:
+  units::Quantity value;
 };
+static_assert(sizeof(NumberExpr) <= 56, "NumberExpr fits a 64-byte malloc chunk");
 
 struct StringExpr : ExprOf<Expr::Kind::String> {
   using ExprOf::ExprOf;
@@ -157,7 +170,14 @@ struct Field {
   Name name;
   ExprPtr value;
   std::unique_ptr<Body> record;
-  llvm::SMRange range;
+
+  // From the name to the end of the value or record. Derived rather than
+  // stored: a file is mostly fields.
+  auto range() const -> llvm::SMRange {
+    llvm::SMLoc end = value ? value->range().End : record ? record->range.End : name.range.End;
+    if (!end.isValid() || end.getPointer() < name.range.End.getPointer()) end = name.range.End;
+    return {name.range.Start, end};
+  }
 };
 
 struct Decl {

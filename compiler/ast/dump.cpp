@@ -50,7 +50,7 @@ class AstDumper {
 
   void BodyOf(const Body& body, int depth) {
     for (const Field& field : body.fields) {
-      Line(depth, field.range.Start) << "field " << field.name.text;
+      Line(depth, field.range().Start) << "field " << field.name.text;
       if (field.record) {
         os_ << " {}\n";
         BodyOf(*field.record, depth + 1);
@@ -66,7 +66,7 @@ class AstDumper {
     switch (e.kind()) {
       case Expr::Kind::Number: {
         const auto& n = llvm::cast<NumberExpr>(e);
-        os << "number " << n.text;
+        os << "number " << n.text();
         if (n.valid) os << " = " << n.value.ValueText() << " (" << units::DimensionName(n.value.dimension()) << ")";
         os << '\n';
         break;

@@ -72,7 +72,10 @@ auto Run(const Options& o, const char* argv0) -> int {
   if (!modules.main_loaded) return Finish(o, sources, diags);
   const imports::Module& main = modules.modules.front();
   llvm::raw_ostream& out = llvm::outs();
-  if (o.dump == Dump::Tokens) lex::DumpTokens(sources, main.tokens, out);
+  if (o.dump == Dump::Tokens) {
+    diag::DiagnosticEngine reported_already;  // while loading the modules
+    lex::DumpTokens(sources, lex::Lex(sources, main.buffer_id, reported_already), out);
+  }
   if (o.dump == Dump::Ast) ast::DumpAst(sources.mgr(), main.ast, out);
   if (main.ast.decls.empty() && main.ast.imports.empty() && !diags.has_errors()) {
     diags.Report(diag::DiagId::EmptyFile, {}, o.input);

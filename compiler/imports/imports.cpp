@@ -69,6 +69,7 @@ class Loader {
   }
 
   void LoadMainText(const std::string& main_path, std::string text) {
+    keep_main_tokens_ = true;
     auto id = sources_.AddBuffer(main_path, std::move(text), diags_);
     if (!id) return;
     set_.main_loaded = true;
@@ -89,7 +90,8 @@ class Loader {
     lex::TokenizedBuffer tokens = lex::Lex(sources_, buffer_id, diags_);
     ast::File file = parse::Parse(tokens, diags_);
     size_t index = set_.modules.size();
-    set_.modules.push_back({shown_path, buffer_id, std::move(tokens), std::move(file), is_main, is_stdlib});
+    set_.modules.push_back({shown_path, buffer_id, tokens.source(), std::move(file), is_main, is_stdlib, {}});
+    if (is_main && keep_main_tokens_) set_.modules.back().tokens = std::move(tokens);
     stack_.push_back(identity);
     // A copy: visiting imports appends to set_.modules.
     std::vector<ast::Import> imports = set_.modules[index].ast.imports;
@@ -156,6 +158,7 @@ class Loader {
   source::SourceSet& sources_;
   diag::DiagnosticEngine& diags_;
   ModuleSet set_;
+  bool keep_main_tokens_ = false;
   std::set<std::string> loaded_;
   std::vector<std::string> stack_;
 };

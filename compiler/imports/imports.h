@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,13 +22,17 @@ struct SearchPaths {
 struct Module {
   std::string path;  // as shown in diagnostics
   unsigned buffer_id = 0;
-  lex::TokenizedBuffer tokens;
+  llvm::StringRef text;  // the source, owned by the SourceSet
   ast::File ast;
   bool is_main = false;
   // Found by `import "std/NAME"` in a stdlib folder (not under a `-I` folder,
   // which comes first), or imported by a relative path from such a module:
   // the reference figures the project ships, not the user's own.
   bool is_stdlib = false;
+  // Only the main module of LoadModulesFromText keeps its tokens (an editor
+  // asks about them); elsewhere nothing reads them after parsing, and on a
+  // large file they would be a seventh of the front end's memory.
+  std::optional<lex::TokenizedBuffer> tokens;
 };
 
 // Modules in load order: the main file first, then imports depth-first.
@@ -47,7 +52,7 @@ auto LoadModules(const std::string& main_path, const SearchPaths& paths, source:
 
 // The same with the main file's text given (an editor's unsaved buffer, for
 // `aviflowc lsp`) instead of read from `main_path`; its imports are resolved
-// from `main_path` and read from disk.
+// from `main_path` and read from disk. The main module keeps its tokens.
 auto LoadModulesFromText(const std::string& main_path, std::string main_text, const SearchPaths& paths,
                          source::SourceSet& sources, diag::DiagnosticEngine& diags) -> ModuleSet;
 

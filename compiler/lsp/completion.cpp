@@ -78,8 +78,8 @@ auto Candidates(const Analysis& a, const lex::TokenizedBuffer& tokens, const Tok
 
 auto CompletionsAt(const Analysis& a, size_t offset) -> std::vector<CompletionItem> {
   const imports::Module* main = a.main();
-  if (!main) return {};
-  const lex::TokenizedBuffer& tokens = main->tokens;
+  if (!main || !main->tokens) return {};
+  const lex::TokenizedBuffer& tokens = *main->tokens;
   const std::vector<lex::Token>& all = tokens.tokens();
   // A name being typed is the prefix; the context is that before it.
   size_t index = TokenAfter(tokens, offset);

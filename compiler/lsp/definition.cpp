@@ -41,8 +41,8 @@ auto ImportTarget(const Analysis& a, const lex::TokenizedBuffer& tokens, size_t 
 
 auto DefinitionAt(const Analysis& a, size_t offset, const imports::SearchPaths& paths) -> std::optional<Target> {
   const imports::Module* main = a.main();
-  if (!main) return std::nullopt;
-  const lex::TokenizedBuffer& tokens = main->tokens;
+  if (!main || !main->tokens) return std::nullopt;
+  const lex::TokenizedBuffer& tokens = *main->tokens;
   const std::vector<lex::Token>& all = tokens.tokens();
   std::optional<size_t> i = TokenAt(tokens, offset);
   if (!i) return std::nullopt;

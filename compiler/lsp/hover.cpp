@@ -131,8 +131,8 @@ auto DescribeField(const sema::FieldSchema& field) -> std::string {
 
 auto HoverAt(const Analysis& a, size_t offset) -> std::optional<HoverResult> {
   const imports::Module* main = a.main();
-  if (!main) return std::nullopt;
-  const lex::TokenizedBuffer& tokens = main->tokens;
+  if (!main || !main->tokens) return std::nullopt;
+  const lex::TokenizedBuffer& tokens = *main->tokens;
   std::optional<size_t> i = TokenAt(tokens, offset);
   if (!i || !IsName(tokens.tokens()[*i].kind)) return std::nullopt;
   std::optional<std::string> text = NameHover(a, tokens, *i);

@@ -87,7 +87,7 @@ auto Convert(const diag::Diagnostic& d, const Analysis& a, const imports::Search
 auto FieldSymbols(const ast::Body& body, Locator& locator) -> std::vector<Symbol>;
 
 auto FieldSymbol(const ast::Field& f, Locator& locator) -> std::optional<Symbol> {
-  std::optional<Location> range = locator.LocationOf(f.range);
+  std::optional<Location> range = locator.LocationOf(f.range());
   std::optional<Location> name = locator.LocationOf(f.name.range);
   if (!range || !name || f.name.text.empty()) return std::nullopt;
   Symbol s{std::string(f.name.text), "", SymbolKind::Field, range->range, name->range, {}};

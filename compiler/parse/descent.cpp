@@ -3,6 +3,7 @@
 // the ANTLR builder's Range(ctx) does.
 #include "parse/descent.h"
 
+#include <deque>
 #include <vector>
 
 #include "parse/ast_reports.h"
@@ -103,21 +104,27 @@ class DescentParser {
   auto ParseBody() -> ast::Body {
     size_t first = next_;
     Take(Peek() == TokenKind::LBrace);
-    ast::Body body;
+    // A file is mostly fields: they gather in a vector kept per nesting depth
+    // and the body gets an allocation of exactly their size.
+    if (bodies_open_ == open_fields_.size()) open_fields_.emplace_back();
+    std::vector<ast::Field>& fields = open_fields_[bodies_open_++];
     size_t previous_end = 0;  // one past the previous field's last token; 0: none yet
     for (TokenKind k = Peek(); k != TokenKind::RBrace; k = Peek()) {
       if (IsSeparator(k)) {
         ++next_;
         continue;
       }
-      if (previous_end == next_) ReportSeparatorMissing(body.fields.back().name.text);
-      body.fields.push_back(ParseField());
+      if (previous_end == next_) ReportSeparatorMissing(fields.back().name.text);
+      fields.push_back(ParseField());
       previous_end = next_;
     }
     ++next_;
+    ast::Body body;
     body.range = SpanFrom(first);
-    // A file is mostly fields: the spare capacity of growth is dropped.
-    body.fields.shrink_to_fit();
+    body.fields.reserve(fields.size());
+    std::move(fields.begin(), fields.end(), std::back_inserter(body.fields));
+    fields.clear();
+    --bodies_open_;
     return body;
   }
 
@@ -131,7 +138,6 @@ class DescentParser {
 
   // field : anyName ASSIGN expr | anyName body ;
   auto ParseField() -> ast::Field {
-    size_t first = next_;
     ast::Field field;
     field.name = TakeName();
     if (Peek() == TokenKind::Assign) {
@@ -140,7 +146,6 @@ class DescentParser {
     } else {
       field.record = std::make_unique<ast::Body>(ParseBody());
     }
-    field.range = SpanFrom(first);
     return field;
   }
 
@@ -209,6 +214,8 @@ class DescentParser {
   const std::vector<Token>& all_;
   size_t next_;
   DeferredReports& reports_;
+  std::deque<std::vector<ast::Field>> open_fields_;  // ParseBody's, by depth (a deque: they stay put)
+  size_t bodies_open_ = 0;
 };
 
 // primary : NUMBER | STRING | TRUE | FALSE | AUTO | anyName body
@@ -228,9 +235,8 @@ auto DescentParser::ParsePrimary() -> ast::ExprPtr {
   const Token& t = all_[next_++];
   llvm::SMRange range = tokens_.Range(t);
   if (k == TokenKind::Number) {
-    auto e = std::make_unique<ast::NumberExpr>(range);
-    e->text = tokens_.Text(t);
-    units::LiteralResult r = units::ParseLiteral(e->text);
+    auto e = std::make_unique<ast::NumberExpr>(range, tokens_.Text(t));
+    units::LiteralResult r = units::ParseLiteral(e->text());
     e->value = r.value;
     e->valid = r.error == units::LiteralError::kNone;  // else the lexer reported it
     return e;

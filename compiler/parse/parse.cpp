@@ -152,7 +152,6 @@ class AstBuilder {
   // field : anyName ASSIGN expr | anyName body ;
   auto BuildField(AvfParser::FieldContext* ctx) -> std::optional<ast::Field> {
     ast::Field field;
-    field.range = Range(ctx);
     if (auto* assign = dynamic_cast<AvfParser::AssignFieldContext*>(ctx)) {
       if (!assign->anyName() || !assign->expr()) return std::nullopt;
       field.name = MakeName(assign->anyName());
@@ -275,9 +274,8 @@ auto AstBuilder::BuildPrimary(AvfParser::PrimaryContext* ctx) -> ast::ExprPtr {
 }
 
 auto AstBuilder::BuildNumber(AvfParser::NumberExprContext* ctx) -> ast::ExprPtr {
-  auto e = std::make_unique<ast::NumberExpr>(Range(ctx));
-  e->text = tokens_.Text(Tok(ctx->NUMBER()->getSymbol()));
-  units::LiteralResult r = units::ParseLiteral(e->text);
+  auto e = std::make_unique<ast::NumberExpr>(Range(ctx), tokens_.Text(Tok(ctx->NUMBER()->getSymbol())));
+  units::LiteralResult r = units::ParseLiteral(e->text());
   e->value = r.value;
   e->valid = r.error == units::LiteralError::kNone;  // else the lexer reported it
   return e;
@@ -404,6 +402,7 @@ auto Parse(const lex::TokenizedBuffer& tokens, diag::DiagnosticEngine& diags) ->
     failed = resume < tokens.tokens().size() ? ParseItemsByDescent(tokens, resume, file, reports) : std::nullopt;
   }
   for (const auto& report : reports) report(diags);
+  file.decls.shrink_to_fit();  // the AST lives as long as the program: drop the room to grow
   return file;
 }
 

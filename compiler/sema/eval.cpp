@@ -43,10 +43,10 @@ class Evaluator {
     // `batch = 4M`: a token count written where sequences are counted.
     if (scaled_ == &e && !checked.is_error()) {
       diags_
-          .Report(DiagId::ScaledCountOfSequences, e.range(), field_name_, schema.counts, scaled_->text,
+          .Report(DiagId::ScaledCountOfSequences, e.range(), field_name_, schema.counts, scaled_->text(),
                   scaled_->value.ValueText(), schema.counts)
           .Help(fmt::format("for a number of tokens, divide it by the model's `seq_len`: `{} = {} / SEQ_LEN`",
-                            leaf_name_, scaled_->text));
+                            leaf_name_, scaled_->text()));
     }
     return checked;
   }
@@ -83,8 +83,8 @@ auto Evaluator::FindScaledCount(const ast::Expr& e) -> const ast::NumberExpr* {
   switch (e.kind()) {
     case ast::Expr::Kind::Number: {
       const auto& n = llvm::cast<ast::NumberExpr>(e);
-      bool scaled = n.valid && n.value.dimension().IsCount() && !n.text.empty() &&
-                    std::string_view("kMGTP").find(n.text.back()) != std::string_view::npos;
+      bool scaled = n.valid && n.value.dimension().IsCount() && !n.text().empty() &&
+                    std::string_view("kMGTP").find(n.text().back()) != std::string_view::npos;
       return scaled ? &n : nullptr;
     }
     case ast::Expr::Kind::Unary: return FindScaledCount(*llvm::cast<ast::UnaryExpr>(e).operand);
@@ -445,7 +445,7 @@ auto Evaluator::CheckQuantity(Value v, const FieldSchema& schema, llvm::SMRange 
       b.Help(
           fmt::format("`{}` counts {}, not tokens, and `{}` is {}: write the whole number of {} in a step, such as "
                       "`{} = {}`",
-                      leaf_name_, schema.counts, scaled_->text, scaled_->value.ValueText(), schema.counts, leaf_name_,
+                      leaf_name_, schema.counts, scaled_->text(), scaled_->value.ValueText(), schema.counts, leaf_name_,
                       std::max<int64_t>(1, std::llround(q.real()))));
     }
     return Value::Error();

@@ -113,7 +113,7 @@ auto Analyzer::Compute(DeclId decl, PathId path) -> std::optional<FieldValue> {
   if (!site) return DefaultFor(decl, path);
   if (site->decl != decl) {
     // Evaluated once, in the declaration that wrote it.
-    std::optional<FieldValue> inherited = EvalField(site->decl, path, site->field->range);
+    std::optional<FieldValue> inherited = EvalField(site->decl, path, site->field->range());
     if (inherited && inherited->origin == Origin::Written) inherited->origin = Origin::Inherited;
     return inherited;
   }
@@ -131,7 +131,7 @@ auto Analyzer::ComputeRecord(DeclId decl, PathId path, const std::optional<Site>
   // `topology = 3` is reported by CheckBody; its fields are not missing.
   if (!InnerBody(*site->field)) return FieldValue{&schema, Value::Error(), Origin::Written, site->decl};
   Origin origin = site->decl == decl ? Origin::Written : Origin::Inherited;
-  FieldValue fv{&schema, Value::Of(Value::Kind::Record, site->field->range), origin, site->decl};
+  FieldValue fv{&schema, Value::Of(Value::Kind::Record, site->field->range()), origin, site->decl};
   fv.value.SetRecord(BuildRecord(decl, path, site->field->name.range));
   return fv;
 }

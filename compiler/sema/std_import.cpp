@@ -12,7 +12,7 @@ namespace {
 // start of the line of its first declaration, followed by a blank line.
 auto ImportInsertion(const imports::Module& module, const std::string& path) -> diag::FixIt {
   std::string line = fmt::format("import \"{}\"\n", path);
-  llvm::StringRef text = module.tokens.source();
+  llvm::StringRef text = module.text;
   auto at = [](const char* p) { return llvm::SMRange(llvm::SMLoc::getFromPointer(p), llvm::SMLoc::getFromPointer(p)); };
   if (!module.ast.imports.empty()) {
     const char* end = module.ast.imports.back().statement.End.getPointer();

@@ -10,28 +10,24 @@ namespace avf::sema {
 
 auto Value::text() const -> const std::string& {
   static const std::string kNone;
-  return payload_ ? payload_->text : kNone;
+  const std::string* text = payload_ ? std::get_if<std::string>(&payload_->data) : nullptr;
+  return text ? *text : kNone;
 }
 
 auto Value::list() const -> const std::vector<Value>& {
   static const std::vector<Value> kNone;
-  return payload_ ? payload_->list : kNone;
+  const std::vector<Value>* list = payload_ ? std::get_if<std::vector<Value>>(&payload_->data) : nullptr;
+  return list ? *list : kNone;
 }
 
 auto Value::record() const -> const RecordValue* {
-  return payload_ && payload_->record.schema ? &payload_->record : nullptr;
+  const RecordValue* record = payload_ ? std::get_if<RecordValue>(&payload_->data) : nullptr;
+  return record && record->schema ? record : nullptr;
 }
 
-// Copies share a payload until one of them is changed.
-auto Value::MutablePayload() -> ValuePayload& {
-  if (!payload_) payload_ = std::make_shared<ValuePayload>();
-  else if (payload_.use_count() > 1) payload_ = std::make_shared<ValuePayload>(*payload_);
-  return *payload_;
-}
-
-void Value::SetText(std::string text) { MutablePayload().text = std::move(text); }
-void Value::SetList(std::vector<Value> list) { MutablePayload().list = std::move(list); }
-void Value::SetRecord(RecordValue record) { MutablePayload().record = std::move(record); }
+void Value::SetText(std::string text) { payload_ = new ValuePayload(std::move(text)); }
+void Value::SetList(std::vector<Value> list) { payload_ = new ValuePayload(std::move(list)); }
+void Value::SetRecord(RecordValue record) { payload_ = new ValuePayload(std::move(record)); }
 
 auto RecordValue::Find(std::string_view name) const -> const FieldValue* {
   for (const FieldValue& f : fields) {

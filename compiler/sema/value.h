@@ -6,8 +6,10 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
+#include <llvm/ADT/IntrusiveRefCntPtr.h>
 #include <llvm/Support/SMLoc.h>
 
 #include "ast/ast.h"
@@ -51,8 +53,7 @@ struct Value {
   auto is_error() const -> bool { return kind == Kind::Error; }
 
  private:
-  auto MutablePayload() -> ValuePayload&;
-  std::shared_ptr<ValuePayload> payload_;
+  llvm::IntrusiveRefCntPtr<ValuePayload> payload_;  // shared by copies; Set* replaces it
 };
 
 // How a field got its value.
@@ -66,6 +67,9 @@ struct FieldValue {
   auto name() const -> std::string_view { return field->name; }
 };
 
+// A large program holds millions of these (figures: bench/README.md).
+static_assert(sizeof(Value) <= 48 && sizeof(FieldValue) <= 64);
+
 // Fields in schema order. A record stores the fields written (or inherited)
 // and the defaults that depend on other fields; Find also answers with the
 // defaults that do not (ConstantDefault). Fields neither written nor
@@ -78,10 +82,11 @@ struct RecordValue {
   auto Present() const -> std::vector<const FieldValue*>;
 };
 
-struct ValuePayload {
-  std::string text;
-  std::vector<Value> list;
-  RecordValue record;
+// A Value's text, list or record: one of them, behind an 8-byte pointer.
+// Not thread-safe: a Program is made and read by one thread at a time.
+struct ValuePayload : llvm::RefCountedBase<ValuePayload> {
+  explicit ValuePayload(std::variant<std::string, std::vector<Value>, RecordValue> data) : data(std::move(data)) {}
+  std::variant<std::string, std::vector<Value>, RecordValue> data;
 };
 
 // The value a field takes where no declaration writes it, when that value

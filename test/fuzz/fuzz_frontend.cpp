@@ -23,7 +23,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     modules.main_loaded = true;
     avf::lex::TokenizedBuffer tokens = avf::lex::Lex(sources, *id, diags);
     avf::ast::File file = avf::parse::Parse(tokens, diags);
-    modules.modules.push_back({"fuzz.avf", *id, std::move(tokens), std::move(file), true});
+    modules.modules.push_back({"fuzz.avf", *id, tokens.source(), std::move(file), true, false, {}});
     if (!diags.has_errors()) avf::sema::Analyze(modules, diags);
   }
   llvm::raw_null_ostream null;

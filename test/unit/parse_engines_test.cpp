@@ -50,7 +50,7 @@ class Describer {
   void Body(const ast::Body& body, int depth) {
     Line("body", body.range, depth) << "\n";
     for (const ast::Field& f : body.fields) {
-      Line("field " + std::string(f.name.text), f.range, depth) << At(f.name.range) << "\n";
+      Line("field " + std::string(f.name.text), f.range(), depth) << At(f.name.range) << "\n";
       if (f.record) Body(*f.record, depth + 1);
       if (f.value) Expr(*f.value, depth + 1);
     }
@@ -58,7 +58,7 @@ class Describer {
 
   void Expr(const ast::Expr& e, int depth) {
     auto& line = Line("expr " + std::to_string(static_cast<int>(e.kind())), e.range(), depth);
-    if (auto* n = llvm::dyn_cast<ast::NumberExpr>(&e)) line << " " << n->text << " " << n->valid;
+    if (auto* n = llvm::dyn_cast<ast::NumberExpr>(&e)) line << " " << n->text() << " " << n->valid;
     if (auto* s = llvm::dyn_cast<ast::StringExpr>(&e)) line << " '" << s->value << "'";
     if (auto* b = llvm::dyn_cast<ast::BoolExpr>(&e)) line << " " << b->value;
     if (auto* n = llvm::dyn_cast<ast::NameExpr>(&e)) line << " " << n->name.text << At(n->name.range);
