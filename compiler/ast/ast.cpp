@@ -19,6 +19,25 @@ auto DeclKindFromKeyword(std::string_view keyword) -> std::optional<DeclKind> {
   return std::nullopt;
 }
 
+NodeArena::~NodeArena() {
+  for (Expr* e : to_destroy_) {
+    switch (e->kind()) {
+      case Expr::Kind::String: static_cast<StringExpr*>(e)->~StringExpr(); break;
+      case Expr::Kind::Member: static_cast<MemberExpr*>(e)->~MemberExpr(); break;
+      case Expr::Kind::List: static_cast<ListExpr*>(e)->~ListExpr(); break;
+      case Expr::Kind::Binary: static_cast<BinaryExpr*>(e)->~BinaryExpr(); break;
+      case Expr::Kind::Unary: static_cast<UnaryExpr*>(e)->~UnaryExpr(); break;
+      case Expr::Kind::Record: static_cast<RecordExpr*>(e)->~RecordExpr(); break;
+      case Expr::Kind::Call: static_cast<CallExpr*>(e)->~CallExpr(); break;
+      case Expr::Kind::Number:
+      case Expr::Kind::Bool:
+      case Expr::Kind::Auto:
+      case Expr::Kind::Name:
+      case Expr::Kind::Error: break;  // trivially destructible
+    }
+  }
+}
+
 auto Spelling(BinaryOp op) -> std::string_view {
   switch (op) {
     case BinaryOp::Add: return "+";

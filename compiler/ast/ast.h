@@ -10,8 +10,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
+#include <llvm/Support/Allocator.h>
 #include <llvm/Support/Casting.h>
 #include <llvm/Support/SMLoc.h>
 
@@ -40,11 +42,12 @@ struct Name {
   llvm::SMRange range;
 };
 
+// Expression nodes live in their File's NodeArena (no vtable, no header per
+// node: a file has one for every value) and are pointed to, not owned.
 class Expr {
  public:
   enum class Kind : uint8_t { Number, String, Bool, Auto, Name, Member, List, Binary, Unary, Record, Call, Error };
   Expr(Kind kind, llvm::SMRange range) : range_(range), kind_(kind) {}
-  virtual ~Expr() = default;
   auto kind() const -> Kind { return kind_; }
   auto range() const -> llvm::SMRange { return range_; }
   void set_range(llvm::SMRange range) { range_ = range; }
@@ -54,7 +57,7 @@ class Expr {
   llvm::SMRange range_;
   Kind kind_;
 };
-using ExprPtr = std::unique_ptr<Expr>;
+using ExprPtr = Expr*;  // into the File's NodeArena
 
 template <Expr::Kind K>
 class ExprOf : public Expr {
@@ -65,14 +68,14 @@ class ExprOf : public Expr {
 
 // `80GiB`: the literal's text and its value. `valid` is false when the lexer
 // already reported the literal (unknown unit, too large). A file has one of
-// these for every number, so it is packed into 56 bytes: its text (not its
+// these for every number, so it is packed into 48 bytes: its text (not its
 // range, which takes in brackets around it) is a pointer and a length.
 struct NumberExpr : ExprOf<Expr::Kind::Number> {
   NumberExpr(llvm::SMRange range, std::string_view text)
       : ExprOf(range), text_size_(static_cast<uint32_t>(text.size())), text_data_(text.data()) {}
   auto text() const -> std::string_view { return {text_data_, text_size_}; }
 
-  // In this order, after Expr's kind: 56 bytes.
+  // In this order, after Expr's kind: 48 bytes.
   bool valid = true;
 
  private:
@@ -82,7 +85,7 @@ struct NumberExpr : ExprOf<Expr::Kind::Number> {
  public:
   units::Quantity value;
 };
-static_assert(sizeof(NumberExpr) <= 56, "NumberExpr fits a 64-byte malloc chunk");
+static_assert(sizeof(NumberExpr) <= 48);
 
 struct StringExpr : ExprOf<Expr::Kind::String> {
   using ExprOf::ExprOf;
@@ -107,7 +110,7 @@ struct NameExpr : ExprOf<Expr::Kind::Name> {
 // base.a.b
 struct MemberExpr : ExprOf<Expr::Kind::Member> {
   using ExprOf::ExprOf;
-  ExprPtr base;
+  ExprPtr base = nullptr;
   std::vector<Name> members;
 };
 
@@ -126,9 +129,9 @@ struct BinaryExpr : ExprOf<Expr::Kind::Binary> {
   struct Step {
     BinaryOp op;
     llvm::SMRange op_range;
-    ExprPtr operand;
+    ExprPtr operand = nullptr;
   };
-  ExprPtr first;
+  ExprPtr first = nullptr;
   std::vector<Step> rest;
 };
 
@@ -136,7 +139,7 @@ struct BinaryExpr : ExprOf<Expr::Kind::Binary> {
 struct UnaryExpr : ExprOf<Expr::Kind::Unary> {
   using ExprOf::ExprOf;
   std::vector<llvm::SMRange> negations;  // `+` signs are dropped
-  ExprPtr operand;
+  ExprPtr operand = nullptr;
 };
 
 struct Field;
@@ -168,7 +171,7 @@ struct ErrorExpr : ExprOf<Expr::Kind::Error> {
 // NAME = EXPR, or NAME { FIELD* } (then `record` is set, `value` null).
 struct Field {
   Name name;
-  ExprPtr value;
+  ExprPtr value = nullptr;
   std::unique_ptr<Body> record;
 
   // From the name to the end of the value or record. Derived rather than
@@ -195,8 +198,31 @@ struct Import {
   llvm::SMRange statement;  // `import "path"`
 };
 
+// Owns a file's expression nodes: they are bump-allocated, and those with
+// members of their own (strings, vectors) are destroyed with the arena.
+class NodeArena {
+ public:
+  NodeArena() = default;
+  NodeArena(const NodeArena&) = delete;
+  auto operator=(const NodeArena&) -> NodeArena& = delete;
+  ~NodeArena();
+
+  template <class Node, class... Args>
+  auto Make(Args&&... args) -> Node* {
+    Node* node = new (allocator_.Allocate<Node>()) Node(std::forward<Args>(args)...);
+    if constexpr (!std::is_trivially_destructible_v<Node>) to_destroy_.push_back(node);
+    return node;
+  }
+
+ private:
+  llvm::BumpPtrAllocator allocator_;
+  std::vector<Expr*> to_destroy_;
+};
+
 struct File {
   unsigned buffer_id = 0;
+  // Before the nodes' users: a moved File keeps its nodes where they are.
+  std::unique_ptr<NodeArena> nodes = std::make_unique<NodeArena>();
   std::vector<Import> imports;
   std::vector<Decl> decls;
   // Text that is not in the source, for the views above (error recovery).

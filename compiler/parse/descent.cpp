@@ -21,8 +21,8 @@ struct SyntaxError {};
 
 class DescentParser {
  public:
-  DescentParser(const lex::TokenizedBuffer& tokens, size_t first, DeferredReports& reports)
-      : tokens_(tokens), all_(tokens.tokens()), next_(first), reports_(reports) {}
+  DescentParser(const lex::TokenizedBuffer& tokens, size_t first, DeferredReports& reports, ast::NodeArena& nodes)
+      : tokens_(tokens), all_(tokens.tokens()), next_(first), reports_(reports), nodes_(nodes) {}
 
   // file : (item | sep)* EOF ;   item : importDecl | decl ;
   auto ParseItems(ast::File& file) -> std::optional<size_t> {
@@ -166,7 +166,7 @@ class DescentParser {
     ast::ExprPtr head = operand();
     std::optional<ast::BinaryOp> op = OperatorOf(Peek(), additive);
     if (!op) return head;
-    auto chain = std::make_unique<ast::BinaryExpr>(llvm::SMRange());
+    auto chain = nodes_.Make<ast::BinaryExpr>(llvm::SMRange());
     chain->first = std::move(head);
     for (; op; op = OperatorOf(Peek(), additive)) {
       llvm::SMRange op_range = tokens_.Range(all_[next_++]);
@@ -184,7 +184,7 @@ class DescentParser {
       if (Peek() == TokenKind::Minus) negations.push_back(tokens_.Range(all_[next_]));
     ast::ExprPtr operand = ParsePostfix();
     if (negations.empty()) return operand;
-    auto unary = std::make_unique<ast::UnaryExpr>(SpanFrom(first));
+    auto unary = nodes_.Make<ast::UnaryExpr>(SpanFrom(first));
     unary->negations = std::move(negations);
     unary->operand = std::move(operand);
     return unary;
@@ -195,7 +195,7 @@ class DescentParser {
     size_t first = next_;
     ast::ExprPtr base = ParsePrimary();
     if (Peek() != TokenKind::Dot) return base;
-    auto member = std::make_unique<ast::MemberExpr>(llvm::SMRange());
+    auto member = nodes_.Make<ast::MemberExpr>(llvm::SMRange());
     member->base = std::move(base);
     while (Peek() == TokenKind::Dot) {
       ++next_;
@@ -214,6 +214,7 @@ class DescentParser {
   const std::vector<Token>& all_;
   size_t next_;
   DeferredReports& reports_;
+  ast::NodeArena& nodes_;
   std::deque<std::vector<ast::Field>> open_fields_;  // ParseBody's, by depth (a deque: they stay put)
   size_t bodies_open_ = 0;
 };
@@ -235,23 +236,23 @@ auto DescentParser::ParsePrimary() -> ast::ExprPtr {
   const Token& t = all_[next_++];
   llvm::SMRange range = tokens_.Range(t);
   if (k == TokenKind::Number) {
-    auto e = std::make_unique<ast::NumberExpr>(range, tokens_.Text(t));
+    auto e = nodes_.Make<ast::NumberExpr>(range, tokens_.Text(t));
     units::LiteralResult r = units::ParseLiteral(e->text());
     e->value = r.value;
     e->valid = r.error == units::LiteralError::kNone;  // else the lexer reported it
     return e;
   }
   if (IsString(k)) {
-    auto e = std::make_unique<ast::StringExpr>(range);
+    auto e = nodes_.Make<ast::StringExpr>(range);
     e->value = StringValue(tokens_, t);
     return e;
   }
   if (k == TokenKind::KwTrue || k == TokenKind::KwFalse) {
-    auto e = std::make_unique<ast::BoolExpr>(range);
+    auto e = nodes_.Make<ast::BoolExpr>(range);
     e->value = k == TokenKind::KwTrue;
     return e;
   }
-  if (k == TokenKind::KwAuto) return std::make_unique<ast::AutoExpr>(range);
+  if (k == TokenKind::KwAuto) return nodes_.Make<ast::AutoExpr>(range);
   throw SyntaxError{};
 }
 
@@ -260,18 +261,18 @@ auto DescentParser::ParseNamed() -> ast::ExprPtr {
   size_t first = next_;
   ast::Name name = TakeName();
   if (Peek() == TokenKind::LBrace) {
-    auto e = std::make_unique<ast::RecordExpr>(llvm::SMRange());
+    auto e = nodes_.Make<ast::RecordExpr>(llvm::SMRange());
     e->type = std::move(name);
     e->body = std::make_unique<ast::Body>(ParseBody());
     e->set_range(SpanFrom(first));
     return e;
   }
   if (Peek() != TokenKind::LParen) {
-    auto e = std::make_unique<ast::NameExpr>(name.range);
+    auto e = nodes_.Make<ast::NameExpr>(name.range);
     e->name = std::move(name);
     return e;
   }
-  auto e = std::make_unique<ast::CallExpr>(llvm::SMRange());
+  auto e = nodes_.Make<ast::CallExpr>(llvm::SMRange());
   e->callee = std::move(name);
   e->args = ParseElements(TokenKind::RParen);
   e->set_range(SpanFrom(first));
@@ -281,7 +282,7 @@ auto DescentParser::ParseNamed() -> ast::ExprPtr {
 // LBRACKET (expr (COMMA expr)* COMMA?)? RBRACKET
 auto DescentParser::ParseList() -> ast::ExprPtr {
   size_t first = next_;
-  auto e = std::make_unique<ast::ListExpr>(llvm::SMRange());
+  auto e = nodes_.Make<ast::ListExpr>(llvm::SMRange());
   e->elements = ParseElements(TokenKind::RBracket);
   e->set_range(SpanFrom(first));
   return e;
@@ -304,7 +305,7 @@ auto DescentParser::ParseElements(TokenKind closer) -> std::vector<ast::ExprPtr>
 
 auto ParseItemsByDescent(const lex::TokenizedBuffer& tokens, size_t first, ast::File& file, DeferredReports& reports)
     -> std::optional<size_t> {
-  return DescentParser(tokens, first, reports).ParseItems(file);
+  return DescentParser(tokens, first, reports, *file.nodes).ParseItems(file);
 }
 
 auto ParseByDescent(const lex::TokenizedBuffer& tokens, diag::DiagnosticEngine& diags) -> std::optional<ast::File> {

@@ -59,8 +59,8 @@ class OurTokenSource : public antlr4::TokenSource {
 class AstBuilder {
  public:
   AstBuilder(const lex::TokenizedBuffer& tokens, size_t first, DeferredReports& reports,
-             const SyntaxErrorStrategy& errors)
-      : tokens_(tokens), first_(first), reports_(reports), errors_(errors) {}
+             const SyntaxErrorStrategy& errors, ast::NodeArena& nodes)
+      : tokens_(tokens), first_(first), reports_(reports), errors_(errors), nodes_(nodes) {}
 
   // file : (item | sep)* EOF ;   item : importDecl | decl ;   appended to `file`.
   void BuildItems(AvfParser::FileContext* ctx, ast::File& file) {
@@ -166,7 +166,7 @@ class AstBuilder {
     return field;
   }
 
-  auto Error(antlr4::ParserRuleContext* ctx) -> ast::ExprPtr { return std::make_unique<ast::ErrorExpr>(Range(ctx)); }
+  auto Error(antlr4::ParserRuleContext* ctx) -> ast::ExprPtr { return nodes_.Make<ast::ErrorExpr>(Range(ctx)); }
 
   // expr : term (addOp term)* ;   term : unary (mulOp unary)* ;
   template <typename Ctx, typename OperandCtx, typename OpCtx, typename Build>
@@ -174,7 +174,7 @@ class AstBuilder {
     if (operands.empty()) return Error(ctx);
     ast::ExprPtr first = build(operands[0]);
     if (operands.size() == 1 || ops.empty()) return first;
-    auto chain = std::make_unique<ast::BinaryExpr>(Range(ctx));
+    auto chain = nodes_.Make<ast::BinaryExpr>(Range(ctx));
     chain->first = std::move(first);
     for (size_t i = 1; i < operands.size() && i - 1 < ops.size(); ++i) {
       // By token type: the text of an operator may be a look-alike (`–`).
@@ -189,7 +189,7 @@ class AstBuilder {
   }
 
   auto BuildExpr(AvfParser::ExprContext* ctx) -> ast::ExprPtr {
-    if (!ctx) return std::make_unique<ast::ErrorExpr>(llvm::SMRange());
+    if (!ctx) return nodes_.Make<ast::ErrorExpr>(llvm::SMRange());
     return BuildChain(ctx, ctx->term(), ctx->addOp(), [this](auto* t) { return BuildTerm(t); });
   }
 
@@ -202,7 +202,7 @@ class AstBuilder {
     if (!ctx->postfix()) return Error(ctx);
     ast::ExprPtr operand = BuildPostfix(ctx->postfix());
     if (ctx->MINUS().empty()) return operand;
-    auto unary = std::make_unique<ast::UnaryExpr>(Range(ctx));
+    auto unary = nodes_.Make<ast::UnaryExpr>(Range(ctx));
     for (antlr4::tree::TerminalNode* minus : ctx->MINUS())
       unary->negations.push_back(tokens_.Range(Tok(minus->getSymbol())));
     unary->operand = std::move(operand);
@@ -214,7 +214,7 @@ class AstBuilder {
     if (!ctx->primary()) return Error(ctx);
     ast::ExprPtr base = BuildPrimary(ctx->primary());
     if (ctx->anyName().empty()) return base;
-    auto member = std::make_unique<ast::MemberExpr>(Range(ctx));
+    auto member = nodes_.Make<ast::MemberExpr>(Range(ctx));
     member->base = std::move(base);
     for (AvfParser::AnyNameContext* n : ctx->anyName()) member->members.push_back(MakeName(n));
     return member;
@@ -228,6 +228,7 @@ class AstBuilder {
   size_t first_;
   DeferredReports& reports_;
   const SyntaxErrorStrategy& errors_;
+  ast::NodeArena& nodes_;
   std::forward_list<std::string> saved_text_;
 };
 
@@ -237,30 +238,30 @@ auto AstBuilder::BuildPrimary(AvfParser::PrimaryContext* ctx) -> ast::ExprPtr {
   llvm::SMRange range = Range(ctx);
   if (auto* n = dynamic_cast<AvfParser::NumberExprContext*>(ctx)) return BuildNumber(n);
   if (auto* s = dynamic_cast<AvfParser::StringExprContext*>(ctx)) {
-    auto e = std::make_unique<ast::StringExpr>(range);
+    auto e = nodes_.Make<ast::StringExpr>(range);
     e->value = StringValue(Tok(s->STRING()->getSymbol()));
     return e;
   }
   if (auto* b = dynamic_cast<AvfParser::BoolExprContext*>(ctx)) {
-    auto e = std::make_unique<ast::BoolExpr>(range);
+    auto e = nodes_.Make<ast::BoolExpr>(range);
     e->value = b->TRUE() != nullptr;
     return e;
   }
-  if (dynamic_cast<AvfParser::AutoExprContext*>(ctx)) return std::make_unique<ast::AutoExpr>(range);
+  if (dynamic_cast<AvfParser::AutoExprContext*>(ctx)) return nodes_.Make<ast::AutoExpr>(range);
   if (auto* r = dynamic_cast<AvfParser::RecordExprContext*>(ctx)) {
-    auto e = std::make_unique<ast::RecordExpr>(range);
+    auto e = nodes_.Make<ast::RecordExpr>(range);
     e->type = MakeName(r->anyName());
     e->body = std::make_unique<ast::Body>(BuildBody(r->body()));
     return e;
   }
   if (auto* c = dynamic_cast<AvfParser::CallExprContext*>(ctx)) {
-    auto e = std::make_unique<ast::CallExpr>(range);
+    auto e = nodes_.Make<ast::CallExpr>(range);
     e->callee = MakeName(c->anyName());
     for (AvfParser::ExprContext* arg : c->expr()) e->args.push_back(BuildExpr(arg));
     return e;
   }
   if (auto* n = dynamic_cast<AvfParser::NameExprContext*>(ctx)) {
-    auto e = std::make_unique<ast::NameExpr>(range);
+    auto e = nodes_.Make<ast::NameExpr>(range);
     e->name = MakeName(n->anyName());
     return e;
   }
@@ -274,7 +275,7 @@ auto AstBuilder::BuildPrimary(AvfParser::PrimaryContext* ctx) -> ast::ExprPtr {
 }
 
 auto AstBuilder::BuildNumber(AvfParser::NumberExprContext* ctx) -> ast::ExprPtr {
-  auto e = std::make_unique<ast::NumberExpr>(Range(ctx), tokens_.Text(Tok(ctx->NUMBER()->getSymbol())));
+  auto e = nodes_.Make<ast::NumberExpr>(Range(ctx), tokens_.Text(Tok(ctx->NUMBER()->getSymbol())));
   units::LiteralResult r = units::ParseLiteral(e->text());
   e->value = r.value;
   e->valid = r.error == units::LiteralError::kNone;  // else the lexer reported it
@@ -282,7 +283,7 @@ auto AstBuilder::BuildNumber(AvfParser::NumberExprContext* ctx) -> ast::ExprPtr 
 }
 
 auto AstBuilder::BuildList(std::vector<AvfParser::ExprContext*> elements, llvm::SMRange range) -> ast::ExprPtr {
-  auto e = std::make_unique<ast::ListExpr>(range);
+  auto e = nodes_.Make<ast::ListExpr>(range);
   for (AvfParser::ExprContext* element : elements) e->elements.push_back(BuildExpr(element));
   return e;
 }
@@ -359,10 +360,10 @@ struct AntlrParse {
     parser.setErrorHandler(errors);
     try {
       AvfParser::FileContext* tree = parser.file();
-      AstBuilder(tokens, first, reports, *errors).BuildItems(tree, file);
+      AstBuilder(tokens, first, reports, *errors, *file.nodes).BuildItems(tree, file);
       return tokens.tokens().size();
     } catch (const Resynced&) {
-      AstBuilder(tokens, first, reports, *errors).BuildItems(errors->stopped_in(), file);
+      AstBuilder(tokens, first, reports, *errors, *file.nodes).BuildItems(errors->stopped_in(), file);
       error_states = errors->error_states();
       return errors->Index(parser.getCurrentToken());
     } catch (const antlr4::ParseCancellationException&) {

@@ -351,7 +351,7 @@ auto Evaluator::EvalCall(const ast::CallExpr& e) -> Value {
     b.Help("the built-in function is `secret(\"NAME\")`");
     return Value::Error();
   }
-  const auto* arg = e.args.size() == 1 ? llvm::dyn_cast<ast::StringExpr>(e.args[0].get()) : nullptr;
+  const auto* arg = e.args.size() == 1 ? llvm::dyn_cast<ast::StringExpr>(e.args[0]) : nullptr;
   if (!arg || arg->value.empty()) {
     diags_.Report(DiagId::BadCallArguments, e.range(), "secret",
                   "one non-empty string: the name of a Kubernetes Secret");

@@ -14,7 +14,7 @@ namespace {
 // `topology = fat_tree { ... }`.
 auto InnerBody(const ast::Field& field) -> const ast::Body* {
   if (field.record) return field.record.get();
-  if (auto* r = llvm::dyn_cast_or_null<ast::RecordExpr>(field.value.get())) return r->body.get();
+  if (auto* r = llvm::dyn_cast_or_null<ast::RecordExpr>(field.value)) return r->body.get();
   return nullptr;
 }
 

@@ -255,7 +255,7 @@ void Analyzer::CheckBody(const ast::Body& body, const RecordSchema& schema, cons
       continue;
     }
     const ast::Body* inner = field.record.get();
-    if (auto* r = llvm::dyn_cast_or_null<ast::RecordExpr>(field.value.get())) {
+    if (auto* r = llvm::dyn_cast_or_null<ast::RecordExpr>(field.value)) {
       if (r->type.text != f->record->name) {
         diags_
             .Report(diag::DiagId::UnknownRecordType, r->type.range, field.name.text, diag::Quote(f->record->name),
