@@ -17,18 +17,11 @@
 
 namespace avf::sema {
 
-// A declaration being analyzed. Inline instances have no ast::Decl.
+// What analysis needs of a declaration beyond its Program::decls entry
+// (kind, name, base, ...). Inline instances have no ast::Decl.
 struct DeclState {
   const ast::Body* body = nullptr;
-  ast::DeclKind kind{};
-  std::string name;
-  llvm::SMRange name_range;
-  std::optional<ast::Name> base_name;
-  std::optional<DeclId> base;
-  unsigned buffer_id = 0;
-  bool is_inline = false;
-  bool is_main = false;
-  bool in_stdlib = false;  // declared in a module of the stdlib folder
+  const ast::Name* base_name = nullptr;  // as written; null: none, or inline
   // The base is unknown, of another kind, or part of a cycle: fields it
   // would have given are not reported missing (that error says it all).
   bool base_broken = false;
@@ -52,7 +45,6 @@ class Analyzer {
   auto NamesOfKind(std::optional<ast::DeclKind> kind) const -> std::vector<std::string>;
   // `base { overrides }` written in `owner.path`: a new declaration.
   auto AddInline(const ast::RecordExpr& expr, DeclId base, DeclId owner, std::string_view path) -> DeclId;
-  auto decl(DeclId id) const -> const DeclState& { return decls_[id]; }
   auto program() const -> const Program& { return program_; }
   auto diags() -> diag::DiagnosticEngine& { return diags_; }
   void CheckBody(const ast::Body& body, const RecordSchema& schema, const std::string& where);
@@ -78,7 +70,7 @@ class Analyzer {
 
   void Reserve();
   void Collect();
-  void AddDecl(DeclState state);
+  void AddDecl(DeclState state, Decl decl);
   void ResolveBases();
   void BreakBaseCycles();
   void MarkBrokenChains();

@@ -43,7 +43,7 @@ auto Analyzer::FindSite(DeclId decl, PathId path) -> std::optional<Site> {
   if (const ast::Field* field = FindSiteIn(decl, path)) return Site{field, decl};
   std::vector<DeclId> walked;
   std::optional<Site> found;
-  for (std::optional<DeclId> d = decls_[decl].base; d; d = decls_[*d].base) {
+  for (std::optional<DeclId> d = program_.decls[decl].base; d; d = program_.decls[*d].base) {
     if (auto it = base_sites_.find(SlotIndex(*d, path)); it != base_sites_.end()) {
       found = it->second;
       break;
@@ -62,7 +62,7 @@ auto Analyzer::FindSite(DeclId decl, PathId path) -> std::optional<Site> {
 
 auto Analyzer::ReportCycle(DeclId decl, PathId path, llvm::SMRange use) -> FieldValue {
   const SchemaPath& p = Paths(decl)[path];
-  diags_.Report(diag::DiagId::FieldCycle, use, decls_[decl].name + "." + p.joined);
+  diags_.Report(diag::DiagId::FieldCycle, use, program_.decls[decl].name + "." + p.joined);
   return FieldValue{p.field, Value::Error(), Origin::Written, decl};
 }
 
@@ -72,7 +72,7 @@ auto Analyzer::Evaluate(DeclId decl, PathId path, llvm::SMRange use) -> std::opt
     // Stops a stack overflow on reference chains no real file has (see
     // sema.cpp, Analyze). The slot stays unvisited: nothing was computed.
     const SchemaPath& p = Paths(decl)[path];
-    diags_.Report(diag::DiagId::ReferenceTooDeep, use, decls_[decl].name + "." + p.joined, kMaxEvalDepth)
+    diags_.Report(diag::DiagId::ReferenceTooDeep, use, program_.decls[decl].name + "." + p.joined, kMaxEvalDepth)
         .Help("write the value directly somewhere along the chain");
     return FieldValue{p.field, Value::Error(), Origin::Written, decl};
   }
@@ -148,7 +148,7 @@ auto Analyzer::DefaultFor(DeclId decl, PathId path) -> std::optional<FieldValue>
   if (const FieldValue* constant = ConstantDefault(schema)) return *constant;
   if (!schema.default_value || schema.default_value->kind != DefaultValue::Kind::SameAs) return std::nullopt;
   std::optional<PathId> sibling = Paths(decl).Child(Paths(decl)[path].parent, schema.default_value->text);
-  std::optional<FieldValue> same = sibling ? EvalField(decl, *sibling, decls_[decl].name_range) : std::nullopt;
+  std::optional<FieldValue> same = sibling ? EvalField(decl, *sibling, program_.decls[decl].name_range) : std::nullopt;
   if (!same) return std::nullopt;
   return FieldValue{&schema, same->value, Origin::Defaulted, decl};
 }
@@ -201,15 +201,15 @@ auto Analyzer::BuildRecord(DeclId decl, PathId prefix, llvm::SMRange where) -> R
 auto Analyzer::InheritsFromBrokenBase(DeclId decl) const -> bool {
   // Inline instances come after the table was built; their base is in it.
   if (decl >= broken_chain_.size()) {
-    const DeclState& d = decls_[decl];
-    return d.base_broken || (d.base && InheritsFromBrokenBase(*d.base));
+    std::optional<DeclId> base = program_.decls[decl].base;
+    return decls_[decl].base_broken || (base && InheritsFromBrokenBase(*base));
   }
   return broken_chain_[decl];
 }
 
 void Analyzer::ReportMissing(DeclId decl, PathId path, llvm::SMRange where) {
   if (InheritsFromBrokenBase(decl)) return;
-  const DeclState& d = decls_[decl];
+  const Decl& d = program_.decls[decl];
   const SchemaPath& p = Paths(decl)[path];
   std::string owner = fmt::format("{} `{}`", ast::KeywordOf(d.kind), d.name);
   if (p.parent != kRootPath) owner = fmt::format("`{}` of {}", Paths(decl)[p.parent].joined, owner);

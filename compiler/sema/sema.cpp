@@ -18,13 +18,14 @@ auto Analyzer::Run() -> Program {
   Collect();
   ResolveBases();
   for (DeclId id = 0; id < decls_.size(); ++id) {
-    if (decls_[id].body && !decls_[id].is_inline) {
-      CheckBody(*decls_[id].body, SchemaOf(decls_[id].kind), std::string(ast::KeywordOf(decls_[id].kind)));
+    if (decls_[id].body && !program_.decls[id].is_inline) {
+      CheckBody(*decls_[id].body, SchemaOf(program_.decls[id].kind),
+                std::string(ast::KeywordOf(program_.decls[id].kind)));
     }
   }
   // Inline instances are appended while evaluating, so the bound is re-read.
   for (DeclId id = 0; id < decls_.size(); ++id) {
-    program_.decls[id].fields = BuildRecord(id, kRootPath, decls_[id].name_range);
+    program_.decls[id].fields = BuildRecord(id, kRootPath, program_.decls[id].name_range);
   }
   CheckRules(*this, program_);
   return std::move(program_);
@@ -96,13 +97,19 @@ void Analyzer::Collect() {
       if (!d.kind) continue;  // unknown keyword, reported by the parser
       if (auto it = by_name_.find(d.name.text); it != by_name_.end()) {
         diags_.Report(diag::DiagId::DuplicateDecl, d.name.range, d.name.text)
-            .Note(decls_[it->second].name_range, "previous declaration is here")
+            .Note(program_.decls[it->second].name_range, "previous declaration is here")
             .Help("rename one of them; names are shared by every imported file");
         continue;
       }
       by_name_.try_emplace(d.name.text, static_cast<DeclId>(decls_.size()));
-      AddDecl({&d.body, *d.kind, std::string(d.name.text), d.name.range, d.base, std::nullopt, module.buffer_id, false,
-               module.is_main, module.is_stdlib});
+      AddDecl({&d.body, d.base ? &*d.base : nullptr}, {*d.kind,
+                                                       std::string(d.name.text),
+                                                       d.name.range,
+                                                       std::nullopt,
+                                                       {},
+                                                       module.buffer_id,
+                                                       false,
+                                                       module.is_stdlib});
     }
   }
 }
@@ -110,27 +117,27 @@ void Analyzer::Collect() {
 void Analyzer::ResolveBases() {
   for (DeclId id = 0; id < decls_.size(); ++id) {
     DeclState& d = decls_[id];
+    Decl& decl = program_.decls[id];
     if (!d.base_name) continue;
     auto base = Lookup(d.base_name->text);
     if (!base) {
       auto b = diags_.Report(diag::DiagId::UnknownName, d.base_name->range, d.base_name->text);
-      if (!SuggestStdImport(b, std::string(d.base_name->text), d.buffer_id))
-        b.Suggest(d.base_name->range, diag::ClosestMatch(d.base_name->text, NamesOfKind(d.kind)));
+      if (!SuggestStdImport(b, std::string(d.base_name->text), decl.buffer_id))
+        b.Suggest(d.base_name->range, diag::ClosestMatch(d.base_name->text, NamesOfKind(decl.kind)));
       d.base_broken = true;
       continue;
     }
-    if (decls_[*base].kind != d.kind) {
+    if (program_.decls[*base].kind != decl.kind) {
       diags_
-          .Report(diag::DiagId::BaseKindMismatch, d.base_name->range, ast::KeywordOf(d.kind), d.name, d.base_name->text,
-                  ast::KeywordOf(decls_[*base].kind))
-          .Note(decls_[*base].name_range, fmt::format("`{}` is declared here", d.base_name->text));
+          .Report(diag::DiagId::BaseKindMismatch, d.base_name->range, ast::KeywordOf(decl.kind), decl.name,
+                  d.base_name->text, ast::KeywordOf(program_.decls[*base].kind))
+          .Note(program_.decls[*base].name_range, fmt::format("`{}` is declared here", d.base_name->text));
       d.base_broken = true;
       continue;
     }
-    d.base = base;
+    decl.base = base;
   }
   BreakBaseCycles();
-  for (DeclId id = 0; id < decls_.size(); ++id) program_.decls[id].base = decls_[id].base;
   MarkBrokenChains();
 }
 
@@ -142,7 +149,7 @@ void Analyzer::MarkBrokenChains() {
   for (DeclId id = 0; id < decls_.size(); ++id) {
     std::vector<DeclId> chain;
     std::optional<DeclId> d = id;
-    for (; d && !known[*d]; d = decls_[*d].base) chain.push_back(*d);
+    for (; d && !known[*d]; d = program_.decls[*d].base) chain.push_back(*d);
     bool broken = d && broken_chain_[*d];
     for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
       broken = broken || decls_[*it].base_broken;
@@ -161,7 +168,7 @@ void Analyzer::BreakBaseCycles() {
   for (DeclId id = 0; id < decls_.size(); ++id) {
     std::vector<DeclId> path;
     std::optional<DeclId> d = id;
-    for (; d && state[*d] == kUnseen; d = decls_[*d].base) {
+    for (; d && state[*d] == kUnseen; d = program_.decls[*d].base) {
       state[*d] = kOnPath;
       path.push_back(*d);
     }
@@ -177,12 +184,11 @@ void Analyzer::ReportBaseCycle(const std::vector<DeclId>& cycle) {
   std::string chain;
   for (size_t i = 0; i <= cycle.size(); ++i) {
     DeclId member = cycle[(static_cast<size_t>(first - cycle.begin()) + i) % cycle.size()];
-    chain += (i == 0 ? "" : " -> ") + decls_[member].name;
+    chain += (i == 0 ? "" : " -> ") + program_.decls[member].name;
   }
-  DeclState& d = decls_[*first];
-  diags_.Report(diag::DiagId::InheritanceCycle, d.base_name->range, d.name, chain);
-  d.base.reset();
-  d.base_broken = true;
+  diags_.Report(diag::DiagId::InheritanceCycle, decls_[*first].base_name->range, program_.decls[*first].name, chain);
+  program_.decls[*first].base.reset();
+  decls_[*first].base_broken = true;
 }
 
 auto Analyzer::Lookup(std::string_view name) const -> std::optional<DeclId> {
@@ -193,36 +199,27 @@ auto Analyzer::Lookup(std::string_view name) const -> std::optional<DeclId> {
 
 auto Analyzer::NamesOfKind(std::optional<ast::DeclKind> kind) const -> std::vector<std::string> {
   std::vector<std::string> names;
-  for (const DeclState& d : decls_) {
+  for (const Decl& d : program_.decls) {
     if (!d.is_inline && (!kind || d.kind == *kind)) names.push_back(d.name);
   }
   return names;
 }
 
-void Analyzer::AddDecl(DeclState state) {
+void Analyzer::AddDecl(DeclState state, Decl decl) {
   slot_base_.push_back(static_cast<uint32_t>(slot_states_.size()));
-  decl_paths_.push_back(&PathsOf(state.kind));
-  slot_states_.resize(slot_states_.size() + PathsOf(state.kind).size(), SlotState::Unvisited);
+  decl_paths_.push_back(&PathsOf(decl.kind));
+  slot_states_.resize(slot_states_.size() + PathsOf(decl.kind).size(), SlotState::Unvisited);
   slot_values_.resize(slot_states_.size(), nullptr);
-  program_.decls.push_back(
-      {state.kind, state.name, state.name_range, state.base, {}, state.buffer_id, state.is_inline, state.in_stdlib});
-  decls_.push_back(std::move(state));
+  decls_.push_back(state);
+  program_.decls.push_back(std::move(decl));
 }
 
 auto Analyzer::AddInline(const ast::RecordExpr& expr, DeclId base, DeclId owner, std::string_view path) -> DeclId {
   DeclId id = static_cast<DeclId>(decls_.size());
-  DeclState state;
-  state.body = expr.body.get();
-  state.kind = decls_[base].kind;
-  state.name = decls_[owner].name + "." + std::string(path);
-  state.name_range = expr.range();
-  state.base = base;
-  state.buffer_id = decls_[owner].buffer_id;
-  state.is_inline = true;
-  state.is_main = decls_[owner].is_main;
-  state.in_stdlib = decls_[owner].in_stdlib;
-  ast::DeclKind kind = state.kind;
-  AddDecl(std::move(state));
+  const Decl& o = program_.decls[owner];
+  ast::DeclKind kind = program_.decls[base].kind;
+  Decl decl{kind, o.name + "." + std::string(path), expr.range(), base, {}, o.buffer_id, true, o.in_stdlib};
+  AddDecl({expr.body.get(), nullptr}, std::move(decl));
   CheckBody(*expr.body, SchemaOf(kind), std::string(ast::KeywordOf(kind)));
   return id;
 }
