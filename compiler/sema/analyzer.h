@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include <llvm/ADT/PointerIntPair.h>
 #include <llvm/ADT/StringMap.h>
 
 #include "diag/diagnostic.h"
@@ -99,12 +100,11 @@ class Analyzer {
   std::vector<DeclState> decls_;
   llvm::StringMap<DeclId> by_name_;
   // One slot per declaration and path of its kind's schema, from slot_base_:
-  // its state, and its value where Pending or Placed (two arrays: 9 bytes a
-  // slot rather than 16).
+  // its value where Pending or Placed, with its state in the pointer's low
+  // bits (8 bytes a slot: a large program has millions).
   std::vector<uint32_t> slot_base_;
   std::vector<const SchemaPaths*> decl_paths_;  // PathsOf each declaration's kind
-  std::vector<SlotState> slot_states_;
-  std::vector<const FieldValue*> slot_values_;
+  std::vector<llvm::PointerIntPair<const FieldValue*, 3, SlotState>> slots_;
   std::unordered_map<uint32_t, FieldValue> pending_;  // by slot index
   // FindSite results for bases, so that long inheritance chains are walked
   // once; by slot index.

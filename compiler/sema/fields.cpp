@@ -76,11 +76,11 @@ auto Analyzer::Evaluate(DeclId decl, PathId path, llvm::SMRange use) -> std::opt
         .Help("write the value directly somewhere along the chain");
     return FieldValue{p.field, Value::Error(), Origin::Written, decl};
   }
-  slot_states_[index] = SlotState::InProgress;
+  slots_[index].setInt(SlotState::InProgress);
   ++eval_depth_;
   std::optional<FieldValue> value = Compute(decl, path);
   --eval_depth_;
-  slot_states_[index] = value ? SlotState::Pending : SlotState::Absent;
+  slots_[index].setInt(value ? SlotState::Pending : SlotState::Absent);
   return value;
 }
 
@@ -90,18 +90,18 @@ auto Analyzer::EvalField(DeclId decl, PathId path, llvm::SMRange use) -> std::op
 
 auto Analyzer::Obtain(DeclId decl, PathId path, llvm::SMRange use, bool take) -> std::optional<FieldValue> {
   uint32_t index = SlotIndex(decl, path);
-  switch (slot_states_[index]) {
+  switch (slots_[index].getInt()) {
     case SlotState::Pending:
       if (take) return std::move(pending_.extract(index).mapped());
       [[fallthrough]];
-    case SlotState::Placed: return *slot_values_[index];
+    case SlotState::Placed: return *slots_[index].getPointer();
     case SlotState::Absent: return std::nullopt;
     case SlotState::InProgress: return ReportCycle(decl, path, use);
     case SlotState::Unvisited: break;
   }
   std::optional<FieldValue> value = Evaluate(decl, path, use);
-  if (!take && value && slot_states_[index] == SlotState::Pending) {
-    slot_values_[index] = &pending_.insert_or_assign(index, *value).first->second;
+  if (!take && value && slots_[index].getInt() == SlotState::Pending) {
+    slots_[index].setPointer(&pending_.insert_or_assign(index, *value).first->second);
   }
   return value;
 }
@@ -177,21 +177,21 @@ auto Analyzer::BuildRecord(DeclId decl, PathId prefix, llvm::SMRange where) -> R
     const FieldValue* constant = value->origin == Origin::Defaulted ? ConstantDefault(schema.fields[i]) : nullptr;
     if (constant) {
       // Not stored: RecordValue::Find answers with it.
-      slot_states_[index] = SlotState::Placed;
-      slot_values_[index] = constant;
+      slots_[index].setInt(SlotState::Placed);
+      slots_[index].setPointer(constant);
       continue;
     }
     scratch.gathered.push_back(std::move(*value));
-    if (slot_states_[index] != SlotState::Pending) continue;
-    slot_states_[index] = SlotState::Placed;
-    slot_values_[index] = &scratch.gathered.back();
+    if (slots_[index].getInt() != SlotState::Pending) continue;
+    slots_[index].setInt(SlotState::Placed);
+    slots_[index].setPointer(&scratch.gathered.back());
     scratch.placed.emplace_back(scratch.gathered.size() - 1, index);
   }
   RecordValue record;
   record.schema = &schema;
   record.fields.assign(std::make_move_iterator(scratch.gathered.begin()),
                        std::make_move_iterator(scratch.gathered.end()));
-  for (auto [at, index] : scratch.placed) slot_values_[index] = &record.fields[at];
+  for (auto [at, index] : scratch.placed) slots_[index].setPointer(&record.fields[at]);
   scratch.gathered.clear();
   scratch.placed.clear();
   scratch_pool_.push_back(std::move(scratch));

@@ -85,8 +85,7 @@ void Analyzer::Reserve() {
   program_.decls.reserve(decls);
   slot_base_.reserve(decls);
   decl_paths_.reserve(decls);
-  slot_states_.reserve(slots);
-  slot_values_.reserve(slots);
+  slots_.reserve(slots);
 }
 
 void Analyzer::Collect() {
@@ -206,10 +205,9 @@ auto Analyzer::NamesOfKind(std::optional<ast::DeclKind> kind) const -> std::vect
 }
 
 void Analyzer::AddDecl(DeclState state, Decl decl) {
-  slot_base_.push_back(static_cast<uint32_t>(slot_states_.size()));
+  slot_base_.push_back(static_cast<uint32_t>(slots_.size()));
   decl_paths_.push_back(&PathsOf(decl.kind));
-  slot_states_.resize(slot_states_.size() + PathsOf(decl.kind).size(), SlotState::Unvisited);
-  slot_values_.resize(slot_states_.size(), nullptr);
+  slots_.resize(slots_.size() + PathsOf(decl.kind).size());  // Unvisited
   decls_.push_back(state);
   program_.decls.push_back(std::move(decl));
 }
