@@ -28,7 +28,7 @@ auto Quoted(const std::string& s) -> std::string {
 void DumpRecord(const RecordValue& record, const Program& program, int depth, llvm::raw_ostream& os) {
   for (const FieldValue* field : record.Present()) {
     const FieldValue& f = *field;
-    os.indent(depth * 2) << f.name();
+    os.indent(depth * 2) << record.FieldOf(f).name;
     if (f.value.kind == Value::Kind::Record) {
       if (f.origin == Origin::Defaulted) os << "  // defaulted";
       if (f.origin == Origin::Inherited) os << "  // from " << program.decls[f.written_in].name;

@@ -136,7 +136,7 @@ auto Evaluator::EvalName(const ast::NameExpr& e, const FieldSchema* expected) ->
     const auto& values = expected->enum_values;
     if (std::find(values.begin(), values.end(), name) != values.end()) {
       Value v = Value::Of(Value::Kind::Enum, e.range());
-      v.SetText(std::string(name));
+      v.SetEnum(name);
       return v;
     }
     if (!a_.Lookup(name)) {

@@ -63,7 +63,7 @@ auto Analyzer::FindSite(DeclId decl, PathId path) -> std::optional<Site> {
 auto Analyzer::ReportCycle(DeclId decl, PathId path, llvm::SMRange use) -> FieldValue {
   const SchemaPath& p = Paths(decl)[path];
   diags_.Report(diag::DiagId::FieldCycle, use, program_.decls[decl].name + "." + p.joined);
-  return FieldValue{p.field, Value::Error(), Origin::Written, decl};
+  return FieldValue{Paths(decl).IndexInParent(path), Origin::Written, decl, Value::Error()};
 }
 
 auto Analyzer::Evaluate(DeclId decl, PathId path, llvm::SMRange use) -> std::optional<FieldValue> {
@@ -74,7 +74,7 @@ auto Analyzer::Evaluate(DeclId decl, PathId path, llvm::SMRange use) -> std::opt
     const SchemaPath& p = Paths(decl)[path];
     diags_.Report(diag::DiagId::ReferenceTooDeep, use, program_.decls[decl].name + "." + p.joined, kMaxEvalDepth)
         .Help("write the value directly somewhere along the chain");
-    return FieldValue{p.field, Value::Error(), Origin::Written, decl};
+    return FieldValue{Paths(decl).IndexInParent(path), Origin::Written, decl, Value::Error()};
   }
   slots_[index].setInt(SlotState::InProgress);
   ++eval_depth_;
@@ -129,18 +129,20 @@ auto Analyzer::ComputeRecord(DeclId decl, PathId path, const std::optional<Site>
     return defaults ? std::optional<FieldValue>(*defaults) : std::nullopt;
   }
   // `topology = 3` is reported by CheckBody; its fields are not missing.
-  if (!InnerBody(*site->field)) return FieldValue{&schema, Value::Error(), Origin::Written, site->decl};
+  uint16_t index = Paths(decl).IndexInParent(path);
+  if (!InnerBody(*site->field)) return FieldValue{index, Origin::Written, site->decl, Value::Error()};
   Origin origin = site->decl == decl ? Origin::Written : Origin::Inherited;
-  FieldValue fv{&schema, Value::Of(Value::Kind::Record, site->field->range()), origin, site->decl};
+  FieldValue fv{index, origin, site->decl, Value::Of(Value::Kind::Record, site->field->range())};
   fv.value.SetRecord(BuildRecord(decl, path, site->field->name.range));
   return fv;
 }
 
 auto Analyzer::ComputeWritten(DeclId decl, PathId path, const Site& site) -> std::optional<FieldValue> {
   const SchemaPath& p = Paths(decl)[path];
-  if (!site.field->value) return FieldValue{p.field, Value::Error(), Origin::Written, decl};
+  uint16_t index = Paths(decl).IndexInParent(path);
+  if (!site.field->value) return FieldValue{index, Origin::Written, decl, Value::Error()};
   Value v = EvaluateField(*this, *site.field->value, *p.field, decl, p.joined);
-  return FieldValue{p.field, std::move(v), Origin::Written, decl};
+  return FieldValue{index, Origin::Written, decl, std::move(v)};
 }
 
 auto Analyzer::DefaultFor(DeclId decl, PathId path) -> std::optional<FieldValue> {
@@ -150,7 +152,7 @@ auto Analyzer::DefaultFor(DeclId decl, PathId path) -> std::optional<FieldValue>
   std::optional<PathId> sibling = Paths(decl).Child(Paths(decl)[path].parent, schema.default_value->text);
   std::optional<FieldValue> same = sibling ? EvalField(decl, *sibling, program_.decls[decl].name_range) : std::nullopt;
   if (!same) return std::nullopt;
-  return FieldValue{&schema, same->value, Origin::Defaulted, decl};
+  return FieldValue{Paths(decl).IndexInParent(path), Origin::Defaulted, decl, same->value};
 }
 
 // Builds the record at `prefix` (the root: the declaration itself). Each

@@ -30,6 +30,10 @@ class SchemaPaths {
   explicit SchemaPaths(const RecordSchema& root);
   auto Child(PathId parent, std::string_view name) const -> std::optional<PathId>;
   auto ChildAt(PathId parent, size_t index) const -> PathId { return paths_[parent].first_child + index; }
+  // The field's index in its record's schema (the inverse of ChildAt).
+  auto IndexInParent(PathId id) const -> uint16_t {
+    return static_cast<uint16_t>(id - paths_[paths_[id].parent].first_child);
+  }
   auto operator[](PathId id) const -> const SchemaPath& { return paths_[id]; }
   auto size() const -> size_t { return paths_.size(); }
 

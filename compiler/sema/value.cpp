@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include <fmt/format.h>
+#include <llvm/ADT/StringMap.h>
 #include <llvm/ADT/StringRef.h>
 
 namespace avf::sema {
@@ -29,9 +30,44 @@ void Value::SetText(std::string text) { payload_ = new ValuePayload(std::move(te
 void Value::SetList(std::vector<Value> list) { payload_ = new ValuePayload(std::move(list)); }
 void Value::SetRecord(RecordValue record) { payload_ = new ValuePayload(std::move(record)); }
 
+namespace {
+
+// One payload per enum value a schema names, shared by every value that
+// holds it: a large program has an `arch = llama` in every model.
+class EnumTexts {
+ public:
+  EnumTexts() {
+    for (size_t kind = 0; kind < ast::kDeclKindCount; ++kind) AddRecord(SchemaOf(static_cast<ast::DeclKind>(kind)));
+  }
+  auto Find(std::string_view text) const -> ValuePayload* {
+    auto it = by_text_.find(text);
+    return it == by_text_.end() ? nullptr : it->second.get();
+  }
+
+ private:
+  void AddRecord(const RecordSchema& record) {
+    for (const FieldSchema& field : record.fields) AddField(field);
+  }
+  void AddField(const FieldSchema& field) {
+    for (std::string_view value : field.enum_values) by_text_.try_emplace(value, new ValuePayload(std::string(value)));
+    if (field.record) AddRecord(*field.record);
+    if (field.element) AddField(*field.element);
+  }
+  llvm::StringMap<llvm::IntrusiveRefCntPtr<ValuePayload>> by_text_;
+};
+
+}  // namespace
+
+void Value::SetEnum(std::string_view value) {
+  // Never destroyed: values that share its payloads may outlive statics.
+  static const auto* texts = new EnumTexts();
+  if (ValuePayload* shared = texts->Find(value)) payload_ = shared;
+  else SetText(std::string(value));
+}
+
 auto RecordValue::Find(std::string_view name) const -> const FieldValue* {
   for (const FieldValue& f : fields) {
-    if (f.field->name == name) return &f;
+    if (FieldOf(f).name == name) return &f;
   }
   const FieldSchema* field = schema ? schema->Find(name) : nullptr;
   return field ? ConstantDefault(*field) : nullptr;
@@ -41,7 +77,7 @@ auto RecordValue::Present() const -> std::vector<const FieldValue*> {
   std::vector<const FieldValue*> present;
   auto stored = fields.begin();
   for (const FieldSchema& field : schema->fields) {
-    if (stored != fields.end() && stored->field == &field) {
+    if (stored != fields.end() && &FieldOf(*stored) == &field) {
       present.push_back(&*stored++);
     } else if (const FieldValue* d = ConstantDefault(field)) {
       present.push_back(d);
@@ -69,7 +105,7 @@ auto ConstantValue(const FieldSchema& field) -> std::optional<Value> {
     }
     case DefaultValue::Kind::Enum: {
       Value v = Value::Of(Value::Kind::Enum, {});
-      v.SetText(std::string(d.text));
+      v.SetEnum(d.text);
       return v;
     }
     case DefaultValue::Kind::Bool: {
@@ -100,18 +136,18 @@ class DefaultTable {
 
  private:
   void AddRecord(const RecordSchema& record) {
-    for (const FieldSchema& field : record.fields) Add(field);
+    for (size_t i = 0; i < record.fields.size(); ++i) Add(record.fields[i], static_cast<uint16_t>(i));
   }
-  void Add(const FieldSchema& field) {
+  void Add(const FieldSchema& field, uint16_t index) {
     if (field.type == FieldType::Record && field.record) {
       AddRecord(*field.record);
       if (!HasRequired(*field.record)) {
         Value v = Value::Of(Value::Kind::Record, {});
         v.SetRecord(DefaultsOnly(*field.record));
-        by_field_.try_emplace(&field, FieldValue{&field, std::move(v), Origin::Defaulted, 0});
+        by_field_.try_emplace(&field, FieldValue{index, Origin::Defaulted, 0, std::move(v)});
       }
     } else if (std::optional<Value> v = ConstantValue(field)) {
-      by_field_.try_emplace(&field, FieldValue{&field, std::move(*v), Origin::Defaulted, 0});
+      by_field_.try_emplace(&field, FieldValue{index, Origin::Defaulted, 0, std::move(*v)});
     }
   }
   // A record none writes: the defaults that follow a sibling are stored.
@@ -121,7 +157,8 @@ class DefaultTable {
       if (!field.default_value || field.default_value->kind != DefaultValue::Kind::SameAs) continue;
       const FieldSchema* sibling = schema.Find(field.default_value->text);
       std::optional<Value> v = sibling ? ConstantValue(*sibling) : std::nullopt;
-      if (v) record.fields.push_back(FieldValue{&field, std::move(*v), Origin::Defaulted, 0});
+      auto index = static_cast<uint16_t>(&field - schema.fields.data());
+      if (v) record.fields.push_back(FieldValue{index, Origin::Defaulted, 0, std::move(*v)});
     }
     return record;
   }

@@ -40,6 +40,7 @@ struct Value {
   auto list() const -> const std::vector<Value>&;  // List
   auto record() const -> const RecordValue*;       // Record; null if none
   void SetText(std::string text);
+  void SetEnum(std::string_view value);  // shares one payload per enum value of the schemas
   void SetList(std::vector<Value> list);
   void SetRecord(RecordValue record);
 
@@ -60,15 +61,14 @@ struct Value {
 enum class Origin : uint8_t { Written, Inherited, Defaulted };
 
 struct FieldValue {
-  const FieldSchema* field = nullptr;  // in the schema of the record holding it
-  Value value;
+  uint16_t field = 0;  // index in the schema of the record holding it (RecordValue::FieldOf)
   Origin origin = Origin::Written;
   DeclId written_in = 0;  // the declaration whose body holds it (Written/Inherited)
-  auto name() const -> std::string_view { return field->name; }
+  Value value;
 };
 
 // A large program holds millions of these (figures: bench/README.md).
-static_assert(sizeof(Value) <= 48 && sizeof(FieldValue) <= 64);
+static_assert(sizeof(Value) <= 48 && sizeof(FieldValue) <= 56);
 
 // Fields in schema order. A record stores the fields written (or inherited)
 // and the defaults that depend on other fields; Find also answers with the
@@ -78,13 +78,14 @@ struct RecordValue {
   const RecordSchema* schema = nullptr;
   std::vector<FieldValue> fields;
   auto Find(std::string_view name) const -> const FieldValue*;
+  auto FieldOf(const FieldValue& f) const -> const FieldSchema& { return schema->fields[f.field]; }
   // Every field present, stored or defaulted, in schema order.
   auto Present() const -> std::vector<const FieldValue*>;
 };
 
 // A Value's text, list or record: one of them, behind an 8-byte pointer.
-// Not thread-safe: a Program is made and read by one thread at a time.
-struct ValuePayload : llvm::RefCountedBase<ValuePayload> {
+// Enum values share payloads across programs, hence the atomic count.
+struct ValuePayload : llvm::ThreadSafeRefCountedBase<ValuePayload> {
   explicit ValuePayload(std::variant<std::string, std::vector<Value>, RecordValue> data) : data(std::move(data)) {}
   std::variant<std::string, std::vector<Value>, RecordValue> data;
 };
