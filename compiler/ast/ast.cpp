@@ -29,11 +29,11 @@ NodeArena::~NodeArena() {
       case Expr::Kind::Unary: static_cast<UnaryExpr*>(e)->~UnaryExpr(); break;
       case Expr::Kind::Record: static_cast<RecordExpr*>(e)->~RecordExpr(); break;
       case Expr::Kind::Call: static_cast<CallExpr*>(e)->~CallExpr(); break;
-      case Expr::Kind::Number:
-      case Expr::Kind::Bool:
-      case Expr::Kind::Auto:
-      case Expr::Kind::Name:
-      case Expr::Kind::Error: break;  // trivially destructible
+      case Expr::Kind::Number: static_cast<NumberExpr*>(e)->~NumberExpr(); break;
+      case Expr::Kind::Bool: static_cast<BoolExpr*>(e)->~BoolExpr(); break;
+      case Expr::Kind::Auto: static_cast<AutoExpr*>(e)->~AutoExpr(); break;
+      case Expr::Kind::Name: static_cast<NameExpr*>(e)->~NameExpr(); break;
+      case Expr::Kind::Error: static_cast<ErrorExpr*>(e)->~ErrorExpr(); break;
     }
   }
 }

@@ -221,7 +221,8 @@ class NodeArena {
 
 struct File {
   unsigned buffer_id = 0;
-  // Before the nodes' users: a moved File keeps its nodes where they are.
+  // Every Expr of the file; behind a pointer, so that a moved File keeps its
+  // nodes where they are.
   std::unique_ptr<NodeArena> nodes = std::make_unique<NodeArena>();
   std::vector<Import> imports;
   std::vector<Decl> decls;
