@@ -105,6 +105,7 @@ auto WithErrors(avf::source::SourceSet& sources, unsigned id, double mb, int run
 }
 
 auto main(int argc, char** argv) -> int {
+  avf::sema::UseOneMallocArena();  // as aviflowc does
   std::string path, stdlib = AVF_STDLIB_DIR;
   int runs = 3;
   bool whole = false, expect_errors = false;

@@ -108,6 +108,7 @@ auto Run(const Options& o, const char* argv0) -> int {
 
 auto main(int argc, char** argv) -> int {
   llvm::InitLLVM init(argc, argv);
+  avf::sema::UseOneMallocArena();
   avf::driver::ParsedCommandLine parsed = avf::driver::ParseCommandLine(argc, argv);
   if (!parsed.options) {
     (parsed.exit_code == 0 ? llvm::outs() : llvm::errs()) << parsed.message;

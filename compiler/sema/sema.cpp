@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <numeric>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include <fmt/format.h>
 #include <llvm/ADT/StringMap.h>
@@ -264,6 +267,12 @@ void Analyzer::CheckBody(const ast::Body& body, const RecordSchema& schema, cons
     }
     if (inner) CheckBody(*inner, *f->record, fmt::format("{}.{}", where, field.name.text));
   }
+}
+
+void UseOneMallocArena() {
+#ifdef __GLIBC__
+  mallopt(M_ARENA_MAX, 1);
+#endif
 }
 
 auto Analyze(const imports::ModuleSet& modules, diag::DiagnosticEngine& diags) -> Program {
