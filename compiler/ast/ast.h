@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <llvm/Support/Allocator.h>
@@ -210,13 +211,15 @@ class NodeArena {
   template <class Node, class... Args>
   auto Make(Args&&... args) -> Node* {
     Node* node = new (allocator_.Allocate<Node>()) Node(std::forward<Args>(args)...);
-    if constexpr (!std::is_trivially_destructible_v<Node>) to_destroy_.push_back(node);
+    if constexpr (!std::is_trivially_destructible_v<Node>) {
+      to_destroy_.push_back({node, [](Expr* e) { static_cast<Node*>(e)->~Node(); }});
+    }
     return node;
   }
 
  private:
   llvm::BumpPtrAllocator allocator_;
-  std::vector<Expr*> to_destroy_;
+  std::vector<std::pair<Expr*, void (*)(Expr*)>> to_destroy_;  // node, its destructor
 };
 
 struct File {

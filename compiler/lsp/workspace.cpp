@@ -109,8 +109,9 @@ auto DeclSymbol(const ast::Decl& d, Locator& locator) -> std::optional<Symbol> {
   if (!range || !name || d.name.text.empty()) return std::nullopt;
   std::string detail(d.keyword.text);
   if (d.base) detail += fmt::format(" : {}", d.base->text);
-  return Symbol{std::string(d.name.text),     detail, SymbolKind::Struct, range->range, name->range,
-                FieldSymbols(d.body, locator)};
+  Symbol s{std::string(d.name.text), detail, SymbolKind::Struct, range->range, name->range, {}};
+  s.children = FieldSymbols(d.body, locator);
+  return s;
 }
 
 }  // namespace

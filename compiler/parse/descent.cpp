@@ -3,7 +3,6 @@
 // the ANTLR builder's Range(ctx) does.
 #include "parse/descent.h"
 
-#include <deque>
 #include <vector>
 
 #include "parse/ast_reports.h"
@@ -104,27 +103,21 @@ class DescentParser {
   auto ParseBody() -> ast::Body {
     size_t first = next_;
     Take(Peek() == TokenKind::LBrace);
-    // A file is mostly fields: they gather in a vector kept per nesting depth
-    // and the body gets an allocation of exactly their size.
-    if (bodies_open_ == open_fields_.size()) open_fields_.emplace_back();
-    std::vector<ast::Field>& fields = open_fields_[bodies_open_++];
+    ast::Body body;
     size_t previous_end = 0;  // one past the previous field's last token; 0: none yet
     for (TokenKind k = Peek(); k != TokenKind::RBrace; k = Peek()) {
       if (IsSeparator(k)) {
         ++next_;
         continue;
       }
-      if (previous_end == next_) ReportSeparatorMissing(fields.back().name.text);
-      fields.push_back(ParseField());
+      if (previous_end == next_) ReportSeparatorMissing(body.fields.back().name.text);
+      body.fields.push_back(ParseField());
       previous_end = next_;
     }
     ++next_;
-    ast::Body body;
     body.range = SpanFrom(first);
-    body.fields.reserve(fields.size());
-    std::move(fields.begin(), fields.end(), std::back_inserter(body.fields));
-    fields.clear();
-    --bodies_open_;
+    // A file is mostly fields: the spare capacity of growth is dropped.
+    body.fields.shrink_to_fit();
     return body;
   }
 
@@ -167,7 +160,7 @@ class DescentParser {
     std::optional<ast::BinaryOp> op = OperatorOf(Peek(), additive);
     if (!op) return head;
     auto chain = nodes_.Make<ast::BinaryExpr>(llvm::SMRange());
-    chain->first = std::move(head);
+    chain->first = head;
     for (; op; op = OperatorOf(Peek(), additive)) {
       llvm::SMRange op_range = tokens_.Range(all_[next_++]);
       chain->rest.push_back({*op, op_range, operand()});
@@ -186,7 +179,7 @@ class DescentParser {
     if (negations.empty()) return operand;
     auto unary = nodes_.Make<ast::UnaryExpr>(SpanFrom(first));
     unary->negations = std::move(negations);
-    unary->operand = std::move(operand);
+    unary->operand = operand;
     return unary;
   }
 
@@ -196,7 +189,7 @@ class DescentParser {
     ast::ExprPtr base = ParsePrimary();
     if (Peek() != TokenKind::Dot) return base;
     auto member = nodes_.Make<ast::MemberExpr>(llvm::SMRange());
-    member->base = std::move(base);
+    member->base = base;
     while (Peek() == TokenKind::Dot) {
       ++next_;
       member->members.push_back(TakeName());
@@ -215,8 +208,6 @@ class DescentParser {
   size_t next_;
   DeferredReports& reports_;
   ast::NodeArena& nodes_;
-  std::deque<std::vector<ast::Field>> open_fields_;  // ParseBody's, by depth (a deque: they stay put)
-  size_t bodies_open_ = 0;
 };
 
 // primary : NUMBER | STRING | TRUE | FALSE | AUTO | anyName body

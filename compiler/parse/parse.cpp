@@ -175,7 +175,7 @@ class AstBuilder {
     ast::ExprPtr first = build(operands[0]);
     if (operands.size() == 1 || ops.empty()) return first;
     auto chain = nodes_.Make<ast::BinaryExpr>(Range(ctx));
-    chain->first = std::move(first);
+    chain->first = first;
     for (size_t i = 1; i < operands.size() && i - 1 < ops.size(); ++i) {
       // By token type: the text of an operator may be a look-alike (`–`).
       size_t op = ops[i - 1]->getStart()->getType();
@@ -205,7 +205,7 @@ class AstBuilder {
     auto unary = nodes_.Make<ast::UnaryExpr>(Range(ctx));
     for (antlr4::tree::TerminalNode* minus : ctx->MINUS())
       unary->negations.push_back(tokens_.Range(Tok(minus->getSymbol())));
-    unary->operand = std::move(operand);
+    unary->operand = operand;
     return unary;
   }
 
@@ -215,7 +215,7 @@ class AstBuilder {
     ast::ExprPtr base = BuildPrimary(ctx->primary());
     if (ctx->anyName().empty()) return base;
     auto member = nodes_.Make<ast::MemberExpr>(Range(ctx));
-    member->base = std::move(base);
+    member->base = base;
     for (AvfParser::AnyNameContext* n : ctx->anyName()) member->members.push_back(MakeName(n));
     return member;
   }

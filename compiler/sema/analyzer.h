@@ -46,6 +46,7 @@ class Analyzer {
   auto NamesOfKind(std::optional<ast::DeclKind> kind) const -> std::vector<std::string>;
   // `base { overrides }` written in `owner.path`: a new declaration.
   auto AddInline(const ast::RecordExpr& expr, DeclId base, DeclId owner, std::string_view path) -> DeclId;
+  auto decl(DeclId id) const -> const Decl& { return program_.decls[id]; }
   auto program() const -> const Program& { return program_; }
   auto diags() -> diag::DiagnosticEngine& { return diags_; }
   void CheckBody(const ast::Body& body, const RecordSchema& schema, const std::string& where);

@@ -171,7 +171,7 @@ void Evaluator::ReportUnknownName(const ast::Name& name, const FieldSchema* expe
     b.Help(fmt::format("`{}` takes `true` or `false`", field_name_));
     return;
   }
-  if (a_.SuggestStdImport(b, std::string(name.text), a_.program().decls[owner_].buffer_id)) return;
+  if (a_.SuggestStdImport(b, std::string(name.text), a_.decl(owner_).buffer_id)) return;
   // Only a declaration of the kind the field takes can be the fix.
   std::string near = diag::ClosestMatch(name.text, a_.NamesOfKind(kind));
   if (!near.empty()) {
@@ -191,9 +191,9 @@ auto Evaluator::EvalMember(const ast::MemberExpr& e) -> Value {
       DeclId decl = current.decl;
       // Copied: evaluating the member may add inline declarations, which
       // moves the analyzer's declaration table.
-      const ast::DeclKind kind = a_.program().decls[decl].kind;
-      const llvm::SMRange declared = a_.program().decls[decl].name_range;
-      std::string owner = fmt::format("{} `{}`", ast::KeywordOf(kind), a_.program().decls[decl].name);
+      const ast::DeclKind kind = a_.decl(decl).kind;
+      const llvm::SMRange declared = a_.decl(decl).name_range;
+      std::string owner = fmt::format("{} `{}`", ast::KeywordOf(kind), a_.decl(decl).name);
       std::optional<PathId> path = PathsOf(kind).Child(kRootPath, member.text);
       if (!path) {
         auto b = diags_.Report(DiagId::UnknownMember, member.range, owner, member.text);
@@ -203,7 +203,7 @@ auto Evaluator::EvalMember(const ast::MemberExpr& e) -> Value {
       std::optional<FieldValue> fv = a_.EvalField(decl, *path, member.range);
       if (!fv) {
         diags_.Report(DiagId::MemberNotSet, member.range, owner, member.text)
-            .Note(declared, fmt::format("`{}` is declared here", a_.program().decls[decl].name));
+            .Note(declared, fmt::format("`{}` is declared here", a_.decl(decl).name));
         return Value::Error();
       }
       current = fv->value;
@@ -244,7 +244,7 @@ auto Evaluator::Apply(const Value& lhs, const ast::BinaryExpr::Step& step, llvm:
   if (lhs.is_error() || rhs.is_error()) return Value::Error();
   // STORAGE / "path" and LOCATION / "more/path"
   if (step.op == ast::BinaryOp::Divide && rhs.kind == Value::Kind::String &&
-      ((lhs.kind == Value::Kind::Ref && a_.program().decls[lhs.decl].kind == ast::DeclKind::Storage) ||
+      ((lhs.kind == Value::Kind::Ref && a_.decl(lhs.decl).kind == ast::DeclKind::Storage) ||
        lhs.kind == Value::Kind::Location)) {
     Value v;
     v.kind = Value::Kind::Location;
@@ -339,7 +339,7 @@ auto Evaluator::EvalRecord(const ast::RecordExpr& e, const FieldSchema* expected
   }
   Value v = Value::Of(Value::Kind::Ref, e.range());
   // Of another kind than the field takes: Check() reports the mismatch.
-  bool fits = expected && expected->type == FieldType::Ref && a_.program().decls[*base].kind == expected->ref_kind;
+  bool fits = expected && expected->type == FieldType::Ref && a_.decl(*base).kind == expected->ref_kind;
   v.decl = fits ? a_.AddInline(e, *base, owner_, field_name_) : *base;
   return v;
 }
@@ -462,7 +462,7 @@ auto Evaluator::CheckQuantity(Value v, const FieldSchema& schema, llvm::SMRange 
 
 auto Evaluator::CheckRef(Value v, const FieldSchema& schema, llvm::SMRange range) -> Value {
   if (v.kind != Value::Kind::Ref) return Mismatch(v, schema, range);
-  const Decl& target = a_.program().decls[v.decl];
+  const Decl& target = a_.decl(v.decl);
   if (target.kind != schema.ref_kind) {
     diags_
         .Report(DiagId::WrongRefKind, range, field_name_, ast::KeywordOf(schema.ref_kind), target.name,

@@ -104,14 +104,11 @@ void Analyzer::Collect() {
         continue;
       }
       by_name_.try_emplace(d.name.text, static_cast<DeclId>(decls_.size()));
-      AddDecl({&d.body, d.base ? &*d.base : nullptr}, {*d.kind,
-                                                       std::string(d.name.text),
-                                                       d.name.range,
-                                                       std::nullopt,
-                                                       {},
-                                                       module.buffer_id,
-                                                       false,
-                                                       module.is_stdlib});
+      AddDecl({&d.body, d.base ? &*d.base : nullptr}, {.kind = *d.kind,
+                                                       .name = std::string(d.name.text),
+                                                       .name_range = d.name.range,
+                                                       .buffer_id = module.buffer_id,
+                                                       .in_stdlib = module.is_stdlib});
     }
   }
 }
@@ -219,8 +216,13 @@ auto Analyzer::AddInline(const ast::RecordExpr& expr, DeclId base, DeclId owner,
   DeclId id = static_cast<DeclId>(decls_.size());
   const Decl& o = program_.decls[owner];
   ast::DeclKind kind = program_.decls[base].kind;
-  Decl decl{kind, o.name + "." + std::string(path), expr.range(), base, {}, o.buffer_id, true, o.in_stdlib};
-  AddDecl({expr.body.get(), nullptr}, std::move(decl));
+  AddDecl({expr.body.get(), nullptr}, {.kind = kind,
+                                       .name = o.name + "." + std::string(path),
+                                       .name_range = expr.range(),
+                                       .base = base,
+                                       .buffer_id = o.buffer_id,
+                                       .is_inline = true,
+                                       .in_stdlib = o.in_stdlib});
   CheckBody(*expr.body, SchemaOf(kind), std::string(ast::KeywordOf(kind)));
   return id;
 }

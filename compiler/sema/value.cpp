@@ -1,6 +1,7 @@
 #include "sema/value.h"
 
 #include <algorithm>
+#include <mutex>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -30,39 +31,17 @@ void Value::SetText(std::string text) { payload_ = new ValuePayload(std::move(te
 void Value::SetList(std::vector<Value> list) { payload_ = new ValuePayload(std::move(list)); }
 void Value::SetRecord(RecordValue record) { payload_ = new ValuePayload(std::move(record)); }
 
-namespace {
-
-// One payload per enum value a schema names, shared by every value that
-// holds it: a large program has an `arch = llama` in every model.
-class EnumTexts {
- public:
-  EnumTexts() {
-    for (size_t kind = 0; kind < ast::kDeclKindCount; ++kind) AddRecord(SchemaOf(static_cast<ast::DeclKind>(kind)));
-  }
-  auto Find(std::string_view text) const -> ValuePayload* {
-    auto it = by_text_.find(text);
-    return it == by_text_.end() ? nullptr : it->second.get();
-  }
-
- private:
-  void AddRecord(const RecordSchema& record) {
-    for (const FieldSchema& field : record.fields) AddField(field);
-  }
-  void AddField(const FieldSchema& field) {
-    for (std::string_view value : field.enum_values) by_text_.try_emplace(value, new ValuePayload(std::string(value)));
-    if (field.record) AddRecord(*field.record);
-    if (field.element) AddField(*field.element);
-  }
-  llvm::StringMap<llvm::IntrusiveRefCntPtr<ValuePayload>> by_text_;
-};
-
-}  // namespace
-
+// One payload per enum value, shared by every value that holds it: a large
+// program has an `arch = llama` in every model. Callers pass a value of a
+// schema's enum, so the table is no larger than the schemas' enums.
 void Value::SetEnum(std::string_view value) {
+  static std::mutex mutex;
   // Never destroyed: values that share its payloads may outlive statics.
-  static const auto* texts = new EnumTexts();
-  if (ValuePayload* shared = texts->Find(value)) payload_ = shared;
-  else SetText(std::string(value));
+  static auto* shared = new llvm::StringMap<llvm::IntrusiveRefCntPtr<ValuePayload>>();
+  std::lock_guard<std::mutex> lock(mutex);
+  auto [it, fresh] = shared->try_emplace(value);
+  if (fresh) it->second = new ValuePayload(std::string(value));
+  payload_ = it->second;
 }
 
 auto RecordValue::Find(std::string_view name) const -> const FieldValue* {

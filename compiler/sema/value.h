@@ -40,7 +40,7 @@ struct Value {
   auto list() const -> const std::vector<Value>&;  // List
   auto record() const -> const RecordValue*;       // Record; null if none
   void SetText(std::string text);
-  void SetEnum(std::string_view value);  // shares one payload per enum value of the schemas
+  void SetEnum(std::string_view value);  // a value of a schema's enum: one payload per value, shared
   void SetList(std::vector<Value> list);
   void SetRecord(RecordValue record);
 
