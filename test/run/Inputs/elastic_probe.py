@@ -10,7 +10,9 @@ usage: elastic_probe.py ACTION SLOTS STEPS RUN_DIR -- AVIFLOWC_COMMAND...
                    (SIGKILL) and its ranks stop as their supervisor died
   lose-and-return  after STEPS steps, node SLOTS dies; once the job trains on
                    fewer nodes, its launcher starts again (as a replaced
-                   machine would)
+                   machine would), the ranks held (SIGSTOP) until the host
+                   has seen it: a loaded machine may take seconds to start
+                   it, and the short job could end before
 RUN_DIR must be absolute: the run's processes are those whose arguments hold it.
 """
 import os
@@ -97,6 +99,27 @@ def restart(launcher, run_dir):
     return subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT), log
 
 
+def hold_ranks(run_dir):
+    """SIGSTOPs every rank of the run; their pids."""
+    held = [p for p, args in run_processes(run_dir).items() if any(a.startswith("--local-rank") for a in args)]
+    for pid in held:
+        os.kill(pid, signal.SIGSTOP)
+    return held
+
+
+def release_ranks(held):
+    for pid in held:
+        try:
+            os.kill(pid, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+
+
+def log_holds(run_dir, text):
+    with open(os.path.join(os.path.dirname(run_dir), "run.log")) as f:
+        return text in f.read()
+
+
 def main():
     action, arg, steps, run_dir = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
     command = sys.argv[sys.argv.index("--") + 1:]
@@ -110,7 +133,13 @@ def main():
         restarted, seconds = recovery(run_dir, killed_at, starts_before)
         print(f"trains again on fewer nodes within 60 s: {seconds is not None and seconds < 60}")
         wait_until(lambda: steps_done(run_dir) >= steps + 5, 60)
+        held = hold_ranks(run_dir)
         returned, returned_log = restart(launcher, run_dir)
+        # Well within --peer-timeout: the ranks all stopped at once see no
+        # silent peer when they go on.
+        seen = wait_until(lambda: log_holds(run_dir, "launchers wait; stopping the ranks"), 8)
+        release_ranks(held)
+        print(f"the host saw the returned launcher while the ranks were held: {seen}")
         status, text = finish(returned, returned_log)
         print(f"returned launcher exit: {status}")
         sys.stdout.write(text)
