@@ -296,6 +296,14 @@ auto VisibleGpus() -> int {
   return count;
 }
 
+auto HeadDimProblem(int64_t head_dim) -> std::string {
+  if (head_dim % kAttentionHeadDimStep == 0 && head_dim > 0 && head_dim <= kAttentionMaxHeadDim) return {};
+  return fmt::format(
+      "the GPU's attention kernels take heads whose width (hidden / heads) is a multiple of {} up to {}, and this "
+      "model's is {}",
+      kAttentionHeadDimStep, kAttentionMaxHeadDim, head_dim);
+}
+
 auto DeviceProblem(int device) -> std::string {
   int count = 0;
   if (cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess) {

@@ -8,6 +8,7 @@
 // prints what failed on which GPU and exits the rank with status 1.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -20,6 +21,9 @@ namespace avf::kernels {
 // visible, or an architecture before sm_80 (the build holds sm_80 and sm_90
 // code, and compute_80 PTX that the driver compiles for later GPUs).
 auto DeviceProblem(int device) -> std::string;
+// Why the kernels cannot train a model whose attention heads are `head_dim`
+// wide (hidden / heads), or "" when they can.
+auto HeadDimProblem(int64_t head_dim) -> std::string;
 // "NVIDIA H200 (sm_90, 139.8 GiB)".
 auto DeviceName(int device) -> std::string;
 // How many GPUs this process sees (0 without a driver), and

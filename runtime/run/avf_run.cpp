@@ -362,7 +362,9 @@ auto Run(const RunFlags& f, const std::vector<std::string>& args) -> int {
   if (const char* changes = std::getenv(avf::plan_format::kEnvNodeCountChanges)) {
     llvm::to_integer(changes, o.node_count_changes, 10);
   }
-  auto device = avf::run::ChooseDevice(f.device, identity->local_rank, plan.hardware.ranks_per_node);
+  auto device = avf::run::ChooseDevice(f.device, {.local_rank = identity->local_rank,
+                                                  .ranks_per_node = plan.hardware.ranks_per_node,
+                                                  .head_dim = plan.model.hidden / plan.model.heads});
   if (!device) return Report(device.takeError());
   if (!device->gpu) {
     if (llvm::Error e = avf::runtime::CheckHostMemory(plan, identity->rank, avf::runtime::HostMemoryBytes())) {

@@ -23,9 +23,13 @@ struct ComputeDevice {
 
 // `choice` is gpu, cpu or auto (the GPU where this avf-run has the CUDA
 // backend and the GPU can run it, else the CPU). A GPU rank needs this
-// build's CUDA backend, GPU `local_rank` visible and of sm_80 or later, and
-// as many visible GPUs as the node runs ranks (`ranks_per_node`, one each).
-auto ChooseDevice(std::string_view choice, int64_t local_rank, int64_t ranks_per_node) -> llvm::Expected<ComputeDevice>;
+// build's CUDA backend, GPU `local_rank` visible and of sm_80 or later, as
+// many visible GPUs as the node runs ranks (`ranks_per_node`, one each), and
+// a model whose heads (`head_dim` wide) the GPU's attention takes.
+struct DeviceNeeds {
+  int64_t local_rank = 0, ranks_per_node = 1, head_dim = 0;
+};
+auto ChooseDevice(std::string_view choice, const DeviceNeeds& needs) -> llvm::Expected<ComputeDevice>;
 
 // Whether this avf-run was built with the CUDA backend.
 auto CudaBackendBuilt() -> bool;

@@ -9,7 +9,7 @@ auto GpuWorld(const comm::TcpOptions&, int) -> llvm::Expected<std::unique_ptr<co
   return llvm::createStringError(llvm::inconvertibleErrorCode(), "this avf-run was built without CUDA and NCCL");
 }
 
-auto ChooseDevice(std::string_view choice, int64_t, int64_t) -> llvm::Expected<ComputeDevice> {
+auto ChooseDevice(std::string_view choice, const DeviceNeeds&) -> llvm::Expected<ComputeDevice> {
   if (choice == "gpu") {
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "--device gpu: this avf-run was built without the CUDA toolkit and trains on "

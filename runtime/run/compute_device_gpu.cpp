@@ -36,19 +36,20 @@ auto GpuWorld(const comm::TcpOptions& mesh, int device) -> llvm::Expected<std::u
   return std::unique_ptr<comm::Communicator>(std::move(*world));
 }
 
-auto ChooseDevice(std::string_view choice, int64_t local_rank, int64_t ranks_per_node)
-    -> llvm::Expected<ComputeDevice> {
+auto ChooseDevice(std::string_view choice, const DeviceNeeds& needs) -> llvm::Expected<ComputeDevice> {
   if (choice == "cpu") return ComputeDevice{false, "the CPU", {}};
-  auto device = static_cast<int>(local_rank);
+  auto device = static_cast<int>(needs.local_rank);
   std::string problem = kernels::DeviceProblem(device);
+  if (problem.empty()) problem = kernels::HeadDimProblem(needs.head_dim);
   if (choice == "auto" && !problem.empty()) return ComputeDevice{false, "the CPU", {}};
   if (!problem.empty()) {
     return Fail(
         fmt::format("--device gpu: local rank {} trains on GPU {}, and {}; use --device cpu to train on "
                     "the CPU",
-                    local_rank, device, problem));
+                    needs.local_rank, device, problem));
   }
   int visible = kernels::VisibleGpus();
+  int64_t ranks_per_node = needs.ranks_per_node;
   if (ranks_per_node > visible) {
     return Fail(fmt::format(
         "the plan runs {} ranks on this node, one per GPU, but it shows {} GPU{}{}; give the pod "

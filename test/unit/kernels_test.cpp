@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cpu/kernels.h"
+#include "kernels/cuda_backend.h"
 #include "kernels/kernels.h"
 #include "optim/optimizer.h"
 
@@ -212,6 +213,21 @@ TEST(Kernels, SizesAreChecked) {
   EXPECT_EQ(GeluBackward<float>(nullptr, nullptr, nullptr, 0, nullptr), cudaSuccess);  // nothing to do
   EXPECT_EQ(AdamWUpdate<float>(nullptr, nullptr, nullptr, nullptr, 0, nullptr, 0, s, nullptr, nullptr), cudaSuccess);
   EXPECT_EQ(Scale<Bf16>(nullptr, 0, 2.0f, nullptr), cudaSuccess);
+}
+
+// avf-run refuses a GPU for a model whose heads attention would refuse
+// (HeadDimProblem), before any rank joins: the two agree on every width.
+TEST(Kernels, HeadWidthsRefusedBeforeTrainingAreThoseAttentionRefuses) {
+  for (int64_t hd = 1; hd <= 2 * kAttentionMaxHeadDim; ++hd) {
+    bool attention_takes = AttentionLseBytes({.b = 1, .t = 8, .heads = 2, .kv_heads = 1, .head_dim = hd}) > 0;
+    EXPECT_EQ(HeadDimProblem(hd).empty(), attention_takes) << "head_dim " << hd;
+  }
+  EXPECT_EQ(HeadDimProblem(4),
+            "the GPU's attention kernels take heads whose width (hidden / heads) is a multiple of 8 up to 256, and "
+            "this model's is 4");
+  EXPECT_FALSE(HeadDimProblem(0).empty());
+  EXPECT_TRUE(HeadDimProblem(64).empty());
+  EXPECT_TRUE(HeadDimProblem(128).empty());
 }
 
 TEST(Kernels, WithoutADeviceALaunchFailsWithCudasReason) {
