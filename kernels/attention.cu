@@ -29,8 +29,7 @@ using device::Store;
 constexpr int kThreads = 128;
 constexpr int kTile = 64;       // keys per tile (forward, dq), queries per tile (dk/dv), head-dim chunk
 constexpr int kLd = kTile + 1;  // an odd row stride: a column read across rows hits distinct banks
-constexpr int kMaxHeadDim = kAttentionMaxHeadDim;
-constexpr int kMinRows = 16;  // the smallest tile of rows a grid is cut into (KeyRows(256))
+constexpr int kMinRows = 16;    // the smallest tile of rows a grid is cut into (KeyRows(256))
 
 // Query rows of a forward or dq block and key rows of a dk/dv block, so that
 // the accumulators (rows x D over 128 threads) take at most 64 registers.
@@ -71,7 +70,7 @@ auto Check(const AttentionShape& s) -> cudaError_t {
   for (int64_t x : {s.b, s.t, s.heads, s.kv_heads, s.head_dim}) {
     if (x < 0) return cudaErrorInvalidValue;
   }
-  bool head_dim = s.head_dim % kAttentionHeadDimStep == 0 && s.head_dim <= kMaxHeadDim;
+  bool head_dim = AttentionTakesHeadDim(s.head_dim);
   bool heads = s.kv_heads == 0 ? s.heads == 0 : s.heads % s.kv_heads == 0;
   bool grid = (s.t + kMinRows - 1) / kMinRows <= device::kMaxBlocks && (s.heads == 0 || s.b <= INT_MAX / s.heads);
   return head_dim && heads && grid ? cudaSuccess : cudaErrorInvalidValue;

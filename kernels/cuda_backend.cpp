@@ -297,7 +297,7 @@ auto VisibleGpus() -> int {
 }
 
 auto HeadDimProblem(int64_t head_dim) -> std::string {
-  if (head_dim % kAttentionHeadDimStep == 0 && head_dim > 0 && head_dim <= kAttentionMaxHeadDim) return {};
+  if (head_dim > 0 && AttentionTakesHeadDim(head_dim)) return {};
   return fmt::format(
       "the GPU's attention kernels take heads whose width (hidden / heads) is a multiple of {} up to {}, and this "
       "model's is {}",

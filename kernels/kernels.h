@@ -120,10 +120,12 @@ auto MaxOverBlocks(float* out, const float* blocks, int64_t count, int64_t nbloc
 // reads key/value head h / (NH / KVH). No T x T matrix is kept: forward
 // saves lse(B, NH, T), each query row's log-sum-exp of its scaled scores
 // (fp32), and backward recomputes the probabilities from q, k and it.
-// head_dim must be a multiple of kAttentionHeadDimStep and at most
-// kAttentionMaxHeadDim (else cudaErrorInvalidValue).
+// head_dim must be one AttentionTakesHeadDim accepts (else cudaErrorInvalidValue).
 inline constexpr int kAttentionHeadDimStep = 8;
 inline constexpr int kAttentionMaxHeadDim = 256;
+constexpr auto AttentionTakesHeadDim(int64_t head_dim) -> bool {
+  return head_dim >= 0 && head_dim % kAttentionHeadDimStep == 0 && head_dim <= kAttentionMaxHeadDim;
+}
 auto AttentionLseBytes(const AttentionShape& s) -> size_t;
 template <typename T>
 auto AttentionForward(T* out, float* lse, const T* q, const T* k, const T* v, const AttentionShape& s,

@@ -49,12 +49,12 @@ auto ChooseDevice(std::string_view choice, const DeviceNeeds& needs) -> llvm::Ex
                     needs.local_rank, device, problem));
   }
   int visible = kernels::VisibleGpus();
-  int64_t ranks_per_node = needs.ranks_per_node;
-  if (ranks_per_node > visible) {
-    return Fail(fmt::format(
-        "the plan runs {} ranks on this node, one per GPU, but it shows {} GPU{}{}; give the pod "
-        "or job {} GPUs, compile the job for {} GPUs per node, or train on the CPU (--device cpu)",
-        ranks_per_node, visible, visible == 1 ? "" : "s", kernels::VisibleDevicesNote(), ranks_per_node, visible));
+  if (needs.ranks_per_node > visible) {
+    return Fail(
+        fmt::format("the plan runs {} ranks on this node, one per GPU, but it shows {} GPU{}{}; give the pod "
+                    "or job {} GPUs, compile the job for {} GPUs per node, or train on the CPU (--device cpu)",
+                    needs.ranks_per_node, visible, visible == 1 ? "" : "s", kernels::VisibleDevicesNote(),
+                    needs.ranks_per_node, visible));
   }
   return OnGpu(device);
 }

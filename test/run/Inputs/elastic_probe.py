@@ -40,14 +40,17 @@ def parent(pid):
         return 0
 
 
+def is_rank(args):
+    return any(a.startswith("--local-rank") for a in args)
+
+
 def node(run_dir, slot):
     """(pid, arguments, environment) of node `slot`'s launcher, and the pids
     of its ranks."""
     procs = run_processes(run_dir)
     for pid, args in procs.items():
         env = environment(pid)
-        rank = any(a.startswith("--local-rank") for a in args)
-        if env.get("AVF_NODE_SLOT") == str(slot) and not rank:
+        if env.get("AVF_NODE_SLOT") == str(slot) and not is_rank(args):
             return (pid, args, env), [p for p in procs if parent(p) == pid]
     return None, []
 
@@ -101,7 +104,7 @@ def restart(launcher, run_dir):
 
 def hold_ranks(run_dir):
     """SIGSTOPs every rank of the run; their pids."""
-    held = [p for p, args in run_processes(run_dir).items() if any(a.startswith("--local-rank") for a in args)]
+    held = [p for p, args in run_processes(run_dir).items() if is_rank(args)]
     for pid in held:
         os.kill(pid, signal.SIGSTOP)
     return held
@@ -115,7 +118,7 @@ def release_ranks(held):
             pass
 
 
-def log_holds(run_dir, text):
+def run_log_has(run_dir, text):
     with open(os.path.join(os.path.dirname(run_dir), "run.log")) as f:
         return text in f.read()
 
@@ -137,7 +140,7 @@ def main():
         returned, returned_log = restart(launcher, run_dir)
         # Well within --peer-timeout: the ranks all stopped at once see no
         # silent peer when they go on.
-        seen = wait_until(lambda: log_holds(run_dir, "launchers wait; stopping the ranks"), 8)
+        seen = wait_until(lambda: run_log_has(run_dir, "launchers wait; stopping the ranks"), 8)
         release_ranks(held)
         print(f"the host saw the returned launcher while the ranks were held: {seen}")
         status, text = finish(returned, returned_log)
