@@ -78,13 +78,6 @@ auto CublasLtGemm::PlanFor(const Key& key, const GemmShape& s, std::string& erro
   cublasLtMatmulPreference_t pref = nullptr;
   if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatmulPreferenceCreate(&pref);
   if (st == CUBLAS_STATUS_SUCCESS) st = SetPreference(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, kWorkspaceBytes);
-  // Split-K partial sums kept in the output type (in place in d, or in the
-  // workspace) round a bf16 result once per part: only fp32 partials keep
-  // the one rounding the header promises.
-  if (st == CUBLAS_STATUS_SUCCESS) {
-    st = SetPreference(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
-                       static_cast<uint32_t>(CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE));
-  }
   const cublasLtMatmulPreferenceAttributes_t aligns[] = {
       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};

@@ -1,6 +1,7 @@
 // Matrix products on the GPU through cuBLASLt: fp32 in fp32, bf16 in bf16
-// with fp32 accumulation (and the beta addition in fp32, so adding into a
-// bf16 gradient rounds once), an optional bias epilogue. Each distinct shape
+// with fp32 accumulation, an optional bias epilogue. Adding into a bf16
+// gradient (beta = 1) should round once; on an H200 it rounded twice (the
+// kernel contract's bf16 Matmul fails there: docs/development.md). Each distinct shape
 // (with its pointers' alignment) is planned once: its layouts and the
 // heuristic's algorithm are kept, and every product shares one workspace
 // allocated up front, so a training step allocates nothing. Internal to
